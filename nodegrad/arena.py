@@ -1,0 +1,509 @@
+"""The arena: a flat, append-only store of op nodes, and the handles user code holds.
+
+A node is the tuple ``(op, parents, argnums, args, value)``:
+
+- ``op`` -- the :class:`~nodegrad.ops.registry.Op` that produced it (leaves have the
+  ``param`` / ``input`` pseudo-ops);
+- ``parents`` -- integer indices of the nodes it read, always lower than its own index,
+  so index order *is* a topological order;
+- ``argnums`` -- for each parent, the argument position it was passed at;
+- ``args`` -- the forward arguments with traced values replaced by their values (this is
+  all a VJP rule needs, so no separate residuals are stored);
+- ``value`` -- the forward output.
+
+Nodes are plain tuples in one list because per-node cost is a product feature: appending
+one tuple is the cheapest record there is. :class:`Node` is the read-only view users see.
+
+A :class:`Traced` is a handle ``(arena, index, value)`` that supports the numpy-style
+operators and methods, each recording one node.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+
+from nodegrad.errors import ArenaError, DtypeError, NodegradError, ShapeError, user_location
+
+if TYPE_CHECKING:
+    from nodegrad.ops.registry import Op
+
+__all__ = ["Arena", "Node", "Traced", "current_arena", "record"]
+
+_ARG0 = (0,)
+_ARG1 = (1,)
+_ARG01 = (0, 1)
+
+
+@attrs.frozen
+class Node:
+    """A read-only view of one arena node.
+
+    Attributes
+    ----------
+    index : int
+        Position in the arena.
+    op : str
+        Name of the op that produced it (``"param"`` or ``"input"`` for leaves).
+    parents : tuple of int
+        Indices of the nodes it read.
+    value : Any
+        Its forward value.
+    """
+
+    index: int
+    op: str
+    parents: tuple[int, ...]
+    value: Any = attrs.field(repr=False)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the forward value."""
+        return tuple(np.shape(self.value))
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Dtype of the forward value."""
+        return np.asarray(self.value).dtype
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Arena] = []
+
+
+_state = _State()
+
+
+def current_arena() -> Arena | None:
+    """The innermost arena entered with ``with`` in this thread, or ``None``."""
+    stack = _state.stack
+    return stack[-1] if stack else None
+
+
+class Arena:
+    """A flat, append-only store of op nodes: the graph of one computation.
+
+    Use it directly to explore, or let :func:`nodegrad.grad` create one per call.
+    Arenas are independent objects; each thread keeps its own stack of entered arenas.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> with ng.Arena() as a:
+    ...     x = a.param(np.array([1.0, 2.0, 3.0]))
+    ...     y = (x * x).sum()
+    ...     g = a.backward(y, wrt=x)
+    >>> g
+    array([2., 4., 6.])
+    >>> len(a), a[2].op
+    (3, 'sum')
+    """
+
+    def __init__(self) -> None:
+        self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = []
+        #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
+        self.last_visited = 0
+
+    # -- recording ---------------------------------------------------------------------
+    def param(self, value: Any) -> Traced:
+        """Add a differentiable leaf holding ``value`` (a float array or Python float).
+
+        Parameters
+        ----------
+        value : array_like
+            Floating-point data. Python floats become 0-d float64 arrays.
+
+        Returns
+        -------
+        Traced
+            The handle of the new leaf.
+
+        Raises
+        ------
+        DtypeError
+            If ``value`` is not floating point.
+        """
+        array = _as_float_array(value, "Arena.param")
+        return self._push(PARAM, (), (), (), array)
+
+    def input(self, value: Any) -> Traced:
+        """Add a leaf holding data (any dtype); it is differentiable only if floating."""
+        return self._push(INPUT, (), (), (), np.asarray(value))
+
+    def _push(
+        self, op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: tuple[Any, ...], value: Any
+    ) -> Traced:
+        nodes = self._nodes
+        nodes.append((op, parents, argnums, args, value))
+        return Traced(self, len(nodes) - 1, value)
+
+    # -- differentiation ---------------------------------------------------------------
+    def backward(self, output: Traced, wrt: Any = None, seed: Any = None) -> Any:
+        """Differentiate ``output`` with respect to ``wrt`` by one reverse sweep.
+
+        Parameters
+        ----------
+        output : Traced
+            A node of this arena.
+        wrt : Traced or list/tuple of Traced, optional
+            The nodes to differentiate with respect to. Defaults to every ``param`` leaf,
+            returned as a list.
+        seed : array_like, optional
+            The cotangent of ``output``. Defaults to ones when ``output`` has one element;
+            required otherwise. It is never modified.
+
+        Returns
+        -------
+        ndarray or list or tuple of ndarray
+            Gradients shaped like ``wrt``. A node with no path to ``output`` gets zeros.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a = ng.Arena()
+        >>> x = a.param(np.array([1.0, 2.0]))
+        >>> y = 3.0 * x
+        >>> a.backward(y, wrt=x, seed=np.array([1.0, 10.0]))
+        array([ 3., 30.])
+        """
+        from nodegrad.sweep import run_backward
+
+        if wrt is None:
+            targets: list[Traced] = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
+            return list(run_backward(self, output, targets, seed))
+        if isinstance(wrt, (list, tuple)):
+            grads = run_backward(self, output, list(wrt), seed)
+            return type(wrt)(grads) if isinstance(wrt, tuple) else list(grads)
+        return run_backward(self, output, [wrt], seed)[0]
+
+    # -- inspection ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __getitem__(self, index: int) -> Node:
+        op, parents, _, _, value = self._nodes[self._check_index(index)]
+        return Node(index % len(self._nodes), op.name, parents, value)
+
+    def __iter__(self) -> Iterator[Node]:
+        for i in range(len(self._nodes)):
+            yield self[i]
+
+    def _check_index(self, index: int) -> int:
+        if not -len(self._nodes) <= index < len(self._nodes):
+            msg = f"node index {index} is out of range for an arena of {len(self._nodes)} nodes"
+            raise ArenaError(msg)
+        return index
+
+    def _handle(self, index: int) -> Traced:
+        return Traced(self, index, self._nodes[index][4])
+
+    def __repr__(self) -> str:
+        return f"<Arena with {len(self._nodes)} nodes>"
+
+    def __enter__(self) -> Arena:
+        _state.stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _state.stack.remove(self)
+
+
+def _as_float_array(value: Any, where: str) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind != "f":
+        if array.dtype.kind in "biu":
+            hint = " (write 3.0 instead of 3, or cast with .astype(float))"
+        else:
+            hint = ""
+        msg = f"{where}: only floating-point values are differentiable, got dtype {array.dtype}{hint}"
+        raise DtypeError(msg)
+    return array
+
+
+# -- recording ops ---------------------------------------------------------------------------
+
+
+def _forward(op: Op, args: tuple[Any, ...]) -> Any:
+    """Run ``op``'s forward; turn any failure into an error naming the op and the shapes."""
+    try:
+        return op.forward(*args)
+    except NodegradError:
+        raise
+    except (ValueError, TypeError, IndexError) as exc:
+        shapes = ", ".join(_describe(a) for a in args)
+        msg = f"{op.name}: inputs do not fit ({shapes}): {exc} [recorded at {user_location()}]"
+        error = _error_like(exc)
+        raise error(msg) from exc
+
+
+def _error_like(exc: Exception) -> type[Exception]:
+    from nodegrad.errors import OpIndexError
+
+    if isinstance(exc, IndexError):
+        return OpIndexError
+    if isinstance(exc, TypeError):
+        return DtypeError
+    return ShapeError
+
+
+def _describe(arg: Any) -> str:
+    if isinstance(arg, np.ndarray | np.generic):
+        return f"{arg.dtype}{list(arg.shape)}"
+    if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, np.ndarray | np.generic) for a in arg):
+        return "[" + ", ".join(_describe(a) for a in arg) + "]"
+    return repr(arg) if len(repr(arg)) < 40 else type(arg).__name__
+
+
+def _mixed_arenas(op: Op) -> ArenaError:
+    msg = f"{op.name}: inputs belong to different arenas [recorded at {user_location()}]"
+    return ArenaError(msg)
+
+
+def record1(op: Op, x: Any, *static: Any) -> Any:
+    """Apply an op whose only differentiable input is the first argument."""
+    if type(x) is not Traced:
+        return _forward(op, (x, *static))
+    args = (x.value, *static)
+    return x.arena._push(op, (x.index,), _ARG0, args, _forward(op, args))
+
+
+def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
+    """Apply an op whose first two arguments are differentiable."""
+    if type(x) is Traced:
+        arena = x.arena
+        if type(y) is Traced:
+            if y.arena is not arena:
+                raise _mixed_arenas(op)
+            args = (x.value, y.value, *static)
+            return arena._push(op, (x.index, y.index), _ARG01, args, _forward(op, args))
+        args = (x.value, y, *static)
+        return arena._push(op, (x.index,), _ARG0, args, _forward(op, args))
+    if type(y) is Traced:
+        args = (x, y.value, *static)
+        return y.arena._push(op, (y.index,), _ARG1, args, _forward(op, args))
+    return _forward(op, (x, y, *static))
+
+
+def record(op: Op, *args: Any) -> Any:
+    """Apply any op: traced arguments at positions with a VJP rule become parents."""
+    arena = None
+    parents: list[int] = []
+    argnums: list[int] = []
+    values = list(args)
+    rules = op.vjps
+    for k, a in enumerate(args):
+        if type(a) is Traced:
+            values[k] = a.value
+            if k < len(rules) and rules[k] is not None:
+                if arena is None:
+                    arena = a.arena
+                elif a.arena is not arena:
+                    raise _mixed_arenas(op)
+                parents.append(a.index)
+                argnums.append(k)
+    frozen = tuple(values)
+    out = _forward(op, frozen)
+    if arena is None:
+        return out
+    return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
+
+
+def unwrap(value: Any) -> Any:
+    """The forward value of a traced handle; anything else unchanged."""
+    return value.value if type(value) is Traced else value
+
+
+class Traced:
+    """A handle to one node of an arena: what user code holds while being differentiated.
+
+    It behaves like the numpy array it stands for: arithmetic operators with numpy
+    broadcasting, ``@``, comparisons (which give plain boolean masks), ``.shape``,
+    ``.dtype``, ``.T``, ``.reshape``, ``.sum``, ``.mean``, ``.max``, ``.min``, indexing,
+    and numpy functions and ufuncs that have a registered op. Each operation records one
+    node in the arena.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> a = ng.Arena()
+    >>> x = a.param(np.ones((2, 3)))
+    >>> (x.T @ x).shape
+    (3, 3)
+    """
+
+    __slots__ = ("arena", "index", "value")
+    __array_priority__ = 1000
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
+
+    def __init__(self, arena: Arena, index: int, value: Any) -> None:
+        self.arena = arena
+        self.index = index
+        self.value = value
+
+    # -- array attributes -----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the value."""
+        return np.shape(self.value)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Dtype of the value."""
+        return self.value.dtype  # type: ignore[no-any-return]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions of the value."""
+        return np.ndim(self.value)
+
+    @property
+    def size(self) -> int:
+        """Number of elements of the value."""
+        return np.size(self.value)
+
+    @property
+    def T(self) -> Any:  # noqa: N802  (numpy's name)
+        """The transpose, recorded as a node."""
+        return _ops.transpose(self)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __repr__(self) -> str:
+        return f"Traced(node {self.index}, {_describe(self.value)}: {np.array2string(np.asarray(self.value), threshold=6)})"
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        msg = (
+            f"a traced value (node {self.index}, {_describe(self.value)}) cannot become a plain numpy "
+            "array: that would silently drop its gradient. Use a nodegrad op or a numpy function "
+            "with a registered op; call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+        )
+        raise ArenaError(msg)
+
+    # -- methods ------------------------------------------------------------------------
+    def reshape(self, *shape: Any) -> Any:
+        """Reshape, as ``ndarray.reshape``."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return _ops.reshape(self, shape)
+
+    def transpose(self, *axes: Any) -> Any:
+        """Permute axes, as ``ndarray.transpose``."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return _ops.transpose(self, axes or None)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Sum over ``axis``, as ``ndarray.sum``."""
+        return _ops.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Mean over ``axis``, as ``ndarray.mean``."""
+        return _ops.mean(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Maximum over ``axis``; tied maxima share the gradient evenly."""
+        return _ops.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Minimum over ``axis``; tied minima share the gradient evenly."""
+        return _ops.min(self, axis, keepdims)
+
+    def __getitem__(self, index: Any) -> Any:
+        return _ops.getitem(self, index)
+
+    # -- operators ------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Any:
+        return record2(_ops.ADD, self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return record2(_ops.ADD, other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return record2(_ops.SUBTRACT, self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return record2(_ops.SUBTRACT, other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return record2(_ops.MULTIPLY, self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return record2(_ops.MULTIPLY, other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return record2(_ops.DIVIDE, self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return record2(_ops.DIVIDE, other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _ops.power(self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _ops.power(other, self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return _ops.matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return _ops.matmul(other, self)
+
+    def __neg__(self) -> Any:
+        return record1(_ops.NEGATIVE, self)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return record1(_ops.ABS, self)
+
+    # Comparisons give plain boolean masks: they have no gradient.
+    def __lt__(self, other: Any) -> Any:
+        return self.value < unwrap(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.value <= unwrap(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.value > unwrap(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.value >= unwrap(other)
+
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return self.value == unwrap(other)
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        return self.value != unwrap(other)
+
+    # -- numpy dispatch ----------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        from nodegrad.numpy_api import dispatch_ufunc
+
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        from nodegrad.numpy_api import dispatch_function
+
+        return dispatch_function(func, args, kwargs)
+
+
+# The ops record into the arena, and the handle's operators call the ops: importing the
+# ops package last breaks that cycle.
+from nodegrad import ops as _ops  # noqa: E402
+from nodegrad.ops.registry import INPUT, PARAM  # noqa: E402

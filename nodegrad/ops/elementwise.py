@@ -1,0 +1,502 @@
+"""Elementwise ops: arithmetic, transcendental functions, activations, clamp and where.
+
+Binary ops broadcast as numpy does; their rules return broadcast-shaped cotangents and
+the sweep reduces them to each input's shape.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nodegrad.arena import record, record1, record2
+from nodegrad.errors import ShapeError, user_location
+from nodegrad.ops.registry import defop
+
+__all__ = [
+    "abs",
+    "add",
+    "clamp",
+    "cos",
+    "divide",
+    "exp",
+    "gelu",
+    "log",
+    "log2",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "power",
+    "relu",
+    "sigmoid",
+    "silu",
+    "sin",
+    "sqrt",
+    "subtract",
+    "tanh",
+    "where",
+]
+
+_F = "elementwise"
+_LN2 = math.log(2.0)
+
+
+def _unary(name: str, forward: Any, rule: Any, doc: str) -> Any:
+    return defop(name, forward, rule, family=_F, doc=doc)
+
+
+def _binary(name: str, forward: Any, rule_x: Any, rule_y: Any, doc: str) -> Any:
+    return defop(name, forward, rule_x, rule_y, family=_F, broadcasts=True, doc=doc)
+
+
+# -- arithmetic ---------------------------------------------------------------------------
+
+ADD = _binary("add", np.add, lambda g, ans, x, y: g, lambda g, ans, x, y: g, "x + y")
+SUBTRACT = _binary("subtract", np.subtract, lambda g, ans, x, y: g, lambda g, ans, x, y: -g, "x - y")
+MULTIPLY = _binary(
+    "multiply", np.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x, "x * y (also x * scalar)"
+)
+DIVIDE = _binary(
+    "divide", np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, "x / y"
+)
+NEGATIVE = _unary("negative", np.negative, lambda g, ans, x: -g, "-x")
+
+
+def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    # y * x**(y-1), written so that x == 0 with y >= 1 gives a finite value.
+    return g * y * np.power(x, y - 1)
+
+
+def _power_rule_exponent(g: Any, ans: Any, x: Any, y: Any) -> Any:
+    # d/dy x**y = x**y * log(x); defined as 0 where x == 0 (the limit for y > 0), and the
+    # log of a negative base is not real, so those entries get 0 as well.
+    safe = np.where(x > 0, x, 1)
+    return g * ans * np.log(safe)
+
+
+POWER = _binary("power", np.power, _power_rule_base, _power_rule_exponent, "x ** y")
+
+# -- transcendental -----------------------------------------------------------------------
+
+EXP = _unary("exp", np.exp, lambda g, ans, x: g * ans, "e ** x")
+LOG = _unary("log", np.log, lambda g, ans, x: g / x, "natural logarithm")
+LOG2 = _unary("log2", np.log2, lambda g, ans, x: g / (x * _LN2), "base-2 logarithm")
+SQRT = _unary("sqrt", np.sqrt, lambda g, ans, x: g / (ans + ans), "square root")
+SIN = _unary("sin", np.sin, lambda g, ans, x: g * np.cos(x), "sine")
+COS = _unary("cos", np.cos, lambda g, ans, x: -g * np.sin(x), "cosine")
+TANH = _unary("tanh", np.tanh, lambda g, ans, x: g - g * ans * ans, "hyperbolic tangent")
+ABS = _unary("abs", np.abs, lambda g, ans, x: g * np.sign(x), "absolute value (gradient 0 at 0)")
+
+# -- activations --------------------------------------------------------------------------
+
+
+def _sigmoid(x: Any) -> Any:
+    # exp(-log(1 + e^-x)) is accurate for large |x| in both directions.
+    return np.exp(-np.logaddexp(0, -x))
+
+
+def _silu(x: Any) -> Any:
+    return x * _sigmoid(x)
+
+
+def _silu_rule(g: Any, ans: Any, x: Any) -> Any:
+    s = _sigmoid(x)
+    return g * (s + ans * (1 - s))
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _gelu(x: Any, approximate: bool) -> Any:
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2.0)).astype(x.dtype))
+
+
+def _gelu_rule(g: Any, ans: Any, x: Any, approximate: bool) -> Any:
+    if approximate:
+        inner = _GELU_C * (x + 0.044715 * x**3)
+        t = np.tanh(inner)
+        d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)).astype(x.dtype))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+    return g * (cdf + x * pdf)
+
+
+SIGMOID = _unary("sigmoid", _sigmoid, lambda g, ans, x: g * ans * (1 - ans), "logistic function")
+RELU = _unary("relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * (x > 0), "max(x, 0); gradient 0 at 0")
+SILU = _unary("silu", _silu, _silu_rule, "x * sigmoid(x)")
+GELU = defop("gelu", _gelu, _gelu_rule, None, family=_F, doc="Gaussian error linear unit")
+
+
+def _tie_share(x: Any, y: Any, ans: Any) -> Any:
+    # Where x == y both inputs share the gradient evenly, as a max over a tie does.
+    return np.where(x == y, 0.5, (x == ans) * 1.0)
+
+
+MAXIMUM = _binary(
+    "maximum",
+    np.maximum,
+    lambda g, ans, x, y: g * _tie_share(x, y, ans),
+    lambda g, ans, x, y: g * _tie_share(y, x, ans),
+    "elementwise maximum; ties split the gradient evenly",
+)
+MINIMUM = _binary(
+    "minimum",
+    np.minimum,
+    lambda g, ans, x, y: g * _tie_share(x, y, ans),
+    lambda g, ans, x, y: g * _tie_share(y, x, ans),
+    "elementwise minimum; ties split the gradient evenly",
+)
+
+# -- clamp and where --------------------------------------------------------------------------
+
+
+def _clamp(x: Any, lo: Any, hi: Any) -> Any:
+    out = x
+    if lo is not None:
+        out = np.maximum(out, lo)
+    if hi is not None:
+        out = np.minimum(out, hi)
+    return out
+
+
+def _inside(x: Any, lo: Any, hi: Any) -> Any:
+    inside = np.ones(np.shape(x), dtype=bool)
+    if lo is not None:
+        inside = inside & (x >= lo)
+    if hi is not None:
+        inside = inside & (x <= hi)
+    return inside
+
+
+CLAMP = defop(
+    "clamp",
+    _clamp,
+    lambda g, ans, x, lo, hi: g * _inside(x, lo, hi),
+    lambda g, ans, x, lo, hi: g * (x < lo),
+    lambda g, ans, x, lo, hi: g * ((x > hi) & ~(x < lo) if lo is not None else (x > hi)),
+    family=_F,
+    broadcasts=True,
+    doc="x limited to [lo, hi]; at a bound the gradient goes to x",
+)
+
+
+def _where(mask: Any, a: Any, b: Any) -> Any:
+    return np.where(mask, a, b)
+
+
+WHERE = defop(
+    "where",
+    _where,
+    None,
+    lambda g, ans, m, a, b: np.where(m, g, 0),
+    lambda g, ans, m, a, b: np.where(m, 0, g),
+    family=_F,
+    broadcasts=True,
+    doc="a where mask is true, else b; the mask carries no gradient",
+)
+
+# -- public functions -------------------------------------------------------------------------
+
+
+def add(x: Any, y: Any) -> Any:
+    """Elementwise ``x + y`` with numpy broadcasting.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.add(x, 2.0) * x)(3.0)
+    8.0
+    """
+    return record2(ADD, x, y)
+
+
+def subtract(x: Any, y: Any) -> Any:
+    """Elementwise ``x - y`` with numpy broadcasting.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.subtract(1.0, x))(3.0)
+    -1.0
+    """
+    return record2(SUBTRACT, x, y)
+
+
+def multiply(x: Any, y: Any) -> Any:
+    """Elementwise ``x * y`` with numpy broadcasting; a scalar factor records no extra node.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.multiply(x, x))(3.0)
+    6.0
+    """
+    return record2(MULTIPLY, x, y)
+
+
+def divide(x: Any, y: Any) -> Any:
+    """Elementwise ``x / y`` with numpy broadcasting.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda y: ng.divide(1.0, y))(2.0)
+    -0.25
+    """
+    return record2(DIVIDE, x, y)
+
+
+def negative(x: Any) -> Any:
+    """Elementwise ``-x``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.negative)(3.0)
+    -1.0
+    """
+    return record1(NEGATIVE, x)
+
+
+def power(x: Any, y: Any) -> Any:
+    """Elementwise ``x ** y``, differentiable in both; ``d/dy`` is 0 where ``x <= 0``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.power(x, 3.0))(2.0)
+    12.0
+    """
+    return record2(POWER, x, y)
+
+
+def exp(x: Any) -> Any:
+    """Elementwise ``e ** x``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.exp)(0.0)
+    1.0
+    """
+    return record1(EXP, x)
+
+
+def log(x: Any) -> Any:
+    """Elementwise natural logarithm.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.log)(4.0)
+    0.25
+    """
+    return record1(LOG, x)
+
+
+def log2(x: Any) -> Any:
+    """Elementwise base-2 logarithm.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.log2)(1.0), 6)
+    1.442695
+    """
+    return record1(LOG2, x)
+
+
+def sqrt(x: Any) -> Any:
+    """Elementwise square root.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.sqrt)(4.0)
+    0.25
+    """
+    return record1(SQRT, x)
+
+
+def sin(x: Any) -> Any:
+    """Elementwise sine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.sin)(0.0)
+    1.0
+    """
+    return record1(SIN, x)
+
+
+def cos(x: Any) -> Any:
+    """Elementwise cosine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.cos)(0.0)
+    -0.0
+    """
+    return record1(COS, x)
+
+
+def tanh(x: Any) -> Any:
+    """Elementwise hyperbolic tangent.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.tanh)(0.0)
+    1.0
+    """
+    return record1(TANH, x)
+
+
+def abs(x: Any) -> Any:  # noqa: A001  (numpy's name)
+    """Elementwise absolute value; the gradient at 0 is 0.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.abs)(-2.0)
+    -1.0
+    """
+    return record1(ABS, x)
+
+
+def sigmoid(x: Any) -> Any:
+    """Elementwise logistic function ``1 / (1 + e^-x)``, accurate for large ``|x|``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.sigmoid)(0.0)
+    0.25
+    """
+    return record1(SIGMOID, x)
+
+
+def relu(x: Any) -> Any:
+    """Elementwise ``max(x, 0)``; the gradient at 0 is 0.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.relu)(2.0), ng.grad(ng.relu)(-2.0)
+    (1.0, 0.0)
+    """
+    return record1(RELU, x)
+
+
+def silu(x: Any) -> Any:
+    """Elementwise ``x * sigmoid(x)`` (also called swish).
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.silu)(0.0)
+    0.5
+    """
+    return record1(SILU, x)
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """Gaussian error linear unit ``x * Phi(x)``.
+
+    Parameters
+    ----------
+    x : array_like
+        Input.
+    approximate : bool, default True
+        Use the tanh approximation (as ``jax.nn.gelu``); ``False`` computes the exact
+        ``erf`` form, which is slower.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.gelu)(0.0)
+    0.5
+    """
+    return record1(GELU, x, bool(approximate))
+
+
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum; where ``x == y`` each input gets half the gradient.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.maximum(x, 1.0))(1.0)
+    0.5
+    """
+    return record2(MAXIMUM, x, y)
+
+
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum; where ``x == y`` each input gets half the gradient.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.minimum(x, 5.0))(1.0)
+    1.0
+    """
+    return record2(MINIMUM, x, y)
+
+
+def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
+    """Limit ``x`` to ``[lo, hi]`` elementwise; ``lo`` and ``hi`` may be arrays or ``None``.
+
+    Inside the interval and exactly at a bound the gradient flows to ``x``; below ``lo``
+    it flows to ``lo``, above ``hi`` to ``hi``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.clamp(x, -1.0, 1.0).sum())(np.array([-2.0, 0.5, 3.0]))
+    array([0., 1., 0.])
+    """
+    if lo is None and hi is None:
+        msg = f"clamp: give at least one of lo and hi [called at {user_location()}]"
+        raise ShapeError(msg)
+    return record(CLAMP, x, lo, hi)
+
+
+def where(mask: Any, a: Any, b: Any) -> Any:
+    """``a`` where ``mask`` is true, else ``b``, with numpy broadcasting.
+
+    ``mask`` is a boolean array or a numeric array of 0s and 1s; it carries no gradient.
+    Note the gradient of the branch *not* chosen is zero, but if that branch computes a
+    NaN or Inf its own gradient can still be non-finite: mask the input, not only the
+    output (``where(m, f(where(m, x, safe)), other)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> m = np.array([True, False])
+    >>> ng.grad(lambda x: ng.where(m, x * 3.0, x).sum())(np.array([1.0, 1.0]))
+    array([3., 1.])
+    """
+    from nodegrad.arena import unwrap
+
+    mask_value = np.asarray(unwrap(mask))
+    if mask_value.dtype != bool:
+        if not np.all((mask_value == 0) | (mask_value == 1)):
+            msg = (
+                f"where: the mask must be boolean or hold only 0 and 1, got dtype {mask_value.dtype} "
+                f"with other values [called at {user_location()}]"
+            )
+            raise ShapeError(msg)
+        mask_value = mask_value.astype(bool)
+    return record(WHERE, mask_value, a, b)

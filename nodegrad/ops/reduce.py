@@ -1,0 +1,151 @@
+"""Reductions over axes: sum, mean, max and min (``axis`` and ``keepdims`` as in numpy)."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+import numpy as np
+
+from nodegrad.arena import record1, unwrap
+from nodegrad.errors import ShapeError, user_location
+from nodegrad.ops.registry import defop
+
+__all__ = ["max", "mean", "min", "normalize_axis", "sum"]
+
+_F = "reduce"
+
+
+def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
+    """Turn ``axis`` (None, int or sequence) into a sorted tuple of non-negative axes.
+
+    Raises a :class:`ShapeError` naming the op when an axis is out of range or repeated.
+    """
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)) or not -ndim <= a < builtins.max(ndim, 1):
+            msg = f"{op_name}: axis {axis!r} is out of range for an array of {ndim} dimensions [called at {user_location()}]"
+            raise ShapeError(msg)
+        out.append(int(a) % builtins.max(ndim, 1))
+    if len(set(out)) != len(out):
+        msg = f"{op_name}: repeated axis in {axis!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    return tuple(sorted(out))
+
+
+def _expand(g: Any, x: Any, axis: tuple[int, ...] | None, keepdims: bool) -> Any:
+    """Give a reduced cotangent back the reduced axes, as size-1 dimensions."""
+    if axis is not None and not keepdims:
+        g = np.expand_dims(g, axis)
+    return g
+
+
+def _spread(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    return np.broadcast_to(_expand(g, x, axis, keepdims), np.shape(x))
+
+
+def _count(x: Any, axis: tuple[int, ...] | None) -> int:
+    shape = np.shape(x)
+    if axis is None:
+        return math.prod(shape)
+    return math.prod(shape[a] for a in axis)
+
+
+def _extremum_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    # Every position equal to the extremum shares the gradient evenly.
+    hit = x == _expand(ans, x, axis, keepdims)
+    share = (hit / np.sum(hit, axis=axis, keepdims=True)).astype(x.dtype)
+    return _expand(g, x, axis, keepdims) * share
+
+
+SUM = defop("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims), _spread, family=_F, doc="sum over axes")
+MEAN = defop(
+    "mean",
+    lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),
+    lambda g, ans, x, axis, keepdims: _spread(g / _count(x, axis), ans, x, axis, keepdims),
+    family=_F,
+    doc="arithmetic mean over axes",
+)
+MAX = defop(
+    "max",
+    lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+    _extremum_rule,
+    family=_F,
+    doc="maximum over axes; ties share the gradient evenly",
+)
+MIN = defop(
+    "min",
+    lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+    _extremum_rule,
+    family=_F,
+    doc="minimum over axes; ties share the gradient evenly",
+)
+
+
+def _reduce(op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    return record1(op, x, normalize_axis(op.name, axis, np.ndim(unwrap(x))), bool(keepdims))
+
+
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001  (numpy's name)
+    """Sum of elements over ``axis`` (all axes by default).
+
+    Parameters
+    ----------
+    x : array_like
+        Input.
+    axis : int or tuple of int, optional
+        Axes to reduce.
+    keepdims : bool, default False
+        Keep reduced axes as size-1 dimensions.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.sum(x * x))(np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
+    return _reduce(SUM, x, axis, keepdims)
+
+
+def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean over ``axis`` (all axes by default).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.mean)(np.array([1.0, 2.0, 3.0, 4.0]))
+    array([0.25, 0.25, 0.25, 0.25])
+    """
+    return _reduce(MEAN, x, axis, keepdims)
+
+
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001  (numpy's name)
+    """Maximum over ``axis``; positions tied for the maximum share the gradient evenly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.max)(np.array([1.0, 3.0, 3.0]))
+    array([0. , 0.5, 0.5])
+    """
+    return _reduce(MAX, x, axis, keepdims)
+
+
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001  (numpy's name)
+    """Minimum over ``axis``; positions tied for the minimum share the gradient evenly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.min)(np.array([1.0, 3.0, 1.0]))
+    array([0.5, 0. , 0.5])
+    """
+    return _reduce(MIN, x, axis, keepdims)

@@ -1,0 +1,111 @@
+"""The op registry: one entry per op, holding its forward and its VJP rules side by side.
+
+A VJP rule for input ``k`` of an op is a function ``rule(g, ans, *args)`` returning the
+cotangent for that input: ``g`` is the cotangent of the op's output, ``ans`` its forward
+value and ``args`` exactly the arguments the forward received (static ones included).
+A rule of ``None`` means the input carries no gradient (indices, masks, static
+parameters). A rule may return a cotangent whose shape is the *broadcast* shape; ops
+flagged ``broadcasts=True`` have their cotangents reduced back to each input's shape in
+one central place (:func:`nodegrad.sweep.fit_cotangent`), so no rule unbroadcasts by hand.
+
+Rules are written with numpy functions and operators only, so that they also run on
+traced values when the sweep records itself (higher-order derivatives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+
+from nodegrad.errors import NoGradientError
+
+__all__ = ["INPUT", "PARAM", "REGISTRY", "Op", "Rule", "defop", "missing_rule", "same_rule_for_all"]
+
+Rule = Callable[..., Any]
+
+
+@attrs.frozen(slots=True, repr=False)
+class Op:
+    """One op kind: its name, forward function and one VJP rule per input position."""
+
+    name: str
+    forward: Callable[..., Any]
+    vjps: Sequence[Rule | None]
+    family: str
+    broadcasts: bool = False
+    doc: str = ""
+
+    def __repr__(self) -> str:
+        return f"Op({self.name!r})"
+
+
+REGISTRY: dict[str, Op] = {}
+
+# Leaves are nodes too; their pseudo-ops have no inputs and so no rules.
+PARAM = Op("param", lambda v: v, (), "leaf", doc="a differentiable leaf: a parameter")
+INPUT = Op("input", lambda v: v, (), "leaf", doc="a leaf holding data")
+
+
+def defop(
+    name: str,
+    forward: Callable[..., Any],
+    *vjps: Rule | None,
+    family: str,
+    broadcasts: bool = False,
+    doc: str = "",
+) -> Op:
+    """Register an op and return it. Names are unique across all families."""
+    if name in REGISTRY:
+        msg = f"op {name!r} is already registered"
+        raise ValueError(msg)
+    if len(vjps) == 1 and isinstance(vjps[0], _AllPositions):
+        rules: Sequence[Rule | None] = vjps[0]
+    else:
+        rules = tuple(vjps)
+    op = Op(name, forward, rules, family, broadcasts, doc)
+    REGISTRY[name] = op
+    return op
+
+
+def missing_rule(op_name: str, position: int) -> Rule:
+    """A rule for an input that is differentiable in principle but has no VJP yet.
+
+    Differentiating through it raises :class:`NoGradientError` naming the op, instead of
+    returning a silent wrong answer.
+    """
+
+    def rule(g: Any, ans: Any, *args: Any) -> Any:
+        msg = f"op {op_name!r} has no gradient rule for its input {position}"
+        raise NoGradientError(msg)
+
+    return rule
+
+
+class _AllPositions(Sequence[Rule]):
+    """The VJP rules of a variadic op: ``rule(k, g, ans, *args)`` serves every position."""
+
+    def __init__(self, rule: Callable[..., Any]) -> None:
+        self._rule = rule
+        self._cache: dict[int, Rule] = {}
+
+    def __getitem__(self, k: Any) -> Any:
+        bound = self._cache.get(k)
+        if bound is None:
+            rule = self._rule
+
+            def bound(g: Any, ans: Any, *args: Any) -> Any:
+                return rule(k, g, ans, *args)
+
+            self._cache[k] = bound
+        return bound
+
+    def __len__(self) -> int:
+        # Variadic: any position may be differentiable.
+        return 1 << 30
+
+
+def same_rule_for_all(rule: Callable[..., Any]) -> Any:
+    """Wrap ``rule(k, g, ans, *args)`` as the VJP of every input of a variadic op."""
+    return _AllPositions(rule)
