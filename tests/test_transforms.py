@@ -1,0 +1,107 @@
+"""grad, value_and_grad and vjp."""
+
+import numpy as np
+import pytest
+
+import nodegrad as ng
+from nodegrad.errors import DtypeError, NodegradError, ShapeError
+
+
+def test_grad_of_a_python_float_is_a_python_float():
+    g = ng.grad(lambda x: x * x * x)(2.0)
+    assert type(g) is float
+    assert g == 12.0
+
+
+def test_grad_keeps_shape_and_dtype():
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    g = ng.grad(lambda x: ng.sum(ng.tanh(x)))(x)
+    assert g.shape == (2, 3)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, 1 - np.tanh(x) ** 2, rtol=1e-6)
+
+
+def test_argnums_tuple_and_negative():
+    f = lambda x, y, z: ng.sum(x * y + z)
+    x, y, z = np.array([1.0, 2.0]), np.array([3.0, 4.0]), np.array([5.0, 6.0])
+    gx, gz = ng.grad(f, argnums=(0, -1))(x, y, z)
+    np.testing.assert_array_equal(gx, y)
+    np.testing.assert_array_equal(gz, np.ones(2))
+
+
+def test_argnums_out_of_range():
+    with pytest.raises(NodegradError, match="argnums 2 is out of range"):
+        ng.grad(lambda x: x, argnums=2)(1.0)
+    with pytest.raises(NodegradError, match="distinct"):
+        ng.grad(lambda x: x, argnums=(0, 0))
+
+
+def test_value_and_grad_with_aux():
+    def loss(w, x):
+        pred = x @ w
+        return ng.mean(pred * pred), {"pred": pred, "n": 3}
+
+    w, x = np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 1.0]])
+    (value, aux), g = ng.value_and_grad(loss, has_aux=True)(w, x)
+    pred = x @ w
+    assert value == pytest.approx(np.mean(pred**2))
+    assert type(aux["pred"]) is np.ndarray
+    np.testing.assert_array_equal(aux["pred"], pred)
+    assert aux["n"] == 3
+    np.testing.assert_allclose(g, x.T @ (2 * pred / 2))
+    g2, aux2 = ng.grad(loss, has_aux=True)(w, x)
+    np.testing.assert_array_equal(g, g2)
+    assert aux2["n"] == 3
+
+
+def test_has_aux_needs_a_pair():
+    with pytest.raises(NodegradError, match="pair"):
+        ng.grad(lambda x: x * 2.0, has_aux=True)(1.0)
+
+
+def test_grad_needs_a_scalar_output():
+    with pytest.raises(ShapeError, match=r"scalar output.*\(2,\)"):
+        ng.grad(lambda x: x * 2.0)(np.ones(2))
+
+
+def test_grad_of_an_integer_argument_is_a_dtype_error():
+    with pytest.raises(DtypeError, match="argument 0"):
+        ng.grad(lambda x: x * 2.0)(3)
+    with pytest.raises(DtypeError, match="int"):
+        ng.grad(lambda x: ng.sum(x))(np.arange(3))
+
+
+def test_function_not_using_its_argument_has_zero_gradient():
+    g = ng.grad(lambda x, y: ng.sum(y * 2.0))(np.ones(3), np.ones(2))
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+def test_python_control_flow_is_followed():
+    def f(x):
+        total = 0.0
+        for k in range(1, 4):
+            total = total + (x**k if k % 2 else ng.sin(x))
+        return total
+
+    g = ng.grad(f)(0.5)
+    assert g == pytest.approx(1 + np.cos(0.5) + 3 * 0.25)
+
+
+def test_vjp_returns_a_reusable_function():
+    x = np.array([1.0, 2.0])
+    y = np.array([3.0])
+    out, back = ng.vjp(lambda x, y: ng.sin(x) * y, x, y)
+    np.testing.assert_allclose(out, np.sin(x) * y)
+    for v in (np.array([1.0, 0.0]), np.array([0.5, 2.0])):
+        gx, gy = back(v)
+        np.testing.assert_allclose(gx, v * np.cos(x) * y)
+        np.testing.assert_allclose(gy, [np.sum(v * np.sin(x))])
+
+
+def test_grad_is_wrapped_with_the_functions_name():
+    def my_loss(x):
+        """Docs."""
+        return x * x
+
+    assert ng.grad(my_loss).__name__ == "my_loss"
+    assert ng.value_and_grad(my_loss).__doc__ == "Docs."
