@@ -49,12 +49,16 @@ from nodegrad.ops import (
     transpose,
     where,
 )
+from nodegrad.ops.structured import replace
+from nodegrad.structure import dataclass_field, field, register_container
+from nodegrad.sweep import GradOptions
 from nodegrad.transforms import grad, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Arena",
+    "GradOptions",
     "Node",
     "Traced",
     "abs",
@@ -64,9 +68,11 @@ __all__ = [
     "clamp",
     "cos",
     "cross_entropy",
+    "dataclass_field",
     "divide",
     "errors",
     "exp",
+    "field",
     "gather",
     "gelu",
     "grad",
@@ -83,7 +89,9 @@ __all__ = [
     "multiply",
     "negative",
     "power",
+    "register_container",
     "relu",
+    "replace",
     "reshape",
     "sigmoid",
     "silu",

@@ -109,28 +109,57 @@ class Arena:
         self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = []
         #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
         self.last_visited = 0
+        # Key paths of nodes that hold a part of a structured value, for messages.
+        self._paths: dict[int, str] = {}
 
     # -- recording ---------------------------------------------------------------------
-    def param(self, value: Any) -> Traced:
-        """Add a differentiable leaf holding ``value`` (a float array or Python float).
+    def param(self, value: Any, *, name: str = "") -> Any:
+        """Add a differentiable leaf holding ``value``.
 
         Parameters
         ----------
-        value : array_like
-            Floating-point data. Python floats become 0-d float64 arrays.
+        value : array_like or structure
+            A float array or Python float; or a record (attrs class, dataclass, named
+            tuple), dict, list or tuple of them, nested to any depth. Static leaves
+            (ints, strings, integer arrays, fields marked static, ...) pass through.
+        name : str, optional
+            Root of the key paths that errors and inspection use for this value.
 
         Returns
         -------
-        Traced
-            The handle of the new leaf.
+        Traced or structure
+            For an array, the handle of the new leaf. For a structure, one node holds the
+            whole value and the result is its *view*: an instance of the same type whose
+            differentiable leaves are traced reads of that node.
 
         Raises
         ------
         DtypeError
-            If ``value`` is not floating point.
+            If an array ``value`` is not floating point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a = ng.Arena()
+        >>> p = a.param({"w": np.ones(2), "tag": "layer"})
+        >>> type(p["w"]).__name__, p["tag"], [n.op for n in a]
+        ('Traced', 'layer', ['param', 'map_lookup'])
         """
-        array = _as_float_array(value, "Arena.param")
-        return self._push(PARAM, (), (), (), array)
+        from nodegrad.ops.structured import view
+        from nodegrad.structure import flatten_with_paths, handler_for
+
+        if handler_for(value) is None:
+            handle = self._push(PARAM, (), (), (), _as_float_array(value, name or "Arena.param"))
+        else:
+            for path, leaf in flatten_with_paths(value, name):
+                if type(leaf) is Traced:
+                    msg = f"Arena.param: {path} is already traced; pass plain values"
+                    raise ArenaError(msg)
+            handle = self._push(PARAM, (), (), (), value)
+        if name:
+            self._paths[handle.index] = name
+        return view(handle)
 
     def input(self, value: Any) -> Traced:
         """Add a leaf holding data (any dtype); it is differentiable only if floating."""
@@ -144,24 +173,27 @@ class Arena:
         return Traced(self, len(nodes) - 1, value)
 
     # -- differentiation ---------------------------------------------------------------
-    def backward(self, output: Traced, wrt: Any = None, seed: Any = None) -> Any:
+    def backward(self, output: Any, wrt: Any = None, seed: Any = None, *, options: Any = None) -> Any:
         """Differentiate ``output`` with respect to ``wrt`` by one reverse sweep.
 
         Parameters
         ----------
-        output : Traced
-            A node of this arena.
-        wrt : Traced or list/tuple of Traced, optional
-            The nodes to differentiate with respect to. Defaults to every ``param`` leaf,
-            returned as a list.
-        seed : array_like, optional
-            The cotangent of ``output``. Defaults to ones when ``output`` has one element;
-            required otherwise. It is never modified.
+        output : Traced or structure of Traced
+            Nodes of this arena: one value, or a record / dict / list of them.
+        wrt : Traced or structure of Traced, optional
+            What to differentiate with respect to: a handle, a view returned by
+            :meth:`param`, or any structure of handles. Defaults to every ``param`` leaf
+            node, returned as a list.
+        seed : array_like or structure, optional
+            The cotangent of ``output``, shaped like it. Defaults to ones when ``output``
+            is a single value with one element; required otherwise. Never modified.
+        options : GradOptions, optional
+            Missing-gradient policy; :attr:`GradOptions.TRAINING` by default.
 
         Returns
         -------
-        ndarray or list or tuple of ndarray
-            Gradients shaped like ``wrt``. A node with no path to ``output`` gets zeros.
+        Gradients shaped like ``wrt`` (``None`` at its non-traced leaves). Calling again,
+        with the same or another seed, gives fresh results: nothing accumulates.
 
         Examples
         --------
@@ -173,15 +205,11 @@ class Arena:
         >>> a.backward(y, wrt=x, seed=np.array([1.0, 10.0]))
         array([ 3., 30.])
         """
-        from nodegrad.sweep import run_backward
+        from nodegrad.sweep import gradients
 
         if wrt is None:
-            targets: list[Traced] = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
-            return list(run_backward(self, output, targets, seed))
-        if isinstance(wrt, (list, tuple)):
-            grads = run_backward(self, output, list(wrt), seed)
-            return type(wrt)(grads) if isinstance(wrt, tuple) else list(grads)
-        return run_backward(self, output, [wrt], seed)[0]
+            wrt = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
+        return gradients(self, output, wrt, seed, options)
 
     # -- inspection ----------------------------------------------------------------------
     def __len__(self) -> int:

@@ -1,26 +1,70 @@
-"""The reverse sweep: one iterative loop over the arena from the output down.
+"""The reverse sweep: one iterative loop over the arena from the outputs down.
 
 1. Mark every node that depends on a requested input (one forward pass over indices).
-2. Walk indices from the output down to the lowest requested input. A node with no
-   pending cotangent is skipped: it is not on a path to the output. Each marked parent
+2. Walk indices from the highest output down to the lowest requested input. A node with
+   no pending cotangent is skipped: it is not on a path to an output. Each marked parent
    of a visited node receives its cotangent from the op's VJP rule, accumulated with
    ``+`` so that fan-out sums; a cotangent is dropped as soon as its node is processed.
 3. Cotangents of ops that broadcast are reduced to each input's shape and dtype in one
    place, :func:`fit_cotangent`.
 
-Nodes that do not depend on any requested input never get a cotangent (symbolic zero),
-so unused parts of the graph cost nothing.
+Nodes that do not depend on any requested input never get a cotangent, and a rule may
+return ``None`` for "zero" (a structured node's untouched entries): zeros are symbolic
+and cost nothing.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
+import attrs
 import numpy as np
 
-from nodegrad.errors import ArenaError, DtypeError, ShapeError
+from nodegrad.errors import ArenaError, DtypeError, NoGradientError, ShapeError
+from nodegrad.structure import (
+    StructCotangent,
+    cotangent_for,
+    flatten_with_paths,
+    handler_for,
+    map_with_paths,
+    materialize,
+    zip_leaves,
+)
 
-__all__ = ["fit_cotangent", "run_backward", "sweep", "unbroadcast"]
+__all__ = ["GradOptions", "fit_cotangent", "gradients", "sweep", "unbroadcast"]
+
+
+@attrs.frozen
+class GradOptions:
+    """What to do about inputs that have no gradient path to the output.
+
+    Attributes
+    ----------
+    zero_missing_wrt : bool
+        ``True`` (:attr:`TRAINING`, the default): such inputs get zeros of their shape and
+        dtype. ``False`` (:attr:`STRICT`): raise one :class:`NoGradientError` listing the
+        key path of every such input.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> f = lambda p: p["used"] * 2.0
+    >>> ng.grad(f)({"used": 1.0, "unused": 1.0})
+    {'used': 2.0, 'unused': 0.0}
+    >>> ng.grad(f, options=ng.GradOptions.STRICT)({"used": 1.0, "unused": 1.0})
+    Traceback (most recent call last):
+    ...
+    nodegrad.errors.NoGradientError: no gradient path to the output from: args[0]['unused']
+    """
+
+    zero_missing_wrt: bool = True
+
+    STRICT: ClassVar[GradOptions]
+    TRAINING: ClassVar[GradOptions]
+
+
+GradOptions.STRICT = GradOptions(zero_missing_wrt=False)
+GradOptions.TRAINING = GradOptions(zero_missing_wrt=True)
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
@@ -43,13 +87,15 @@ def fit_cotangent(g: Any, like: Any) -> Any:
     return g
 
 
-def sweep(nodes: list[Any], out: int, seed: Any, wrt: list[int]) -> tuple[dict[int, Any], int]:
-    """Propagate ``seed`` from node ``out`` back to the nodes in ``wrt``.
+def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int]) -> tuple[dict[int, Any], int]:
+    """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
 
     Returns the cotangent reaching each ``wrt`` index (absent: no path) and the number of
-    nodes the sweep visited.
+    nodes visited.
     """
-    lo = min(wrt)
+    if not seeds or not wrt:
+        return {}, 0
+    lo, out = min(wrt), max(seeds)
     if out < lo:
         return {}, 0
     # 2 marks a requested node, 1 a node that depends on one; 0 nodes get no cotangent.
@@ -62,11 +108,9 @@ def sweep(nodes: list[Any], out: int, seed: Any, wrt: list[int]) -> tuple[dict[i
                 if mark[p]:
                     mark[i] = 1
                     break
-    if not mark[out]:
-        return {}, 0
 
     grads: dict[int, Any] = {}
-    pending: dict[int, Any] = {out: seed}
+    pending = {i: g for i, g in seeds.items() if i >= lo and mark[i]}
     visited = 0
     for i in range(out, lo - 1, -1):
         g = pending.pop(i, None)
@@ -74,12 +118,15 @@ def sweep(nodes: list[Any], out: int, seed: Any, wrt: list[int]) -> tuple[dict[i
             continue
         visited += 1
         if mark[i] == 2:
-            grads[i] = g
+            # Structured cotangents are merged in place later on: keep a copy.
+            grads[i] = g.copy() if isinstance(g, StructCotangent) else g
         op, parents, argnums, args, value = nodes[i]
         rules = op.vjps
         for p, k in zip(parents, argnums, strict=True):
             if mark[p]:
                 gp = rules[k](g, value, *args)
+                if gp is None:
+                    continue
                 if op.broadcasts:
                     gp = fit_cotangent(gp, nodes[p][4])
                 prev = pending.get(p)
@@ -87,60 +134,118 @@ def sweep(nodes: list[Any], out: int, seed: Any, wrt: list[int]) -> tuple[dict[i
     return grads, visited
 
 
-def _seed_for(value: Any, seed: Any) -> Any:
-    if np.asarray(value).dtype.kind not in "fc":
-        msg = f"cannot differentiate an output of dtype {np.asarray(value).dtype}: only floating outputs have gradients"
+# -- from user structures to the sweep and back -------------------------------------------
+
+
+def _seed_value(value: Any, seed: Any, path: str) -> Any:
+    if handler_for(value) is not None:
+        return cotangent_for(seed, value, path)
+    kind = np.result_type(value).kind
+    if kind not in "fc":
+        msg = f"cannot differentiate the output{' ' + path if path else ''} of dtype {np.result_type(value)}: only floating outputs have gradients"
         raise DtypeError(msg)
-    if seed is None:
-        if np.size(value) != 1:
-            msg = f"the output has shape {np.shape(value)}; pass seed= (an array of that shape) to differentiate a non-scalar output"
-            raise ArenaError(msg)
-        return np.ones_like(value)
-    if type(seed).__name__ == "Traced":
-        return seed
     seed_array = np.asarray(seed)
     if seed_array.shape != np.shape(value):
-        msg = f"the seed has shape {seed_array.shape} but the output has shape {np.shape(value)}"
+        msg = f"the seed{' at ' + path if path else ''} has shape {seed_array.shape} but the output has shape {np.shape(value)}"
         raise ShapeError(msg)
-    if seed_array.dtype != np.asarray(value).dtype:
-        seed_array = seed_array.astype(np.asarray(value).dtype)
-    return seed_array
+    return seed_array.astype(np.result_type(value), copy=False)
 
 
-def _owned(g: Any, like: Any, taken: set[int], seed: Any) -> Any:
-    """Give the caller an array nobody else holds, shaped and typed like ``like``."""
-    shared = g is seed or id(g) in taken or not isinstance(g, np.ndarray) or g.base is not None
-    if shared or g.dtype != like.dtype:
-        g = np.array(g, dtype=like.dtype)
+def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
+    """Pair each traced leaf of ``output`` with its seed: node index -> cotangent."""
+    from nodegrad.arena import Traced
+
+    seeds: dict[int, Any] = {}
+    if seed is None:
+        leaves = [leaf for _, leaf in flatten_with_paths(output) if type(leaf) is Traced]
+        if not leaves:
+            return seeds  # a constant output: every gradient is zero
+        if len(leaves) != 1 or np.size(leaves[0].value) != 1 or handler_for(leaves[0].value) is not None:
+            shape = np.shape(leaves[0].value) if len(leaves) == 1 else f"a structure of {len(leaves)} traced values"
+            msg = f"the output has shape {shape}; pass seed= (shaped like the output) to differentiate a non-scalar output"
+            raise ArenaError(msg)
+        paired = [("", leaves[0], np.ones_like(leaves[0].value))]
+        _seed_value(leaves[0].value, paired[0][2], "")
+    else:
+        paired = list(zip_leaves(output, seed))
+    for path, leaf, leaf_seed in paired:
+        if type(leaf) is not Traced:
+            continue
+        if leaf.arena is not arena:
+            msg = f"the output{' ' + path if path else ''} belongs to another arena"
+            raise ArenaError(msg)
+        if leaf_seed is None:
+            continue
+        g = _seed_value(leaf.value, leaf_seed, path)
+        prev = seeds.get(leaf.index)
+        seeds[leaf.index] = g if prev is None else prev + g
+    return seeds
+
+
+def _target(arena: Any, path: str, leaf: Any) -> Any:
+    from nodegrad.arena import Traced
+
+    if type(leaf) is not Traced:
+        return None
+    if leaf.arena is not arena:
+        msg = f"wrt{path} is not a node of this arena"
+        raise ArenaError(msg)
+    if handler_for(leaf.value) is None and np.result_type(leaf.value).kind != "f":
+        msg = f"wrt{path} (node {leaf.index}) has dtype {np.result_type(leaf.value)}; only floating values are differentiable"
+        raise DtypeError(msg)
+    return leaf
+
+
+def _owned(g: Any, like: Any, taken: set[int], seeds: dict[int, Any]) -> Any:
+    """Give the caller an array nobody else holds, typed like ``like``."""
+    shared = id(g) in taken or not isinstance(g, np.ndarray) or g.base is not None
+    if shared or any(g is s for s in seeds.values()) or g.dtype != np.result_type(like):
+        g = np.array(g, dtype=np.result_type(like))
     taken.add(id(g))
     return g
 
 
-def run_backward(arena: Any, output: Any, wrt: list[Any], seed: Any) -> list[Any]:
-    """Differentiate ``output`` with respect to each handle in ``wrt``; see ``Arena.backward``."""
-    from nodegrad.arena import Traced
+def gradients(
+    arena: Any,
+    output: Any,
+    wrt: Any,
+    seed: Any = None,
+    options: GradOptions | None = None,
+    finish: Any = None,
+) -> Any:
+    """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
 
-    for k, w in enumerate(wrt):
-        if type(w) is not Traced or w.arena is not arena:
-            msg = f"wrt[{k}] is not a node of this arena (got {type(w).__name__})"
-            raise ArenaError(msg)
-        if np.asarray(w.value).dtype.kind != "f":
-            msg = f"wrt[{k}] (node {w.index}) has dtype {np.asarray(w.value).dtype}; only floating values are differentiable"
-            raise DtypeError(msg)
-    found: dict[int, Any] = {}
-    if type(output) is Traced:
-        if output.arena is not arena:
-            msg = "the output belongs to another arena"
-            raise ArenaError(msg)
-        seed_value = _seed_for(output.value, seed)
-        if wrt:
-            found, visited = sweep(arena._nodes, output.index, seed_value, [w.index for w in wrt])
-            arena.last_visited = visited
-    else:
-        seed_value = _seed_for(output, seed)
+    ``output`` and ``wrt`` may be traced values or any structure of them; the result has
+    ``wrt``'s structure, with ``None`` where ``wrt`` holds a non-traced (static) leaf.
+    ``finish(g, like)`` post-processes each array gradient; by default it makes sure the
+    caller gets arrays that nothing else holds.
+    """
+    options = options or GradOptions.TRAINING
+    targets: list[tuple[str, Any]] = []
+
+    def collect(path: str, leaf: Any) -> Any:
+        target = _target(arena, path, leaf)
+        if target is not None:
+            targets.append((arena._paths.get(target.index) or f"wrt{path}", target))
+        return leaf
+
+    map_with_paths(collect, wrt)
+    seeds = _output_seeds(arena, output, seed)
+    found, arena.last_visited = sweep(arena._nodes, seeds, [t.index for _, t in targets])
+
+    missing: list[str] = []
     taken: set[int] = set()
-    grads = []
-    for w in wrt:
-        g = found.get(w.index)
-        grads.append(np.zeros_like(w.value) if g is None else _owned(g, w.value, taken, seed_value))
-    return grads
+
+    def owned(g: Any, like: Any) -> Any:
+        return _owned(g, like, taken, seeds)
+
+    results = {
+        id(target): materialize(
+            found.get(target.index), target.value, path, missing, options.zero_missing_wrt, finish or owned
+        )
+        for path, target in targets
+    }
+    if missing and not options.zero_missing_wrt:
+        msg = "no gradient path to the output from: " + ", ".join(missing)
+        raise NoGradientError(msg)
+    return map_with_paths(lambda _, leaf: results.get(id(leaf)), wrt)

@@ -65,7 +65,7 @@ def test_grad_needs_a_scalar_output():
 
 
 def test_grad_of_an_integer_argument_is_a_dtype_error():
-    with pytest.raises(DtypeError, match="argument 0"):
+    with pytest.raises(DtypeError, match=r"args\[0\]"):
         ng.grad(lambda x: x * 2.0)(3)
     with pytest.raises(DtypeError, match="int"):
         ng.grad(lambda x: ng.sum(x))(np.arange(3))
