@@ -8,7 +8,7 @@ Examples
 array([0., 0., 0.])
 """
 
-from nodegrad import errors
+from nodegrad import errors, optim, tree
 from nodegrad.arena import Arena, Node, Traced
 from nodegrad.ops import (
     abs,
@@ -103,6 +103,8 @@ __all__ = [
     "sum",
     "tanh",
     "transpose",
+    "tree",
+    "optim",
     "value_and_grad",
     "vjp",
 ]

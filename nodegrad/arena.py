@@ -258,15 +258,19 @@ def _as_float_array(value: Any, where: str) -> np.ndarray:
 # -- recording ops ---------------------------------------------------------------------------
 
 
-def _forward(op: Op, args: tuple[Any, ...]) -> Any:
-    """Run ``op``'s forward; turn any failure into an error naming the op and the shapes."""
+def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:
+    """Run ``op``'s forward; turn any failure into an error naming the op, the shapes, the
+    key paths of structured inputs (``inputs`` are the traced arguments) and the user's line.
+    """
     try:
         return op.forward(*args)
     except NodegradError:
         raise
     except (ValueError, TypeError, IndexError) as exc:
         shapes = ", ".join(_describe(a) for a in args)
-        msg = f"{op.name}: inputs do not fit ({shapes}): {exc} [recorded at {user_location()}]"
+        paths = [t.arena._paths[t.index] for t in inputs if t.index in t.arena._paths]
+        where = f" (inputs from {', '.join(paths)})" if paths else ""
+        msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
         error = _error_like(exc)
         raise error(msg) from exc
 
@@ -299,7 +303,7 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     if type(x) is not Traced:
         return _forward(op, (x, *static))
     args = (x.value, *static)
-    return x.arena._push(op, (x.index,), _ARG0, args, _forward(op, args))
+    return x.arena._push(op, (x.index,), _ARG0, args, _forward(op, args, (x,)))
 
 
 def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
@@ -310,12 +314,12 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             if y.arena is not arena:
                 raise _mixed_arenas(op)
             args = (x.value, y.value, *static)
-            return arena._push(op, (x.index, y.index), _ARG01, args, _forward(op, args))
+            return arena._push(op, (x.index, y.index), _ARG01, args, _forward(op, args, (x, y)))
         args = (x.value, y, *static)
-        return arena._push(op, (x.index,), _ARG0, args, _forward(op, args))
+        return arena._push(op, (x.index,), _ARG0, args, _forward(op, args, (x,)))
     if type(y) is Traced:
         args = (x, y.value, *static)
-        return y.arena._push(op, (y.index,), _ARG1, args, _forward(op, args))
+        return y.arena._push(op, (y.index,), _ARG1, args, _forward(op, args, (y,)))
     return _forward(op, (x, y, *static))
 
 
@@ -337,7 +341,7 @@ def record(op: Op, *args: Any) -> Any:
                 parents.append(a.index)
                 argnums.append(k)
     frozen = tuple(values)
-    out = _forward(op, frozen)
+    out = _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
     if arena is None:
         return out
     return arena._push(op, tuple(parents), tuple(argnums), frozen, out)

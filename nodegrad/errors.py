@@ -15,6 +15,7 @@ import sys
 
 __all__ = [
     "ArenaError",
+    "ArgumentError",
     "DtypeError",
     "NodegradError",
     "NoGradientError",
@@ -52,6 +53,10 @@ class ArenaError(NodegradError, RuntimeError):
 
 class StructureError(NodegradError, ValueError):
     """A structured value (record, map, sequence) does not match what was expected."""
+
+
+class ArgumentError(NodegradError, ValueError):
+    """An argument is outside its domain (a non-finite scale, a non-positive norm bound)."""
 
 
 def user_location() -> str:

@@ -1,0 +1,175 @@
+"""Utilities over structured values and gradients: map, zeros, add, scale, norms, clipping.
+
+Every function takes any nesting of records, dicts, lists and tuples with array or float
+leaves, and returns the same structure (records as instances of their class). ``None``
+leaves -- the gradient slots of static fields -- stay ``None``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nodegrad.errors import ArgumentError
+from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, zip_leaves
+
+__all__ = [
+    "add",
+    "clip_by_global_norm",
+    "global_norm",
+    "scale",
+    "tree_leaves_with_path",
+    "tree_map",
+    "zeros_like",
+]
+
+
+def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
+    """Apply ``fn`` leafwise to ``tree`` and the trees in ``rest`` (same structure).
+
+    ``None`` leaves of ``tree`` stay ``None``; a structure mismatch raises a
+    :class:`~nodegrad.errors.StructureError` naming the key path.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.tree.tree_map(lambda a, b: a + b, {"w": 1.0, "b": None}, {"w": 2.0, "b": None})
+    {'w': 3.0, 'b': None}
+    """
+    for other in rest:
+        list(zip_leaves(tree, other))  # validate before doing any work
+    return _map(fn, tree, rest)
+
+
+def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...]) -> Any:
+    handler = handler_for(tree)
+    if handler is None:
+        return None if tree is None else fn(tree, *rest)
+    children = [
+        _map(fn, handler.get(tree, k), tuple(handler_for(o).get(o, k) for o in rest))  # type: ignore[union-attr]
+        for k in handler.keys(tree)
+    ]
+    return handler.build(tree, children)
+
+
+def tree_leaves_with_path(tree: Any) -> list[tuple[str, Any]]:
+    """Every leaf of ``tree`` with its key path, in order.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.tree.tree_leaves_with_path({"layers": [{"w": 1.0}], "name": "m"})
+    [("['layers'][0]['w']", 1.0), ("['name']", 'm')]
+    """
+    return list(flatten_with_paths(tree))
+
+
+def zeros_like(tree: Any) -> Any:
+    """Zeros in every differentiable slot of ``tree`` (same dtypes), ``None`` elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.tree.zeros_like({"w": np.ones(2, np.float32), "n": 3})
+    {'w': array([0., 0.], dtype=float32), 'n': None}
+    """
+    return _map(lambda x: type(x)(0) if isinstance(x, float) else np.zeros_like(x) if is_differentiable_leaf(x) else None, tree, ())
+
+
+def add(a: Any, b: Any) -> Any:
+    """Leafwise ``a + b``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.tree.add([1.0, None], [2.0, None])
+    [3.0, None]
+    """
+    return tree_map(lambda x, y: x + y, a, b)
+
+
+def _check_finite(name: str, value: float) -> float:
+    if not math.isfinite(value):
+        msg = f"{name} must be finite, got {value}"
+        raise ArgumentError(msg)
+    return float(value)
+
+
+def scale(tree: Any, factor: float) -> Any:
+    """Multiply every leaf by ``factor``, which must be finite.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.tree.scale({"w": 2.0}, 0.5)
+    {'w': 1.0}
+    """
+    factor = _check_finite("scale factor", factor)
+    return _map(lambda x: type(x)(x * factor) if isinstance(x, float) else x * np.asarray(factor, dtype=np.result_type(x)), tree, ())
+
+
+def global_norm(tree: Any) -> float:
+    """The L2 norm over all leaves of ``tree``, as one long vector.
+
+    Computed in float64 with the leaves scaled by the largest magnitude (no overflow or
+    underflow in the squares) and the per-leaf sums added with compensated summation
+    (``math.fsum``), so the result does not depend on how the values are split up.
+    Non-finite entries give a non-finite norm.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.tree.global_norm({"a": np.array([3.0]), "b": [4.0, None]})
+    5.0
+    """
+    leaves = [np.asarray(x, dtype=np.float64) for _, x in flatten_with_paths(tree) if is_differentiable_leaf(x)]
+    if not leaves:
+        return 0.0
+    largest = max(float(np.max(np.abs(x))) if x.size else 0.0 for x in leaves)
+    if largest == 0.0 or not math.isfinite(largest):
+        return largest
+    total = math.fsum(float(np.sum(np.square(x / largest))) for x in leaves)
+    return largest * math.sqrt(total)
+
+
+def clip_by_global_norm(tree: Any, max_norm: float) -> tuple[Any, float]:
+    """Scale ``tree`` down so its :func:`global_norm` is at most ``max_norm``.
+
+    Returns
+    -------
+    clipped : structure
+        ``tree`` itself when its norm is within the bound, else a scaled copy.
+    norm : float
+        The norm before clipping.
+
+    Raises
+    ------
+    ArgumentError
+        If ``max_norm`` is not a finite positive number, or the norm is not finite (a
+        NaN or Inf in the gradients; its key path is named).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> clipped, norm = ng.tree.clip_by_global_norm({"g": np.array([3.0, 4.0])}, 1.0)
+    >>> clipped["g"], norm
+    (array([0.6, 0.8]), 5.0)
+    """
+    max_norm = _check_finite("max_norm", max_norm)
+    if max_norm <= 0:
+        msg = f"max_norm must be positive, got {max_norm}"
+        raise ArgumentError(msg)
+    norm = global_norm(tree)
+    if not math.isfinite(norm):
+        bad = next(p for p, x in flatten_with_paths(tree) if is_differentiable_leaf(x) and not np.all(np.isfinite(x)))
+        msg = f"the global norm is not finite: {bad or 'the value'} holds NaN or Inf"
+        raise ArgumentError(msg)
+    if norm <= max_norm:
+        return tree, norm
+    return scale(tree, max_norm / norm), norm
