@@ -12,7 +12,7 @@ import attrs
 import numpy as np
 
 from nodegrad.errors import ArgumentError
-from nodegrad.tree import tree_map, zeros_like
+from nodegrad.tree import map_floats, tree_map, zeros_like
 
 __all__ = ["AdamState", "adam", "sgd"]
 
@@ -23,7 +23,7 @@ def _keep_type(new: Any, old: Any) -> Any:
 
 def _update(params: Any, grads: Any, step: Any) -> Any:
     # Parameters whose gradient slot is None (static fields) are carried over as they are.
-    return tree_map(lambda p, g: p if g is None else _keep_type(step(p, g), p), params, grads)
+    return map_floats(lambda p, g: p if g is None else _keep_type(step(p, g), p), params, grads)
 
 
 def _check_rate(lr: float) -> None:

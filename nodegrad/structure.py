@@ -30,6 +30,7 @@ __all__ = [
     "STATIC",
     "StructCotangent",
     "dataclass_field",
+    "differentiable_leaves",
     "field",
     "flatten_with_paths",
     "format_key",
@@ -282,6 +283,20 @@ def flatten_with_paths(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield from flatten_with_paths(handler.get(value, key), path + format_key(handler.kind, key))
 
 
+def differentiable_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Yield ``(key_path, leaf)`` for the differentiable leaves of ``value`` only: float
+    leaves that are not inside a field marked static.
+    """
+    handler = handler_for(value)
+    if handler is None:
+        if is_differentiable_leaf(value):
+            yield path, value
+        return
+    for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True):
+        if not static:
+            yield from differentiable_leaves(handler.get(value, key), path + format_key(handler.kind, key))
+
+
 class StructCotangent:
     """The cotangent of a structured node: a cotangent per entry slot, where a missing
     slot is a symbolic zero that costs nothing.
@@ -341,7 +356,7 @@ def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, An
         return
     other_handler = handler_for(other)
     keys = handler.keys(value)
-    if other_handler is None or other_handler.kind != handler.kind or other_handler.keys(other) != keys:
+    if other_handler is None or type(other) is not type(value) or other_handler.keys(other) != keys:
         described = type(other).__name__ if other_handler is None else f"{type(other).__name__} with keys {other_handler.keys(other)}"
         msg = f"structure mismatch at {path or 'the top level'}: expected {type(value).__name__} with keys {keys}, got {described}"
         raise StructureError(msg)

@@ -14,12 +14,20 @@ from typing import Any
 import numpy as np
 
 from nodegrad.errors import ArgumentError
-from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, zip_leaves
+from nodegrad.structure import (
+    differentiable_leaves,
+    flatten_with_paths,
+    handler_for,
+    is_differentiable_leaf,
+    map_with_paths,
+    zip_leaves,
+)
 
 __all__ = [
     "add",
     "clip_by_global_norm",
     "global_norm",
+    "map_floats",
     "scale",
     "tree_leaves_with_path",
     "tree_map",
@@ -44,15 +52,36 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     return _map(fn, tree, rest)
 
 
-def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...]) -> Any:
+def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...], floats_only: bool = False) -> Any:
     handler = handler_for(tree)
     if handler is None:
-        return None if tree is None else fn(tree, *rest)
-    children = [
-        _map(fn, handler.get(tree, k), tuple(handler_for(o).get(o, k) for o in rest))  # type: ignore[union-attr]
-        for k in handler.keys(tree)
-    ]
+        if tree is None or (floats_only and not is_differentiable_leaf(tree)):
+            return tree
+        return fn(tree, *rest)
+    children = []
+    for key, static in zip(handler.keys(tree), handler.static_mask(tree), strict=True):
+        child = handler.get(tree, key)
+        if static and floats_only:
+            children.append(child)
+        else:
+            others = tuple(handler_for(o).get(o, key) for o in rest)  # type: ignore[union-attr]
+            children.append(_map(fn, child, others, floats_only))
     return handler.build(tree, children)
+
+
+def map_floats(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
+    """Like :func:`tree_map`, but ``fn`` sees only the differentiable leaves of ``tree``;
+    static leaves (strings, ints, fields marked static, ...) and ``None`` stay as they are.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.tree.map_floats(lambda x: 2 * x, {"w": 1.5, "n": 3, "name": "a"})
+    {'w': 3.0, 'n': 3, 'name': 'a'}
+    """
+    for other in rest:
+        list(zip_leaves(tree, other))
+    return _map(fn, tree, rest, floats_only=True)
 
 
 def tree_leaves_with_path(tree: Any) -> list[tuple[str, Any]]:
@@ -77,7 +106,23 @@ def zeros_like(tree: Any) -> Any:
     >>> ng.tree.zeros_like({"w": np.ones(2, np.float32), "n": 3})
     {'w': array([0., 0.], dtype=float32), 'n': None}
     """
-    return _map(lambda x: type(x)(0) if isinstance(x, float) else np.zeros_like(x) if is_differentiable_leaf(x) else None, tree, ())
+    return map_with_paths(lambda _, x: _zero(x) if is_differentiable_leaf(x) else None, _static_to_none(tree))
+
+
+def _zero(x: Any) -> Any:
+    return type(x)(0) if isinstance(x, float) else np.zeros_like(x)
+
+
+def _static_to_none(tree: Any) -> Any:
+    # Fields marked static become None, as in a gradient.
+    handler = handler_for(tree)
+    if handler is None:
+        return tree
+    children = [
+        None if static else _static_to_none(handler.get(tree, key))
+        for key, static in zip(handler.keys(tree), handler.static_mask(tree), strict=True)
+    ]
+    return handler.build(tree, children)
 
 
 def add(a: Any, b: Any) -> Any:
@@ -89,7 +134,7 @@ def add(a: Any, b: Any) -> Any:
     >>> ng.tree.add([1.0, None], [2.0, None])
     [3.0, None]
     """
-    return tree_map(lambda x, y: x + y, a, b)
+    return map_floats(lambda x, y: x + y, a, b)
 
 
 def _check_finite(name: str, value: float) -> float:
@@ -109,7 +154,7 @@ def scale(tree: Any, factor: float) -> Any:
     {'w': 1.0}
     """
     factor = _check_finite("scale factor", factor)
-    return _map(lambda x: type(x)(x * factor) if isinstance(x, float) else x * np.asarray(factor, dtype=np.result_type(x)), tree, ())
+    return map_floats(lambda x: type(x)(x * factor) if isinstance(x, float) else x * np.asarray(factor, x.dtype), tree)
 
 
 def global_norm(tree: Any) -> float:
@@ -127,7 +172,7 @@ def global_norm(tree: Any) -> float:
     >>> ng.tree.global_norm({"a": np.array([3.0]), "b": [4.0, None]})
     5.0
     """
-    leaves = [np.asarray(x, dtype=np.float64) for _, x in flatten_with_paths(tree) if is_differentiable_leaf(x)]
+    leaves = [np.asarray(x, dtype=np.float64) for _, x in differentiable_leaves(tree)]
     if not leaves:
         return 0.0
     largest = max(float(np.max(np.abs(x))) if x.size else 0.0 for x in leaves)
@@ -167,7 +212,7 @@ def clip_by_global_norm(tree: Any, max_norm: float) -> tuple[Any, float]:
         raise ArgumentError(msg)
     norm = global_norm(tree)
     if not math.isfinite(norm):
-        bad = next(p for p, x in flatten_with_paths(tree) if is_differentiable_leaf(x) and not np.all(np.isfinite(x)))
+        bad = next(p for p, x in differentiable_leaves(tree) if not np.all(np.isfinite(x)))
         msg = f"the global norm is not finite: {bad or 'the value'} holds NaN or Inf"
         raise ArgumentError(msg)
     if norm <= max_norm:
