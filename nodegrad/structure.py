@@ -345,13 +345,26 @@ def map_with_paths(fn: Callable[[str, Any], Any], value: Any, path: str = "") ->
     )
 
 
+def map_unless_static(fn: Callable[[Any], Any], value: Any) -> Any:
+    """Rebuild ``value`` with ``fn(leaf)`` at every leaf and ``None`` for fields marked static."""
+    handler = handler_for(value)
+    if handler is None:
+        return fn(value)
+    children = [
+        None if static else map_unless_static(fn, handler.get(value, key))
+        for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True)
+    ]
+    return handler.build(value, children)
+
+
 def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
     """Walk two values of one structure together, yielding ``(key_path, leaf, other_leaf)``.
 
-    Raises a :class:`StructureError` naming the key path where they differ.
+    ``other`` may hold ``None`` in place of a whole subtree. Raises a :class:`StructureError` naming the key path where they differ.
     """
     handler = handler_for(value)
-    if handler is None:
+    if handler is None or other is None:
+        # ``None`` stands for a whole subtree with nothing in it (a static slot).
         yield path, value, other
         return
     other_handler = handler_for(other)

@@ -26,6 +26,7 @@ from nodegrad.structure import (
     cotangent_for,
     flatten_with_paths,
     handler_for,
+    map_unless_static,
     map_with_paths,
     materialize,
     zip_leaves,
@@ -248,4 +249,4 @@ def gradients(
     if missing and not options.zero_missing_wrt:
         msg = "no gradient path to the output from: " + ", ".join(missing)
         raise NoGradientError(msg)
-    return map_with_paths(lambda _, leaf: results.get(id(leaf)), wrt)
+    return map_unless_static(lambda leaf: results.get(id(leaf)), wrt)

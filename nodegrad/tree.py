@@ -19,7 +19,7 @@ from nodegrad.structure import (
     flatten_with_paths,
     handler_for,
     is_differentiable_leaf,
-    map_with_paths,
+    map_unless_static,
     zip_leaves,
 )
 
@@ -31,6 +31,7 @@ __all__ = [
     "scale",
     "tree_leaves_with_path",
     "tree_map",
+    "vdot",
     "zeros_like",
 ]
 
@@ -58,6 +59,8 @@ def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...], floats_only: 
         if tree is None or (floats_only and not is_differentiable_leaf(tree)):
             return tree
         return fn(tree, *rest)
+    if any(other is None for other in rest):
+        return tree  # the other trees have nothing for this whole subtree
     children = []
     for key, static in zip(handler.keys(tree), handler.static_mask(tree), strict=True):
         child = handler.get(tree, key)
@@ -106,23 +109,11 @@ def zeros_like(tree: Any) -> Any:
     >>> ng.tree.zeros_like({"w": np.ones(2, np.float32), "n": 3})
     {'w': array([0., 0.], dtype=float32), 'n': None}
     """
-    return map_with_paths(lambda _, x: _zero(x) if is_differentiable_leaf(x) else None, _static_to_none(tree))
+    return map_unless_static(lambda x: _zero(x) if is_differentiable_leaf(x) else None, tree)
 
 
 def _zero(x: Any) -> Any:
     return type(x)(0) if isinstance(x, float) else np.zeros_like(x)
-
-
-def _static_to_none(tree: Any) -> Any:
-    # Fields marked static become None, as in a gradient.
-    handler = handler_for(tree)
-    if handler is None:
-        return tree
-    children = [
-        None if static else _static_to_none(handler.get(tree, key))
-        for key, static in zip(handler.keys(tree), handler.static_mask(tree), strict=True)
-    ]
-    return handler.build(tree, children)
 
 
 def add(a: Any, b: Any) -> Any:
@@ -135,6 +126,25 @@ def add(a: Any, b: Any) -> Any:
     [3.0, None]
     """
     return map_floats(lambda x, y: x + y, a, b)
+
+
+def vdot(a: Any, b: Any) -> float:
+    """The inner product of two trees of one structure: the sum over their float leaves
+    of ``sum(x * y)``; slots where either is ``None`` or static count as zero.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.tree.vdot({"w": np.array([1.0, 2.0]), "n": None}, {"w": np.array([3.0, 4.0]), "n": 5})
+    11.0
+    """
+    terms = [
+        float(np.sum(np.multiply(x, y, dtype=np.float64)))
+        for _, x, y in zip_leaves(a, b)
+        if is_differentiable_leaf(x) and is_differentiable_leaf(y)
+    ]
+    return math.fsum(terms)
 
 
 def _check_finite(name: str, value: float) -> float:
