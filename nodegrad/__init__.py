@@ -88,6 +88,7 @@ __all__ = [
     "minimum",
     "multiply",
     "negative",
+    "optim",
     "power",
     "register_container",
     "relu",
@@ -104,7 +105,7 @@ __all__ = [
     "tanh",
     "transpose",
     "tree",
-    "optim",
     "value_and_grad",
     "vjp",
+    "where",
 ]

@@ -86,7 +86,9 @@ def main(steps: int = 300) -> int:
     model = init(rng, (4, 16, 3))
 
     error = finite_difference_check(model, train, rng)
-    print(f"gradient check (central differences, float64): relative error {error:.2e}", "PASS" if error < 1e-6 else "FAIL")
+    print(
+        f"gradient check (central differences, float64): relative error {error:.2e}", "PASS" if error < 1e-6 else "FAIL"
+    )
 
     value_and_grad = ng.value_and_grad(loss)
     state = None
@@ -95,7 +97,8 @@ def main(steps: int = 300) -> int:
         if step % 50 == 0:
             print(f"step {step:4d}  loss {float(value):.4f}  grad norm {ng.tree.global_norm(g):.4f}")
         model, state = ng.optim.adam(model, g, state, lr=0.02)
-    print(f"gradient type: {type(g).__name__}(hidden={type(g.hidden).__name__}, out={type(g.out).__name__}, classes={g.classes})")
+    parts = f"hidden={type(g.hidden).__name__}, out={type(g.out).__name__}, classes={g.classes}"
+    print(f"gradient type: {type(g).__name__}({parts})")
     print(f"train accuracy {accuracy(model, train):.3f}, test accuracy {accuracy(model, test):.3f}")
     return 0 if error < 1e-6 else 1
 

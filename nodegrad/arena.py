@@ -246,10 +246,7 @@ class Arena:
 def _as_float_array(value: Any, where: str) -> np.ndarray:
     array = np.asarray(value)
     if array.dtype.kind != "f":
-        if array.dtype.kind in "biu":
-            hint = " (write 3.0 instead of 3, or cast with .astype(float))"
-        else:
-            hint = ""
+        hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""
         msg = f"{where}: only floating-point values are differentiable, got dtype {array.dtype}{hint}"
         raise DtypeError(msg)
     return array
@@ -389,7 +386,7 @@ class Traced:
     @property
     def dtype(self) -> np.dtype[Any]:
         """Dtype of the value."""
-        return self.value.dtype  # type: ignore[no-any-return]
+        return self.value.dtype
 
     @property
     def ndim(self) -> int:
@@ -410,7 +407,10 @@ class Traced:
         return len(self.value)
 
     def __repr__(self) -> str:
-        return f"Traced(node {self.index}, {_describe(self.value)}: {np.array2string(np.asarray(self.value), threshold=6)})"
+        return (
+            f"Traced(node {self.index}, {_describe(self.value)}: "
+            f"{np.array2string(np.asarray(self.value), threshold=6)})"
+        )
 
     def __bool__(self) -> bool:
         return bool(self.value)
@@ -517,10 +517,10 @@ class Traced:
     def __ge__(self, other: Any) -> Any:
         return self.value >= unwrap(other)
 
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+    def __eq__(self, other: object) -> Any:
         return self.value == unwrap(other)
 
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+    def __ne__(self, other: object) -> Any:
         return self.value != unwrap(other)
 
     # -- numpy dispatch ----------------------------------------------------------------

@@ -130,43 +130,35 @@ def format_key(kind: str, key: Hashable) -> str:
 # -- the built-in containers ---------------------------------------------------------------
 
 
-def _build_instance(template: Any, children: list[Any], names: list[str]) -> Any:
+def _build_instance(template: Any, children: list[Any], names: list[Hashable]) -> Any:
     # Gradients and traced views are instances of the user's class built without running
     # its __init__, validators or converters: those are written for data, not cotangents.
     instance = object.__new__(type(template))
     for name, child in zip(names, children, strict=True):
-        object.__setattr__(instance, name, child)
+        object.__setattr__(instance, str(name), child)
     return instance
 
 
-def _attrs_handler(cls: type) -> Handler:
-    names = [f.name for f in attrs.fields(cls)]
-    mask = [bool(f.metadata.get("nodegrad.static")) for f in attrs.fields(cls)]
-    return Handler(
-        "record",
-        lambda v: names,  # type: ignore[arg-type, return-value]
-        getattr,
-        lambda t, c: _build_instance(t, c, names),
-        lambda v: mask,
-    )
+def _get_field(value: Any, name: Hashable) -> Any:
+    return getattr(value, str(name))
 
 
-def _dataclass_handler(cls: type) -> Handler:
-    fields = dataclasses.fields(cls)
-    names = [f.name for f in fields]
+def _fields_handler(fields: Any) -> Handler:
+    """The handler of an attrs class or a dataclass, from its field definitions."""
+    names: list[Hashable] = [f.name for f in fields]
     mask = [bool(f.metadata.get("nodegrad.static")) for f in fields]
     return Handler(
         "record",
-        lambda v: names,  # type: ignore[arg-type, return-value]
-        getattr,
+        lambda v: names,
+        _get_field,
         lambda t, c: _build_instance(t, c, names),
         lambda v: mask,
     )
 
 
 def _namedtuple_handler(cls: type) -> Handler:
-    names = list(cls._fields)  # type: ignore[attr-defined]
-    return Handler("record", lambda v: names, getattr, lambda t, c: type(t)._make(c))  # type: ignore[arg-type, return-value]
+    names: list[Hashable] = list(cls._fields)  # type: ignore[attr-defined]
+    return Handler("record", lambda v: names, _get_field, lambda t, c: type(t)._make(c))
 
 
 def _build_dict(template: dict[Any, Any], children: list[Any]) -> dict[Any, Any]:
@@ -242,9 +234,9 @@ def handler_for(value: Any) -> Handler | None:
     if cls in _REGISTERED:
         handler = _REGISTERED[cls]
     elif attrs.has(cls):
-        handler = _attrs_handler(cls)
+        handler = _fields_handler(attrs.fields(cls))
     elif dataclasses.is_dataclass(cls):
-        handler = _dataclass_handler(cls)
+        handler = _fields_handler(dataclasses.fields(cls))
     elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
         handler = _namedtuple_handler(cls)
     elif issubclass(cls, dict):
@@ -341,7 +333,8 @@ def map_with_paths(fn: Callable[[str, Any], Any], value: Any, path: str = "") ->
     if handler is None:
         return fn(path, value)
     return handler.build(
-        value, [map_with_paths(fn, handler.get(value, k), path + format_key(handler.kind, k)) for k in handler.keys(value)]
+        value,
+        [map_with_paths(fn, handler.get(value, k), path + format_key(handler.kind, k)) for k in handler.keys(value)],
     )
 
 
@@ -360,7 +353,8 @@ def map_unless_static(fn: Callable[[Any], Any], value: Any) -> Any:
 def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
     """Walk two values of one structure together, yielding ``(key_path, leaf, other_leaf)``.
 
-    ``other`` may hold ``None`` in place of a whole subtree. Raises a :class:`StructureError` naming the key path where they differ.
+    ``other`` may hold ``None`` in place of a whole subtree. Raises a
+    :class:`StructureError` naming the key path where they differ.
     """
     handler = handler_for(value)
     if handler is None or other is None:
@@ -370,8 +364,15 @@ def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, An
     other_handler = handler_for(other)
     keys = handler.keys(value)
     if other_handler is None or type(other) is not type(value) or other_handler.keys(other) != keys:
-        described = type(other).__name__ if other_handler is None else f"{type(other).__name__} with keys {other_handler.keys(other)}"
-        msg = f"structure mismatch at {path or 'the top level'}: expected {type(value).__name__} with keys {keys}, got {described}"
+        described = (
+            type(other).__name__
+            if other_handler is None
+            else f"{type(other).__name__} with keys {other_handler.keys(other)}"
+        )
+        msg = (
+            f"structure mismatch at {path or 'the top level'}: expected {type(value).__name__} with keys {keys}, got "
+            f"{described}"
+        )
         raise StructureError(msg)
     for key in keys:
         step = path + format_key(handler.kind, key)
@@ -424,7 +425,9 @@ def cotangent_for(seed: Any, value: Any, path: str) -> Any:
             return None
         seed_array = np.asarray(seed)
         if seed_array.shape != np.shape(value):
-            msg = f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"
+            msg = (
+                f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"
+            )
             raise StructureError(msg)
         return seed_array.astype(np.result_type(value), copy=False)
     list(zip_leaves(value, seed, path))  # validates the whole structure first

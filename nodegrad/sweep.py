@@ -143,11 +143,17 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
         return cotangent_for(seed, value, path)
     kind = np.result_type(value).kind
     if kind not in "fc":
-        msg = f"cannot differentiate the output{' ' + path if path else ''} of dtype {np.result_type(value)}: only floating outputs have gradients"
+        msg = (
+            f"cannot differentiate the output{' ' + path if path else ''} of dtype {np.result_type(value)}: only "
+            f"floating outputs have gradients"
+        )
         raise DtypeError(msg)
     seed_array = np.asarray(seed)
     if seed_array.shape != np.shape(value):
-        msg = f"the seed{' at ' + path if path else ''} has shape {seed_array.shape} but the output has shape {np.shape(value)}"
+        msg = (
+            f"the seed{' at ' + path if path else ''} has shape {seed_array.shape} but the output has shape "
+            f"{np.shape(value)}"
+        )
         raise ShapeError(msg)
     return seed_array.astype(np.result_type(value), copy=False)
 
@@ -163,7 +169,10 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
             return seeds  # a constant output: every gradient is zero
         if len(leaves) != 1 or np.size(leaves[0].value) != 1 or handler_for(leaves[0].value) is not None:
             shape = np.shape(leaves[0].value) if len(leaves) == 1 else f"a structure of {len(leaves)} traced values"
-            msg = f"the output has shape {shape}; pass seed= (shaped like the output) to differentiate a non-scalar output"
+            msg = (
+                f"the output has shape {shape}; pass seed= (shaped like the output) to differentiate a non-scalar "
+                f"output"
+            )
             raise ArenaError(msg)
         paired = [("", leaves[0], np.ones_like(leaves[0].value))]
         _seed_value(leaves[0].value, paired[0][2], "")
@@ -192,7 +201,10 @@ def _target(arena: Any, path: str, leaf: Any) -> Any:
         msg = f"wrt{path} is not a node of this arena"
         raise ArenaError(msg)
     if handler_for(leaf.value) is None and np.result_type(leaf.value).kind != "f":
-        msg = f"wrt{path} (node {leaf.index}) has dtype {np.result_type(leaf.value)}; only floating values are differentiable"
+        msg = (
+            f"wrt{path} (node {leaf.index}) has dtype {np.result_type(leaf.value)}; only floating values are "
+            f"differentiable"
+        )
         raise DtypeError(msg)
     return leaf
 

@@ -60,9 +60,7 @@ def _like_argument(g: Any, original: Any) -> Any:
     g_handler = handler_for(g)
     if g_handler is None:
         return g
-    children = [
-        _like_argument(g_handler.get(g, k), handler.get(original, k)) for k in handler.keys(original)
-    ]
+    children = [_like_argument(g_handler.get(g, k), handler.get(original, k)) for k in handler.keys(original)]
     return g_handler.build(g, children)
 
 
@@ -178,7 +176,9 @@ def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: b
     pairs = [(path, leaf, buf) for path, leaf, buf in zip_leaves(wrt, out) if isinstance(leaf, Traced)]
     for path, leaf, buf in pairs:
         if not isinstance(buf, np.ndarray) or buf.shape != np.shape(leaf.value) or not buf.flags.writeable:
-            got = f"{type(buf).__name__} of shape {np.shape(buf)}" if isinstance(buf, np.ndarray) else type(buf).__name__
+            got = (
+                f"{type(buf).__name__} of shape {np.shape(buf)}" if isinstance(buf, np.ndarray) else type(buf).__name__
+            )
             msg = f"out{path} must be a writeable array of shape {np.shape(leaf.value)}, got {got}"
             raise StructureError(msg)
     raw = gradients(arena, output, [leaf for _, leaf, _ in pairs], None, options, finish=lambda g, like: g)

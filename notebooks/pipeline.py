@@ -28,6 +28,7 @@ from nodegrad.data import SPECIES, load_iris
 # ## A dataset of records
 # Each flower is a record with float measurements and static metadata (an id and a species).
 
+
 # %%
 @attrs.frozen
 class Flower:
@@ -39,7 +40,8 @@ class Flower:
 
 iris = load_iris()
 flowers = [
-    Flower(row[:2], row[2:], int(s), f"flower-{i}") for i, (row, s) in enumerate(zip(iris["features"], iris["species"]))
+    Flower(row[:2], row[2:], int(s), f"flower-{i}")
+    for i, (row, s) in enumerate(zip(iris["features"], iris["species"], strict=True))
 ]
 flowers[0]
 
@@ -47,6 +49,7 @@ flowers[0]
 # ## Stage 1: records to a features dict
 # The feature stage is ordinary Python over the records. The scaling of each feature
 # group is a *parameter*, so its gradient flows through this stage.
+
 
 # %%
 def features(rows: list[Flower], scales: dict[str, object]) -> dict[str, object]:
@@ -61,6 +64,7 @@ def features(rows: list[Flower], scales: dict[str, object]) -> dict[str, object]
 
 # %% [markdown]
 # ## Stage 2: a model whose parameters are a record holding a dict
+
 
 # %%
 @attrs.frozen
@@ -86,7 +90,11 @@ def loss(model: Model, rows: list[Flower]) -> object:
 rng = np.random.default_rng(0)
 model = Model(
     scales={"sepal": np.array(1.0), "petal": np.array(1.0)},
-    weights={"sepal": rng.normal(0, 0.1, (2, 3)), "petal": rng.normal(0, 0.1, (2, 3)), "ratio": rng.normal(0, 0.1, (1, 3))},
+    weights={
+        "sepal": rng.normal(0, 0.1, (2, 3)),
+        "petal": rng.normal(0, 0.1, (2, 3)),
+        "ratio": rng.normal(0, 0.1, (1, 3)),
+    },
     bias=np.zeros(3),
 )
 
@@ -122,11 +130,11 @@ assert abs(analytic - numeric) < 1e-6 * max(1.0, abs(numeric))
 value_and_grad = ng.value_and_grad(loss)
 state = None
 history = []
-for step in range(200):
+for _ in range(200):
     value, g = value_and_grad(model, flowers)
     g, norm = ng.tree.clip_by_global_norm(g, 5.0)
     model, state = ng.optim.adam(model, g, state, lr=0.05)
     history.append(float(value))
 print(f"loss {history[0]:.3f} -> {history[-1]:.3f}")
 assert history[-1] < 0.5 * history[0]
-model.scales
+print({name: float(s) for name, s in model.scales.items()})

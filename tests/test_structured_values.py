@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import collections
-import math
 import dataclasses
+import math
 from typing import Any
 
 import attrs
@@ -16,7 +16,13 @@ from hypothesis import strategies as st
 import nodegrad as ng
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
 from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
-from nodegrad.structure import differentiable_leaves, flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths
+from nodegrad.structure import (
+    differentiable_leaves,
+    flatten_with_paths,
+    handler_for,
+    is_differentiable_leaf,
+    map_with_paths,
+)
 from tests.structures import NT, Box, Marked, Pair, Tagged, structures
 
 
@@ -92,7 +98,9 @@ def test_gradients_of_nested_structures(tree: Any, data: st.DataObject) -> None:
 def test_gradients_match_finite_differences(tree: Any) -> None:
     weights = _weights(tree)
     used = {p for p, leaf in flatten_with_paths(tree) if is_differentiable_leaf(leaf)}
-    as64 = map_with_paths(lambda p, x: x.astype(np.float64) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x, tree)
+    as64 = map_with_paths(
+        lambda p, x: x.astype(np.float64) if isinstance(x, np.ndarray) and x.dtype.kind == "f" else x, tree
+    )
     g = ng.grad(lambda t: _loss(t, weights, used))(as64)
     grads = dict(flatten_with_paths(g))
     rng = np.random.default_rng(0)
@@ -329,7 +337,9 @@ def test_register_container_opts_a_class_in() -> None:
         def __init__(self, items: dict[str, Any]) -> None:
             self.items = items
 
-    ng.register_container(Bag, lambda b: (list(b.items), list(b.items.values())), lambda t, c: Bag(dict(zip(t.items, c, strict=True))))
+    ng.register_container(
+        Bag, lambda b: (list(b.items), list(b.items.values())), lambda t, c: Bag(dict(zip(t.items, c, strict=True)))
+    )
     g = ng.grad(lambda b: b.items["a"] * b.items["b"])(Bag({"a": 2.0, "b": 3.0}))
     assert type(g) is Bag and g.items == {"a": 3.0, "b": 2.0}
 

@@ -59,9 +59,7 @@ SUBTRACT = _binary("subtract", np.subtract, lambda g, ans, x, y: g, lambda g, an
 MULTIPLY = _binary(
     "multiply", np.multiply, lambda g, ans, x, y: g * y, lambda g, ans, x, y: g * x, "x * y (also x * scalar)"
 )
-DIVIDE = _binary(
-    "divide", np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, "x / y"
-)
+DIVIDE = _binary("divide", np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, "x / y")
 NEGATIVE = _unary("negative", np.negative, lambda g, ans, x: -g, "-x")
 
 

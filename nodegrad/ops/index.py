@@ -63,7 +63,10 @@ def _static_index(index: Any) -> Any:
     if isinstance(index, list):
         index = np.asarray(index)
     if isinstance(index, np.ndarray) and index.dtype.kind not in "biu":
-        msg = f"getitem: index arrays must hold integers or booleans, got dtype {index.dtype} [called at {user_location()}]"
+        msg = (
+            f"getitem: index arrays must hold integers or booleans, got dtype {index.dtype} [called at "
+            f"{user_location()}]"
+        )
         raise OpIndexError(msg)
     return index
 

@@ -141,7 +141,7 @@ def _channel_shape(x: Any) -> tuple[int, ...]:
 
 
 def _batch_axes(x: Any) -> tuple[int, ...]:
-    return (0,) + tuple(range(2, np.ndim(x)))
+    return (0, *range(2, np.ndim(x)))
 
 
 def _batch_norm(x: Any, weight: Any, bias: Any, eps: float) -> Any:
@@ -232,14 +232,23 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
         raise ShapeError(msg)
     if target_value.dtype.kind in "iu":
         if tshape != lshape[:-1]:
-            msg = f"cross_entropy: integer targets must have shape {lshape[:-1]} for logits of shape {lshape}, got {tshape} [called at {user_location()}]"
+            msg = (
+                f"cross_entropy: integer targets must have shape {lshape[:-1]} for logits of shape {lshape}, got "
+                f"{tshape} [called at {user_location()}]"
+            )
             raise ShapeError(msg)
         if target_value.size and (target_value.min() < 0 or target_value.max() >= lshape[-1]):
-            msg = f"cross_entropy: class targets must lie in [0, {lshape[-1]}), got values from {target_value.min()} to {target_value.max()} [called at {user_location()}]"
+            msg = (
+                f"cross_entropy: class targets must lie in [0, {lshape[-1]}), got values from {target_value.min()} to "
+                f"{target_value.max()} [called at {user_location()}]"
+            )
             raise OpIndexError(msg)
         return record1(CROSS_ENTROPY, logits, target_value)
     if tshape != lshape:
-        msg = f"cross_entropy: probability targets must have the logits' shape {lshape}, got {tshape} [called at {user_location()}]"
+        msg = (
+            f"cross_entropy: probability targets must have the logits' shape {lshape}, got {tshape} [called at "
+            f"{user_location()}]"
+        )
         raise ShapeError(msg)
     return record2(CROSS_ENTROPY_PROBS, logits, targets)
 
@@ -247,7 +256,10 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
 def _check_affine(op_name: str, x: Any, weight: Any, bias: Any, size: int) -> None:
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None and np.shape(unwrap(p)) != (size,):
-            msg = f"{op_name}: {name} must have shape ({size},) for input of shape {np.shape(unwrap(x))}, got {np.shape(unwrap(p))} [called at {user_location()}]"
+            msg = (
+                f"{op_name}: {name} must have shape ({size},) for input of shape {np.shape(unwrap(x))}, got "
+                f"{np.shape(unwrap(p))} [called at {user_location()}]"
+            )
             raise ShapeError(msg)
 
 

@@ -28,7 +28,10 @@ def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None
     out = []
     for a in axes:
         if not isinstance(a, (int, np.integer)) or not -ndim <= a < builtins.max(ndim, 1):
-            msg = f"{op_name}: axis {axis!r} is out of range for an array of {ndim} dimensions [called at {user_location()}]"
+            msg = (
+                f"{op_name}: axis {axis!r} is out of range for an array of {ndim} dimensions [called at "
+                f"{user_location()}]"
+            )
             raise ShapeError(msg)
         out.append(int(a) % builtins.max(ndim, 1))
     if len(set(out)) != len(out):
@@ -62,7 +65,9 @@ def _extremum_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     return _expand(g, x, axis, keepdims) * share
 
 
-SUM = defop("sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims), _spread, family=_F, doc="sum over axes")
+SUM = defop(
+    "sum", lambda x, axis, keepdims: np.sum(x, axis=axis, keepdims=keepdims), _spread, family=_F, doc="sum over axes"
+)
 MEAN = defop(
     "mean",
     lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),

@@ -90,7 +90,10 @@ def transpose(x: Any, axes: Any = None) -> Any:
     if axes is not None:
         axes = tuple(int(a) % max(ndim, 1) for a in axes)
         if sorted(axes) != list(range(ndim)):
-            msg = f"transpose: axes {axes} are not a permutation of the {ndim} axes of shape {np.shape(unwrap(x))} [called at {user_location()}]"
+            msg = (
+                f"transpose: axes {axes} are not a permutation of the {ndim} axes of shape {np.shape(unwrap(x))} "
+                f"[called at {user_location()}]"
+            )
             raise ShapeError(msg)
     return record1(TRANSPOSE, x, axes)
 
@@ -102,7 +105,10 @@ def _joined(op_name: str, xs: Any, axis: int, new_axis: bool) -> tuple[list[Any]
         raise ShapeError(msg)
     ndim = np.ndim(unwrap(xs[0])) + (1 if new_axis else 0)
     if ndim == 0 or not -ndim <= axis < ndim:
-        msg = f"{op_name}: axis {axis} is out of range for arrays of shape {np.shape(unwrap(xs[0]))} [called at {user_location()}]"
+        msg = (
+            f"{op_name}: axis {axis} is out of range for arrays of shape {np.shape(unwrap(xs[0]))} [called at "
+            f"{user_location()}]"
+        )
         raise ShapeError(msg)
     return xs, int(axis) % ndim
 

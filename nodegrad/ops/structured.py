@@ -64,7 +64,9 @@ def _build_rule(k: int, g: Any, ans: Any, template: Any, *children: Any) -> Any:
     return g.slots.get(k - 1)
 
 
-MAKE_RECORD = defop("make_record", _build, same_rule_for_all(_build_rule), family=_F, doc="a record node from field nodes")
+MAKE_RECORD = defop(
+    "make_record", _build, same_rule_for_all(_build_rule), family=_F, doc="a record node from field nodes"
+)
 MAKE_MAP = defop("make_map", _build, same_rule_for_all(_build_rule), family=_F, doc="a map node from entry nodes")
 MAKE_SEQUENCE = defop(
     "make_sequence", _build, same_rule_for_all(_build_rule), family=_F, doc="a list or tuple node from item nodes"
@@ -77,11 +79,17 @@ def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int
     handler = handler_for(value)
     path = parent.arena._paths.get(parent.index, "")
     if handler is None or (expected_kind is not None and handler.kind != expected_kind):
-        msg = f"{kind}: node {parent.index}{' ' + path if path else ''} holds a {type(value).__name__}, not a {expected_kind} [called at {user_location()}]"
+        msg = (
+            f"{kind}: node {parent.index}{' ' + path if path else ''} holds a {type(value).__name__}, not a "
+            f"{expected_kind} [called at {user_location()}]"
+        )
         raise StructureError(msg)
     keys = handler.keys(value)
     if total != len(keys) or not 0 <= index < total:
-        msg = f"{kind}: entry {index} of {total} requested, but {path or 'the value'} has {len(keys)} entries [called at {user_location()}]"
+        msg = (
+            f"{kind}: entry {index} of {total} requested, but {path or 'the value'} has {len(keys)} entries [called "
+            f"at {user_location()}]"
+        )
         raise StructureError(msg)
     return _read_node(parent, handler.kind, index, total, keys[index], path)
 
@@ -213,14 +221,18 @@ def replace(value: Any, changes: dict[Hashable, Any] | None = None, /, **named: 
     P(w=6.0, b=3.0)
     """
     handler = handler_for(value)
-    updates = {**(changes or {}), **named}
+    updates: dict[Hashable, Any] = dict(changes or {})
+    updates.update(named)
     if handler is None or handler.kind == "sequence":
         msg = f"replace: expected a record or a map, got {type(value).__name__} [called at {user_location()}]"
         raise StructureError(msg)
     keys = handler.keys(value)
     unknown = [k for k in updates if k not in keys]
     if unknown and handler.kind == "record":
-        msg = f"replace: {type(value).__name__} has no field(s) {unknown}; fields are {keys} [called at {user_location()}]"
+        msg = (
+            f"replace: {type(value).__name__} has no field(s) {unknown}; fields are {keys} [called at "
+            f"{user_location()}]"
+        )
         raise StructureError(msg)
     if handler.kind == "map":
         updated = copy.copy(value)  # keeps the dict subclass and, e.g., a default_factory
