@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import attrs
 import numpy as np
@@ -256,20 +256,24 @@ def _as_float_array(value: Any, where: str) -> np.ndarray:
 
 
 def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:
-    """Run ``op``'s forward; turn any failure into an error naming the op, the shapes, the
-    key paths of structured inputs (``inputs`` are the traced arguments) and the user's line.
-    """
+    """Run ``op``'s forward; a failure becomes an error naming the op (see :func:`_failed`)."""
     try:
         return op.forward(*args)
-    except NodegradError:
-        raise
-    except (ValueError, TypeError, IndexError) as exc:
-        shapes = ", ".join(_describe(a) for a in args)
-        paths = [t.arena._paths[t.index] for t in inputs if t.index in t.arena._paths]
-        where = f" (inputs from {', '.join(paths)})" if paths else ""
-        msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
-        error = _error_like(exc)
-        raise error(msg) from exc
+    except Exception as exc:
+        _failed(op, args, inputs, exc)
+
+
+def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> NoReturn:
+    """Re-raise a forward failure as an error naming the op, the shapes, the key paths of
+    structured inputs (``inputs`` are the traced arguments) and the user's line.
+    """
+    if isinstance(exc, NodegradError) or not isinstance(exc, ValueError | TypeError | IndexError):
+        raise exc
+    shapes = ", ".join(_describe(a) for a in args)
+    paths = [t.arena._paths[t.index] for t in inputs if t.index in t.arena._paths]
+    where = f" (inputs from {', '.join(paths)})" if paths else ""
+    msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
+    raise _error_like(exc)(msg) from exc
 
 
 def _error_like(exc: Exception) -> type[Exception]:
@@ -300,7 +304,15 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     if type(x) is not Traced:
         return _forward(op, (x, *static))
     args = (x.value, *static)
-    return x.arena._push(op, (x.index,), _ARG0, args, _forward(op, args, (x,)))
+    try:
+        out = op.forward(*args)
+    except Exception as exc:
+        _failed(op, args, (x,), exc)
+    # _push, inlined: this is the commonest path of all.
+    arena = x.arena
+    nodes = arena._nodes
+    nodes.append((op, (x.index,), _ARG0, args, out))
+    return Traced(arena, len(nodes) - 1, out)
 
 
 def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
@@ -311,13 +323,24 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             if y.arena is not arena:
                 raise _mixed_arenas(op)
             args = (x.value, y.value, *static)
-            return arena._push(op, (x.index, y.index), _ARG01, args, _forward(op, args, (x, y)))
-        args = (x.value, y, *static)
-        return arena._push(op, (x.index,), _ARG0, args, _forward(op, args, (x,)))
-    if type(y) is Traced:
+            parents: tuple[int, ...] = (x.index, y.index)
+            argnums = _ARG01
+        else:
+            args = (x.value, y, *static)
+            parents, argnums = (x.index,), _ARG0
+    elif type(y) is Traced:
+        arena = y.arena
         args = (x, y.value, *static)
-        return y.arena._push(op, (y.index,), _ARG1, args, _forward(op, args, (y,)))
-    return _forward(op, (x, y, *static))
+        parents, argnums = (y.index,), _ARG1
+    else:
+        return _forward(op, (x, y, *static))
+    try:
+        out = op.forward(*args)
+    except Exception as exc:
+        _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
+    nodes = arena._nodes
+    nodes.append((op, parents, argnums, args, out))
+    return Traced(arena, len(nodes) - 1, out)
 
 
 def record(op: Op, *args: Any) -> Any:

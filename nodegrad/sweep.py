@@ -27,7 +27,6 @@ from nodegrad.structure import (
     flatten_with_paths,
     handler_for,
     map_unless_static,
-    map_with_paths,
     materialize,
     zip_leaves,
 )
@@ -123,7 +122,7 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int]) -> tuple[dict
             grads[i] = g.copy() if isinstance(g, StructCotangent) else g
         op, parents, argnums, args, value = nodes[i]
         rules = op.vjps
-        for p, k in zip(parents, argnums, strict=True):
+        for p, k in zip(parents, argnums):  # noqa: B905  (equal by construction; hot loop)
             if mark[p]:
                 gp = rules[k](g, value, *args)
                 if gp is None:
@@ -192,28 +191,50 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     return seeds
 
 
-def _target(arena: Any, path: str, leaf: Any) -> Any:
+def _traced_leaves(value: Any, found: list[Any]) -> list[Any]:
+    """Append every traced leaf of ``value`` to ``found`` (no key paths: those are built
+    only for messages)."""
     from nodegrad.arena import Traced
 
-    if type(leaf) is not Traced:
-        return None
-    if leaf.arena is not arena:
-        msg = f"wrt{path} is not a node of this arena"
-        raise ArenaError(msg)
-    if handler_for(leaf.value) is None and np.result_type(leaf.value).kind != "f":
-        msg = (
-            f"wrt{path} (node {leaf.index}) has dtype {np.result_type(leaf.value)}; only floating values are "
-            f"differentiable"
-        )
-        raise DtypeError(msg)
-    return leaf
+    if type(value) is Traced:
+        found.append(value)
+        return found
+    handler = handler_for(value)
+    if handler is not None:
+        for key in handler.keys(value):
+            _traced_leaves(handler.get(value, key), found)
+    return found
 
 
-def _owned(g: Any, like: Any, taken: set[int], seeds: dict[int, Any]) -> Any:
-    """Give the caller an array nobody else holds, typed like ``like``."""
-    shared = id(g) in taken or not isinstance(g, np.ndarray) or g.base is not None
-    if shared or any(g is s for s in seeds.values()) or g.dtype != np.result_type(like):
-        g = np.array(g, dtype=np.result_type(like))
+def _path_of(arena: Any, target: Any, wrt: Any) -> str:
+    known = arena._paths.get(target.index)
+    if known:
+        return str(known)
+    return next((f"wrt{path}" for path, leaf in flatten_with_paths(wrt) if leaf is target), "wrt")
+
+
+def _check_targets(arena: Any, targets: list[Any], wrt: Any) -> None:
+    for target in targets:
+        if target.arena is not arena:
+            msg = f"{_path_of(arena, target, wrt)} is not a node of this arena"
+            raise ArenaError(msg)
+        value = target.value
+        dtype = getattr(value, "dtype", None)
+        if dtype is not None and dtype.kind != "f" and handler_for(value) is None:
+            msg = (
+                f"{_path_of(arena, target, wrt)} (node {target.index}) has dtype {dtype}; "
+                "only floating values are differentiable"
+            )
+            raise DtypeError(msg)
+
+
+def _owned(g: Any, like: Any, taken: set[int]) -> Any:
+    """Give the caller an array nobody else holds (not a seed, a view or another
+    gradient), typed like ``like``. ``taken`` holds the ids of seeds and earlier results.
+    """
+    dtype = like.dtype if isinstance(like, np.ndarray) else np.result_type(like)
+    if type(g) is not np.ndarray or g.base is not None or id(g) in taken or g.dtype != dtype:
+        g = np.array(g, dtype=dtype)
     taken.add(id(g))
     return g
 
@@ -234,30 +255,29 @@ def gradients(
     caller gets arrays that nothing else holds.
     """
     options = options or GradOptions.TRAINING
-    targets: list[tuple[str, Any]] = []
-
-    def collect(path: str, leaf: Any) -> Any:
-        target = _target(arena, path, leaf)
-        if target is not None:
-            targets.append((arena._paths.get(target.index) or f"wrt{path}", target))
-        return leaf
-
-    map_with_paths(collect, wrt)
+    targets = _traced_leaves(wrt, [])
+    _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
-    found, arena.last_visited = sweep(arena._nodes, seeds, [t.index for _, t in targets])
+    found, arena.last_visited = sweep(arena._nodes, seeds, [t.index for t in targets])
+
+    taken = {id(s) for s in seeds.values()}
+    if finish is None:
+
+        def finish(g: Any, like: Any) -> Any:
+            return _owned(g, like, taken)
 
     missing: list[str] = []
-    taken: set[int] = set()
-
-    def owned(g: Any, like: Any) -> Any:
-        return _owned(g, like, taken, seeds)
-
-    results = {
-        id(target): materialize(
-            found.get(target.index), target.value, path, missing, options.zero_missing_wrt, finish or owned
-        )
-        for path, target in targets
-    }
+    results = {}
+    for target in targets:
+        g = found.get(target.index)
+        if g is not None and handler_for(target.value) is None:
+            results[id(target)] = finish(g, target.value)  # the common case: an array leaf
+            continue
+        lacking: list[str] = []
+        results[id(target)] = materialize(g, target.value, "", lacking, options.zero_missing_wrt, finish)
+        if lacking:
+            path = _path_of(arena, target, wrt)
+            missing.extend(path + step for step in lacking)
     if missing and not options.zero_missing_wrt:
         msg = "no gradient path to the output from: " + ", ".join(missing)
         raise NoGradientError(msg)

@@ -6,28 +6,27 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record2, unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.arena import Traced, record2
 from nodegrad.ops.registry import defop
 
 __all__ = ["matmul"]
 
 
 def _matmul_rule_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
-    if np.ndim(y) == 1:
+    if y.ndim == 1:
         # out[..., i] = sum_k x[..., i, k] y[k]  (or a dot product when x is 1-D too)
-        return g * y if np.ndim(x) == 1 else np.expand_dims(g, -1) * y
-    if np.ndim(x) == 1:
-        return np.matmul(np.expand_dims(g, -2), np.swapaxes(y, -1, -2))[..., 0, :]
+        return g * y if x.ndim == 1 else g[..., None] * y
+    if x.ndim == 1:
+        return np.matmul(g[..., None, :], np.swapaxes(y, -1, -2))[..., 0, :]
     return np.matmul(g, np.swapaxes(y, -1, -2))
 
 
 def _matmul_rule_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
-    if np.ndim(x) == 1:
-        return g * x if np.ndim(y) == 1 else np.expand_dims(x, -1) * np.expand_dims(g, -2)
-    if np.ndim(y) == 1:
-        return np.matmul(np.swapaxes(x, -1, -2), np.expand_dims(g, -1))[..., 0]
-    if np.ndim(y) == 2 and np.ndim(x) > 2:
+    if x.ndim == 1:
+        return g * x if y.ndim == 1 else x[:, None] * g[..., None, :]
+    if y.ndim == 1:
+        return np.matmul(np.swapaxes(x, -1, -2), g[..., None])[..., 0]
+    if y.ndim == 2 and x.ndim > 2:
         # A batch of x against one matrix: fold the batch into rows instead of building a
         # per-batch product that the unbroadcast would only sum away.
         k, m = np.shape(x)[-1], np.shape(g)[-1]
@@ -61,10 +60,5 @@ def matmul(x: Any, y: Any) -> Any:
     array([[1., 2., 3.],
            [1., 2., 3.]])
     """
-    if np.ndim(unwrap(x)) == 0 or np.ndim(unwrap(y)) == 0:
-        msg = (
-            f"matmul: operands must have at least 1 dimension, got shapes {np.shape(unwrap(x))} and "
-            f"{np.shape(unwrap(y))}; use multiply for scalars [called at {user_location()}]"
-        )
-        raise ShapeError(msg)
-    return record2(MATMUL, x, y)
+    # Constants become arrays once here, so the rules can read .ndim directly.
+    return record2(MATMUL, x if type(x) is Traced else np.asarray(x), y if type(y) is Traced else np.asarray(y))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, record
+from nodegrad.arena import Traced, record, record1
 from nodegrad.errors import StructureError, user_location
 from nodegrad.ops.registry import defop, same_rule_for_all
 from nodegrad.structure import (
@@ -95,7 +95,7 @@ def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int
 
 
 def _read_node(parent: Traced, kind: str, index: int, total: int, key: Hashable, path: str) -> Traced:
-    handle: Traced = record(_READ_OPS[kind], parent, index, total, key)
+    handle: Traced = record1(_READ_OPS[kind], parent, index, total, key)
     handle.arena._paths[handle.index] = path + format_key(kind, key)
     return handle
 

@@ -1,0 +1,12 @@
+"""Testing helpers for code built on nodegrad.
+
+Examples
+--------
+>>> import nodegrad as ng
+>>> from nodegrad.testing import check_grads
+>>> check_grads(ng.tanh, 0.3)
+"""
+
+from nodegrad.testing._check import check_grads
+
+__all__ = ["check_grads"]
