@@ -324,7 +324,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
                 raise _mixed_arenas(op)
             args = (x.value, y.value, *static)
             parents: tuple[int, ...] = (x.index, y.index)
-            argnums = _ARG01
+            argnums: tuple[int, ...] = _ARG01
         else:
             args = (x.value, y, *static)
             parents, argnums = (x.index,), _ARG0
