@@ -1,0 +1,33 @@
+"""The generated documentation pages match the code."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+def _generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_generate", DOCS / "generate.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("page", ["ops.md", "api.md"])
+def test_generated_page_is_up_to_date(page: str) -> None:
+    expected = _generator().PAGES[page]()
+    assert (DOCS / page).read_text(encoding="utf-8") == expected, f"run: python docs/generate.py ({page} is stale)"
+
+
+def test_every_registered_op_is_in_the_ops_page() -> None:
+    from nodegrad.ops import REGISTRY
+
+    text = (DOCS / "ops.md").read_text(encoding="utf-8")
+    missing = [name for name in REGISTRY if f"| `{name}` |" not in text]
+    assert not missing
