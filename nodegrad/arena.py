@@ -20,9 +20,10 @@ operators and methods, each recording one node.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import attrs
 import numpy as np
@@ -32,7 +33,9 @@ from nodegrad.errors import ArenaError, DtypeError, NodegradError, ShapeError, u
 if TYPE_CHECKING:
     from nodegrad.ops.registry import Op
 
-__all__ = ["Arena", "Node", "Traced", "current_arena", "record"]
+__all__ = ["Arena", "Node", "Traced", "composite", "current_arena", "record"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _ARG0 = (0,)
 _ARG1 = (1,)
@@ -229,6 +232,12 @@ class Arena:
             raise ArenaError(msg)
         return index
 
+    def _truncate(self, size: int) -> None:
+        """Drop the nodes from ``size`` on: only for undoing a call that failed midway."""
+        del self._nodes[size:]
+        for index in [i for i in self._paths if i >= size]:
+            del self._paths[index]
+
     def _handle(self, index: int) -> Traced:
         return Traced(self, index, self._nodes[index][4])
 
@@ -365,6 +374,34 @@ def record(op: Op, *args: Any) -> Any:
     if arena is None:
         return out
     return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
+
+
+def _arenas_in(values: Any) -> list[Arena]:
+    found: dict[int, Arena] = {}
+    for v in values:
+        for item in v if isinstance(v, (list, tuple)) else (v,):
+            if type(item) is Traced:
+                found[id(item.arena)] = item.arena
+    return list(found.values())
+
+
+def composite(fn: F) -> F:
+    """Make ``fn``, which records several nodes, all-or-nothing: when it raises, the nodes
+    it appended are removed again, so a failed call leaves every arena as it was.
+    """
+
+    @functools.wraps(fn)
+    def all_or_nothing(*args: Any, **kwargs: Any) -> Any:
+        arenas = _arenas_in((*args, *kwargs.values()))
+        sizes = [len(a._nodes) for a in arenas]
+        try:
+            return fn(*args, **kwargs)
+        except BaseException:
+            for arena, size in zip(arenas, sizes, strict=True):
+                arena._truncate(size)
+            raise
+
+    return all_or_nothing  # type: ignore[return-value]
 
 
 def unwrap(value: Any) -> Any:

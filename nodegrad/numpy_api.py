@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.arena import unwrap
+from nodegrad.arena import composite, unwrap
 from nodegrad.errors import NoGradientError, user_location
 
 __all__ = ["FUNCTIONS", "UFUNCS", "dispatch_function", "dispatch_ufunc"]
@@ -53,6 +53,7 @@ def _shape_of(x: Any) -> Any:
     return np.shape(unwrap(x))
 
 
+@composite
 def _take(a: Any, indices: Any, axis: Any = None) -> Any:
     # np.take without an axis indexes the flattened array.
     if axis is None:

@@ -99,7 +99,7 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int]) -> tuple[dict
     if out < lo:
         return {}, 0
     # 2 marks a requested node, 1 a node that depends on one; 0 nodes get no cotangent.
-    mark = bytearray(out + 1)
+    mark = bytearray(max(out, *wrt) + 1)  # a requested node may come after the output
     for w in wrt:
         mark[w] = 2
     for i in range(lo + 1, out + 1):

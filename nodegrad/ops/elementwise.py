@@ -106,13 +106,19 @@ def _silu_rule(g: Any, ans: Any, x: Any) -> Any:
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)
-_erf = np.frompyfunc(math.erf, 1, 1)
+_erf_objects = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: Any) -> Any:
+    """Elementwise erf in x's own float dtype (numpy has no erf ufunc)."""
+    x = np.asarray(x)
+    return np.asarray(_erf_objects(x), dtype=x.dtype)
 
 
 def _gelu(x: Any, approximate: bool) -> Any:
     if approximate:
         return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x**3)))
-    return 0.5 * x * (1 + _erf(x / math.sqrt(2.0)).astype(x.dtype))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2.0)))
 
 
 def _gelu_rule(g: Any, ans: Any, x: Any, approximate: bool) -> Any:
@@ -121,7 +127,7 @@ def _gelu_rule(g: Any, ans: Any, x: Any, approximate: bool) -> Any:
         t = np.tanh(inner)
         d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)).astype(x.dtype))
+    cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
     pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
     return g * (cdf + x * pdf)
 

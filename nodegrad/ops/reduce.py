@@ -25,6 +25,8 @@ def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None
     if axis is None:
         return None
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if ndim == 0 and all(isinstance(a, (int, np.integer)) and a in (0, -1) for a in axes):
+        return ()  # numpy lets a 0-d array be reduced over "axis 0": nothing to reduce
     out = []
     for a in axes:
         if not isinstance(a, (int, np.integer)) or not -ndim <= a < builtins.max(ndim, 1):

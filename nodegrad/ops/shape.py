@@ -88,10 +88,11 @@ def transpose(x: Any, axes: Any = None) -> Any:
     """
     ndim = np.ndim(unwrap(x))
     if axes is not None:
-        axes = tuple(int(a) % max(ndim, 1) for a in axes)
-        if sorted(axes) != list(range(ndim)):
+        given = tuple(int(a) for a in axes)
+        axes = tuple(a % ndim for a in given if -ndim <= a < ndim)
+        if len(axes) != len(given) or sorted(axes) != list(range(ndim)):
             msg = (
-                f"transpose: axes {axes} are not a permutation of the {ndim} axes of shape {np.shape(unwrap(x))} "
+                f"transpose: axes {given} are not a permutation of the {ndim} axes of shape {np.shape(unwrap(x))} "
                 f"[called at {user_location()}]"
             )
             raise ShapeError(msg)
