@@ -23,6 +23,9 @@ W3  Large arrays. [sin, x * 1.01, tanh, x + 0.5] twice, then [sin, tanh] (10 ops
     stay bounded) on 10 million float64 elements, then sum. Reported in ms and as a ratio
     to a hand-written numpy forward + backward that keeps the intermediates its backward
     needs. Target: nodegrad <= 1.10x numpy.
+W4  Structured parameters. A dict of 200 (8, 8) float64 matrices; the loss is the sum over
+    keys of sum(tanh(W_k @ x)), the gradient a dict. Reported in µs per parameter and as
+    a ratio to PyTorch. Target: nodegrad <= 1.0x PyTorch.
 W5  Deep graph. The W1 op mix repeated to 100,000 ops. Reported in µs per op and as a
     ratio to PyTorch; a library that fails (a recursion limit, say) is reported as failed.
 
@@ -265,6 +268,8 @@ def as_numpy(value: Any) -> Any:
     """Gradients of any library as numpy arrays (tuples and lists become tuples)."""
     if isinstance(value, (tuple, list)):
         return tuple(as_numpy(v) for v in value)
+    if isinstance(value, dict):  # W4: compared key by key, in insertion order
+        return tuple(as_numpy(v) for v in value.values())
     if hasattr(value, "detach"):  # torch
         return value.detach().numpy()
     return np.asarray(value)
@@ -468,6 +473,68 @@ def bounded_chain_steps(libraries: Sequence[str], n: int, jit: bool) -> dict[str
     return {name: builder(name) for name in names}
 
 
+# -- W4: a dict of parameters ---------------------------------------------------------------------
+
+
+def dict_inputs(count: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(4)
+    return {f"w{k}": rng.standard_normal((8, 8)) for k in range(count)}, rng.standard_normal(8)
+
+
+def dict_loss(params: dict[str, Any], x: Any, ops: ArrayOps) -> Any:
+    """The sum over keys of ``sum(tanh(W_k @ x))``."""
+    total = 0.0
+    for w in params.values():
+        total = total + ops.total(ops.tanh(ops.matmul(w, x)))
+    return total
+
+
+def dict_step(name: str, params: dict[str, np.ndarray], x: np.ndarray) -> Step:
+    """The gradient of :func:`dict_loss` with respect to the dict, in each library's own way."""
+    ops = library_ops(name)
+    loss = lambda p: dict_loss(p, x, ops)
+    if name == "nodegrad":
+        import nodegrad as ng
+
+        grad = ng.grad(loss)
+        return lambda: grad(params)
+    if name == "torch":
+        import torch
+
+        leaves = {k: torch.from_numpy(v).requires_grad_() for k, v in params.items()}
+        xt = torch.from_numpy(x)
+        return lambda: dict(
+            zip(leaves, torch.autograd.grad(dict_loss(leaves, xt, ops), list(leaves.values())), strict=True)
+        )
+    if name == "autograd":
+        import autograd
+
+        grad = autograd.grad(loss)
+        return lambda: grad(params)
+    if name == "mygrad":
+        import mygrad as mg
+
+        def step() -> dict[str, Any]:
+            leaves = {k: mg.Tensor(v, copy=False) for k, v in params.items()}
+            dict_loss(leaves, x, ops).backward()
+            return {k: t.grad for k, t in leaves.items()}
+
+        return step
+    if name == "jax":
+        import jax
+
+        grad = jax.grad(loss)
+        device_params = jax.device_put(params)
+        return lambda: jax.block_until_ready(grad(device_params))
+    msg = f"no W4 step for {name!r}"
+    raise ValueError(msg)
+
+
+def dict_steps(libraries: Sequence[str], count: int) -> dict[str, Callable[[], Step]]:
+    params, x = dict_inputs(count)
+    return {name: (lambda name=name: dict_step(name, params, x)) for name in libraries if name in GRADIENT_STEPS}
+
+
 # -- the hand-written references are checked before anything is timed --------------------------
 
 
@@ -519,9 +586,10 @@ class Sizes:
     layers: tuple[int, ...] = (784, 256, 256, 10)
     batch: int = 64
     big_n: int = 10_000_000  # W3
+    dict_params: int = 200  # W4
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
-    rounds: dict[str, int] = field(default_factory=lambda: {"W1": 10, "W2": 10, "W3": 7, "W5": 3})
-    runs_per_round: dict[str, int] = field(default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W5": 1})
+    rounds: dict[str, int] = field(default_factory=lambda: {"W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3})
+    runs_per_round: dict[str, int] = field(default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1})
     judge_targets: bool = True  # the targets are defined for these sizes only
 
     def timing(self, key: str) -> tuple[int, int]:
@@ -535,8 +603,9 @@ QUICK = Sizes(
     layers=(64, 32, 32, 10),
     batch=8,
     big_n=100_000,
-    rounds={"W1": 1, "W2": 1, "W3": 1, "W5": 1},
-    runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W5": 1},
+    dict_params=10,
+    rounds={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1},
+    runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1},
     judge_targets=False,
 )
 
@@ -548,8 +617,8 @@ class Case:
     key: str  # what --only selects
     title: str
     baseline: str
-    unit: str  # "µs/op" or "ms"
-    ops_per_run: int  # time per run is divided by this for "µs/op"
+    unit: str  # "µs/op", "µs/param" or "ms"
+    ops_per_run: int  # time per run is divided by this for the "µs/..." units
     target: float | None  # nodegrad's ratio to the baseline should not exceed this
     rounds: int
     runs_per_round: int
@@ -602,6 +671,13 @@ def w3_case(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
     return [Case("W3", title, "numpy", "ms", 1, 1.10, *sizes.timing("W3"), steps, 1e-9, jit=True)]
 
 
+def w4_case(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
+    steps = dict_steps(libraries, sizes.dict_params)
+    title = f"W4 dict of {sizes.dict_params} (8, 8) parameters, gradient as a dict"
+    n = sizes.dict_params
+    return [Case("W4", title, "torch", "µs/param", n, 1.0, *sizes.timing("W4"), steps, 1e-9, jit=False)]
+
+
 def w5_case(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
     ops = 4 * sizes.deep_blocks
     steps = chain_steps(libraries, sizes.deep_blocks, jit=False)
@@ -613,6 +689,7 @@ WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], list[Case]]] = {
     "W1": w1_case,
     "W2": w2_cases,
     "W3": w3_case,
+    "W4": w4_case,
     "W5": w5_case,
 }
 
@@ -687,7 +764,7 @@ def run_case(case: Case, judge_targets: bool) -> list[Row]:
             reference = grads if reference is None else reference
         del grads
     print(f"  {case.title}: timing {case.rounds} x {case.runs_per_round} runs", file=sys.stderr, flush=True)
-    scale = (1e6 / case.ops_per_run) if case.unit == "µs/op" else 1e3
+    scale = (1e6 / case.ops_per_run) if case.unit.startswith("µs/") else 1e3
     for name, times in time_in_rounds(case, steps, rows).items():
         row = rows[name]
         row.best_s, row.median_s, row.runs = min(times), statistics.median(times), len(times)
