@@ -149,9 +149,6 @@ class Arena:
         >>> type(p["w"]).__name__, p["tag"], [n.op for n in a]
         ('Traced', 'layer', ['param', 'map_lookup'])
         """
-        from nodegrad.ops.structured import view
-        from nodegrad.structure import flatten_with_paths, handler_for
-
         if handler_for(value) is None:
             handle = self._push(PARAM, (), (), (), _as_float_array(value, name or "Arena.param"))
         else:
@@ -208,8 +205,6 @@ class Arena:
         >>> a.backward(y, wrt=x, seed=np.array([1.0, 10.0]))
         array([ 3., 30.])
         """
-        from nodegrad.sweep import gradients
-
         if wrt is None:
             wrt = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
         return gradients(self, output, wrt, seed, options)
@@ -599,3 +594,6 @@ class Traced:
 # ops package last breaks that cycle.
 from nodegrad import ops as _ops  # noqa: E402
 from nodegrad.ops.registry import INPUT, PARAM  # noqa: E402
+from nodegrad.ops.structured import view  # noqa: E402
+from nodegrad.structure import flatten_with_paths, handler_for  # noqa: E402
+from nodegrad.sweep import gradients  # noqa: E402

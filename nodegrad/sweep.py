@@ -159,11 +159,10 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
 
 def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     """Pair each traced leaf of ``output`` with its seed: node index -> cotangent."""
-    from nodegrad.arena import Traced
 
     seeds: dict[int, Any] = {}
     if seed is None:
-        leaves = [leaf for _, leaf in flatten_with_paths(output) if type(leaf) is Traced]
+        leaves = [output] if type(output) is Traced else _traced_leaves(output, [])
         if not leaves:
             return seeds  # a constant output: every gradient is zero
         if len(leaves) != 1 or np.size(leaves[0].value) != 1 or handler_for(leaves[0].value) is not None:
@@ -174,7 +173,8 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
             )
             raise ArenaError(msg)
         paired = [("", leaves[0], np.ones_like(leaves[0].value))]
-        _seed_value(leaves[0].value, paired[0][2], "")
+    elif type(output) is Traced:
+        paired = [("", output, seed)]
     else:
         paired = list(zip_leaves(output, seed))
     for path, leaf, leaf_seed in paired:
@@ -194,8 +194,6 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
 def _traced_leaves(value: Any, found: list[Any]) -> list[Any]:
     """Append every traced leaf of ``value`` to ``found`` (no key paths: those are built
     only for messages)."""
-    from nodegrad.arena import Traced
-
     if type(value) is Traced:
         found.append(value)
         return found
@@ -281,4 +279,11 @@ def gradients(
     if missing and not options.zero_missing_wrt:
         msg = "no gradient path to the output from: " + ", ".join(missing)
         raise NoGradientError(msg)
+    if type(wrt) is Traced:
+        return results[id(wrt)]
     return map_unless_static(lambda leaf: results.get(id(leaf)), wrt)
+
+
+# The arena calls into the sweep and the sweep reads the arena's handles: importing the
+# handle class last breaks that cycle.
+from nodegrad.arena import Traced  # noqa: E402

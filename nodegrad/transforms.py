@@ -40,6 +40,8 @@ def _resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any])
 
 
 def _trace_argument(arena: Arena, value: Any, position: int) -> Any:
+    if type(value) is np.ndarray or type(value) is float:
+        return arena.param(value, name=f"args[{position}]")
     for path, leaf in flatten_with_paths(value, f"args[{position}]"):
         if isinstance(leaf, Traced):
             msg = (
@@ -66,6 +68,8 @@ def _like_argument(g: Any, original: Any) -> Any:
 
 def plain(value: Any) -> Any:
     """Replace traced values by their forward values, inside any structure."""
+    if type(value) is Traced:
+        return value.value
     return map_with_paths(lambda _, leaf: leaf.value if isinstance(leaf, Traced) else leaf, value)
 
 
