@@ -33,7 +33,7 @@ from nodegrad.errors import ArenaError, DtypeError, NodegradError, ShapeError, u
 if TYPE_CHECKING:
     from nodegrad.ops.registry import Op
 
-__all__ = ["Arena", "Node", "Traced", "composite", "current_arena", "record"]
+__all__ = ["Arena", "Node", "Traced", "call_atomically", "composite", "current_arena", "record"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -387,16 +387,22 @@ def composite(fn: F) -> F:
 
     @functools.wraps(fn)
     def all_or_nothing(*args: Any, **kwargs: Any) -> Any:
-        arenas = _arenas_in((*args, *kwargs.values()))
-        sizes = [len(a._nodes) for a in arenas]
-        try:
-            return fn(*args, **kwargs)
-        except BaseException:
-            for arena, size in zip(arenas, sizes, strict=True):
-                arena._truncate(size)
-            raise
+        return call_atomically(fn, args, kwargs)
 
     return all_or_nothing  # type: ignore[return-value]
+
+
+def call_atomically(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)``, removing the nodes it appended to the arguments' arenas if
+    it raises."""
+    arenas = _arenas_in((*args, *kwargs.values()))
+    sizes = [len(a._nodes) for a in arenas]
+    try:
+        return fn(*args, **kwargs)
+    except BaseException:
+        for arena, size in zip(arenas, sizes, strict=True):
+            arena._truncate(size)
+        raise
 
 
 def unwrap(value: Any) -> Any:
@@ -515,28 +521,28 @@ class Traced:
 
     # -- operators ------------------------------------------------------------------------
     def __add__(self, other: Any) -> Any:
-        return record2(_ops.ADD, self, other)
+        return record2(_elementwise.ADD, self, other)
 
     def __radd__(self, other: Any) -> Any:
-        return record2(_ops.ADD, other, self)
+        return record2(_elementwise.ADD, other, self)
 
     def __sub__(self, other: Any) -> Any:
-        return record2(_ops.SUBTRACT, self, other)
+        return record2(_elementwise.SUBTRACT, self, other)
 
     def __rsub__(self, other: Any) -> Any:
-        return record2(_ops.SUBTRACT, other, self)
+        return record2(_elementwise.SUBTRACT, other, self)
 
     def __mul__(self, other: Any) -> Any:
-        return record2(_ops.MULTIPLY, self, other)
+        return record2(_elementwise.MULTIPLY, self, other)
 
     def __rmul__(self, other: Any) -> Any:
-        return record2(_ops.MULTIPLY, other, self)
+        return record2(_elementwise.MULTIPLY, other, self)
 
     def __truediv__(self, other: Any) -> Any:
-        return record2(_ops.DIVIDE, self, other)
+        return record2(_elementwise.DIVIDE, self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
-        return record2(_ops.DIVIDE, other, self)
+        return record2(_elementwise.DIVIDE, other, self)
 
     def __pow__(self, other: Any) -> Any:
         return _ops.power(self, other)
@@ -551,13 +557,13 @@ class Traced:
         return _ops.matmul(other, self)
 
     def __neg__(self) -> Any:
-        return record1(_ops.NEGATIVE, self)
+        return record1(_elementwise.NEGATIVE, self)
 
     def __pos__(self) -> Any:
         return self
 
     def __abs__(self) -> Any:
-        return record1(_ops.ABS, self)
+        return record1(_elementwise.ABS, self)
 
     # Comparisons give plain boolean masks: they have no gradient.
     def __lt__(self, other: Any) -> Any:
@@ -593,6 +599,7 @@ class Traced:
 # The ops record into the arena, and the handle's operators call the ops: importing the
 # ops package last breaks that cycle.
 from nodegrad import ops as _ops  # noqa: E402
+from nodegrad.ops import elementwise as _elementwise  # noqa: E402
 from nodegrad.ops.registry import INPUT, PARAM  # noqa: E402
 from nodegrad.ops.structured import view  # noqa: E402
 from nodegrad.structure import flatten_with_paths, handler_for  # noqa: E402

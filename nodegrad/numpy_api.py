@@ -1,9 +1,14 @@
 """numpy's dispatch protocols onto the op registry.
 
 ``np.exp(traced)`` reaches :func:`dispatch_ufunc` through ``__array_ufunc__`` and
-``np.sum(traced)`` reaches :func:`dispatch_function` through ``__array_function__``.
-A ufunc or function without an entry raises :class:`NoGradientError` naming it: a
-silent conversion to a plain array would drop the gradient.
+``np.sum(traced)`` reaches :func:`dispatch_function` through ``__array_function__``, so
+unmodified numpy code records nodes. Three tables say what happens:
+
+- :data:`UFUNCS` and :data:`FUNCTIONS`: differentiable, mapped onto nodegrad ops;
+- :data:`VALUE_UFUNCS` and :data:`VALUE_FUNCTIONS`: results with no gradient (masks,
+  indices, integers, piecewise-constant values), computed on the forward values;
+- anything else raises :class:`NoGradientError` naming the function: a silent
+  conversion to a plain array would drop the gradient.
 """
 
 from __future__ import annotations
@@ -14,79 +19,216 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.arena import composite, unwrap
+from nodegrad.arena import call_atomically, unwrap
 from nodegrad.errors import NoGradientError, user_location
 
-__all__ = ["FUNCTIONS", "UFUNCS", "dispatch_function", "dispatch_ufunc"]
+__all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
 UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.add: ops.add,
     np.subtract: ops.subtract,
     np.multiply: ops.multiply,
     np.divide: ops.divide,
-    np.true_divide: ops.divide,
     np.negative: ops.negative,
     np.positive: lambda x: x,
     np.power: ops.power,
+    np.square: ops.square,
+    np.sqrt: ops.sqrt,
+    np.cbrt: ops.cbrt,
+    np.reciprocal: ops.reciprocal,
+    np.absolute: ops.abs,
+    np.fabs: ops.abs,
     np.exp: ops.exp,
+    np.exp2: ops.exp2,
+    np.expm1: ops.expm1,
     np.log: ops.log,
     np.log2: ops.log2,
-    np.sqrt: ops.sqrt,
+    np.log10: ops.log10,
+    np.log1p: ops.log1p,
+    np.logaddexp: ops.logaddexp,
+    np.logaddexp2: ops.logaddexp2,
     np.sin: ops.sin,
     np.cos: ops.cos,
+    np.tan: ops.tan,
+    np.arcsin: ops.arcsin,
+    np.arccos: ops.arccos,
+    np.arctan: ops.arctan,
+    np.arctan2: ops.arctan2,
+    np.hypot: ops.hypot,
+    np.sinh: ops.sinh,
+    np.cosh: ops.cosh,
     np.tanh: ops.tanh,
-    np.absolute: ops.abs,
+    np.arcsinh: ops.arcsinh,
+    np.arccosh: ops.arccosh,
+    np.arctanh: ops.arctanh,
+    np.deg2rad: ops.deg2rad,
+    np.rad2deg: ops.rad2deg,
     np.maximum: ops.maximum,
     np.minimum: ops.minimum,
+    np.fmax: ops.maximum,
+    np.fmin: ops.minimum,
+    np.remainder: ops.remainder,
+    np.fmod: ops.fmod,
     np.matmul: ops.matmul,
 }
 
-# Ufuncs whose results are masks or integers: computed on values, never differentiated.
-_NON_DIFFERENTIABLE = {
+# Ufuncs whose results are masks or integers, or are piecewise constant (zero derivative
+# almost everywhere): computed on the values, never differentiated.
+VALUE_UFUNCS = {
     np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
-    np.isfinite, np.isnan, np.isinf, np.sign, np.floor, np.ceil, np.rint, np.trunc,
-    np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.signbit,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+    np.isfinite, np.isnan, np.isinf, np.signbit, np.sign,
+    np.floor, np.ceil, np.rint, np.trunc, np.floor_divide,
 }  # fmt: skip
 
 
-def _shape_of(x: Any) -> Any:
-    return np.shape(unwrap(x))
+def _no_extras(name: str, **extras: Any) -> None:
+    given = sorted(k for k, v in extras.items() if v is not None and v is not np._NoValue)
+    if given:
+        msg = f"np.{name}: the argument(s) {given} are not supported on traced values [called at {user_location()}]"
+        raise NoGradientError(msg)
 
 
-@composite
-def _take(a: Any, indices: Any, axis: Any = None) -> Any:
-    # np.take without an axis indexes the flattened array.
+def _sum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    where = kw.pop("where", None)
+    _no_extras("sum", dtype=dtype, out=out, **kw)
+    return ops.sum(a, axis, keepdims) if where is None else ops.masked_sum(a, where, axis, keepdims)
+
+
+def _mean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    where = kw.pop("where", None)
+    _no_extras("mean", dtype=dtype, out=out, **kw)
+    return ops.mean(a, axis, keepdims) if where is None else ops.masked_mean(a, where, axis, keepdims)
+
+
+def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def reduce(a: Any, axis: Any = None, out: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+        _no_extras(name, out=out, **kw)
+        return fn(a, axis, keepdims)
+
+    return reduce
+
+
+def _var(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def spread(
+        a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False
+    ) -> Any:
+        _no_extras(name, dtype=dtype, out=out)
+        return fn(a, axis, ddof, keepdims)
+
+    return spread
+
+
+def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, **kw: Any) -> Any:
+    _no_extras("concatenate", out=out, **kw)
     if axis is None:
-        return ops.gather(ops.reshape(a, (-1,)), indices, 0)
-    return ops.gather(a, indices, axis)
+        return ops.cat([ops.ravel(a) for a in arrays], 0)
+    return ops.cat(arrays, axis)
+
+
+def _stack(arrays: Any, axis: int = 0, out: Any = None, **kw: Any) -> Any:
+    _no_extras("stack", out=out, **kw)
+    return ops.stack(arrays, axis)
+
+
+def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    if x is None and y is None:
+        return np.nonzero(unwrap(condition))
+    return ops.where(condition, x, y)
+
+
+def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    _no_extras("take", out=out, mode=None if mode == "raise" else mode)
+    # np.take without an axis indexes the flattened array.
+    return ops.gather(ops.ravel(a), indices, 0) if axis is None else ops.gather(a, indices, axis)
+
+
+def _einsum(subscripts: str, *operands: Any, optimize: Any = False, **kw: Any) -> Any:
+    _no_extras("einsum", **kw)  # `optimize` only changes the order of the contraction
+    return ops.einsum(subscripts, *operands)
+
+
+def _sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
+    _no_extras("sort", order=order, **kw)
+    return ops.sort(a, axis)
+
+
+def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> Any:
+    _no_extras("clip", out=out, **kw)
+    return ops.clamp(a, a_min, a_max)
+
+
+def _cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def scan(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        _no_extras(name, dtype=dtype, out=out)
+        return fn(a, axis)
+
+    return scan
 
 
 FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
-    np.sum: ops.sum,
-    np.mean: ops.mean,
-    np.max: ops.max,
-    np.amax: ops.max,
-    np.min: ops.min,
-    np.amin: ops.min,
-    np.reshape: ops.reshape,
-    np.transpose: ops.transpose,
-    np.concatenate: ops.cat,
-    np.stack: ops.stack,
-    np.take: _take,
-    np.where: ops.where,
+    np.sum: _sum,
+    np.mean: _mean,
+    np.max: _reduction("max", ops.max),
+    np.amax: _reduction("amax", ops.max),
+    np.min: _reduction("min", ops.min),
+    np.amin: _reduction("amin", ops.min),
+    np.prod: lambda a, axis=None, dtype=None, out=None, keepdims=False, **kw: _reduction("prod", ops.prod)(
+        a, axis, out, keepdims, dtype=dtype, **kw
+    ),
+    np.var: _var("var", ops.var),
+    np.std: _var("std", ops.std),
+    np.linalg.norm: ops.norm,
+    np.cumsum: _cumulative("cumsum", ops.cumsum),
+    np.cumprod: _cumulative("cumprod", ops.cumprod),
+    np.dot: ops.dot,
+    np.outer: ops.outer,
     np.matmul: ops.matmul,
-    np.clip: ops.clamp,
-    np.shape: _shape_of,
-    np.ndim: lambda x: np.ndim(unwrap(x)),
-    np.size: lambda x, axis=None: np.size(unwrap(x), axis),
+    np.einsum: _einsum,
+    np.tensordot: ops.tensordot,
+    np.concatenate: _concatenate,
+    np.stack: _stack,
+    np.split: ops.split,
+    np.where: _where,
+    np.clip: _clip,
+    np.take: _take,
+    np.take_along_axis: lambda arr, indices, axis: ops.take_along_axis(arr, indices, axis),
+    np.sort: _sort,
+    np.reshape: lambda a, shape=None, **kw: ops.reshape(a, kw.get("newshape", shape)),
+    np.transpose: ops.transpose,
+    np.ravel: lambda a, order="C": ops.ravel(a),
+    np.moveaxis: ops.moveaxis,
+    np.swapaxes: ops.swapaxes,
+    np.expand_dims: ops.expand_dims,
+    np.squeeze: ops.squeeze,
+    np.broadcast_to: lambda array, shape, subok=False: ops.broadcast_to(array, shape),
+    np.pad: ops.pad,
+    np.flip: ops.flip,
+    np.copy: lambda a, **kw: a,  # values are never written in place: a copy is the value itself
 }
+
+# Functions whose results carry no gradient: computed on the forward values.
+VALUE_FUNCTIONS = {
+    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.count_nonzero,
+    np.isclose, np.allclose, np.array_equal, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+    np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type, np.sign,
+}  # fmt: skip
+
+
+def _values(args: Any) -> Any:
+    """``args`` with traced values (also inside lists and tuples) replaced by their values."""
+    if isinstance(args, (list, tuple)):
+        return type(args)(_values(a) for a in args)
+    if isinstance(args, dict):
+        return {k: _values(v) for k, v in args.items()}
+    return unwrap(args)
 
 
 def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``ufunc`` on inputs of which at least one is traced."""
+    if method == "__call__" and ufunc in VALUE_UFUNCS:
+        return ufunc(*_values(inputs), **_values(kwargs))
     if method == "__call__" and not kwargs:
-        if ufunc in _NON_DIFFERENTIABLE:
-            return ufunc(*(unwrap(a) for a in inputs))
         op = UFUNCS.get(ufunc)
         if op is not None:
             return op(*inputs)
@@ -98,8 +240,11 @@ def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
 
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
+    if func in VALUE_FUNCTIONS:
+        return func(*_values(args), **_values(kwargs))
     impl = FUNCTIONS.get(func)
     if impl is None:
-        msg = f"np.{func.__name__} has no gradient rule for traced values [called at {user_location()}]"
+        name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
+        msg = f"{name} has no gradient rule for traced values [called at {user_location()}]"
         raise NoGradientError(msg)
-    return impl(*args, **kwargs)
+    return call_atomically(impl, args, kwargs)

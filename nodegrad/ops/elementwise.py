@@ -18,24 +18,48 @@ from nodegrad.ops.registry import defop
 __all__ = [
     "abs",
     "add",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "cbrt",
     "clamp",
     "cos",
+    "cosh",
+    "deg2rad",
     "divide",
     "exp",
+    "exp2",
+    "expm1",
+    "fmod",
     "gelu",
+    "hypot",
     "log",
+    "log1p",
     "log2",
+    "log10",
+    "logaddexp",
+    "logaddexp2",
     "maximum",
     "minimum",
     "multiply",
     "negative",
     "power",
+    "rad2deg",
+    "reciprocal",
     "relu",
+    "remainder",
     "sigmoid",
     "silu",
     "sin",
+    "sinh",
     "sqrt",
+    "square",
     "subtract",
+    "tan",
     "tanh",
     "where",
 ]
@@ -87,6 +111,25 @@ SIN = _unary("sin", np.sin, lambda g, ans, x: g * np.cos(x), "sine")
 COS = _unary("cos", np.cos, lambda g, ans, x: -g * np.sin(x), "cosine")
 TANH = _unary("tanh", np.tanh, lambda g, ans, x: g - g * ans * ans, "hyperbolic tangent")
 ABS = _unary("abs", np.abs, lambda g, ans, x: g * np.sign(x), "absolute value (gradient 0 at 0)")
+_LN10 = math.log(10.0)
+EXPM1 = _unary("expm1", np.expm1, lambda g, ans, x: g * (ans + 1), "e ** x - 1, accurate near 0")
+LOG1P = _unary("log1p", np.log1p, lambda g, ans, x: g / (x + 1), "log(1 + x), accurate near 0")
+LOG10 = _unary("log10", np.log10, lambda g, ans, x: g / (x * _LN10), "base-10 logarithm")
+EXP2 = _unary("exp2", np.exp2, lambda g, ans, x: g * ans * _LN2, "2 ** x")
+SQUARE = _unary("square", np.square, lambda g, ans, x: g * (x + x), "x * x")
+CBRT = _unary("cbrt", np.cbrt, lambda g, ans, x: g / (3 * ans * ans), "cube root")
+RECIPROCAL = _unary("reciprocal", np.reciprocal, lambda g, ans, x: -g * ans * ans, "1 / x")
+TAN = _unary("tan", np.tan, lambda g, ans, x: g * (1 + ans * ans), "tangent")
+ARCSIN = _unary("arcsin", np.arcsin, lambda g, ans, x: g / np.sqrt(1 - x * x), "inverse sine")
+ARCCOS = _unary("arccos", np.arccos, lambda g, ans, x: -g / np.sqrt(1 - x * x), "inverse cosine")
+ARCTAN = _unary("arctan", np.arctan, lambda g, ans, x: g / (1 + x * x), "inverse tangent")
+SINH = _unary("sinh", np.sinh, lambda g, ans, x: g * np.cosh(x), "hyperbolic sine")
+COSH = _unary("cosh", np.cosh, lambda g, ans, x: g * np.sinh(x), "hyperbolic cosine")
+ARCSINH = _unary("arcsinh", np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1), "inverse hyperbolic sine")
+ARCCOSH = _unary("arccosh", np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1), "inverse hyperbolic cosine")
+ARCTANH = _unary("arctanh", np.arctanh, lambda g, ans, x: g / (1 - x * x), "inverse hyperbolic tangent")
+DEG2RAD = _unary("deg2rad", np.deg2rad, lambda g, ans, x: g * (math.pi / 180), "degrees to radians")
+RAD2DEG = _unary("rad2deg", np.rad2deg, lambda g, ans, x: g * (180 / math.pi), "radians to degrees")
 
 # -- activations --------------------------------------------------------------------------
 
@@ -156,6 +199,45 @@ MINIMUM = _binary(
     lambda g, ans, x, y: g * _tie_share(x, y, ans),
     lambda g, ans, x, y: g * _tie_share(y, x, ans),
     "elementwise minimum; ties split the gradient evenly",
+)
+
+HYPOT = _binary(
+    "hypot", np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans, "sqrt(x**2 + y**2)"
+)
+ARCTAN2 = _binary(
+    "arctan2",
+    np.arctan2,
+    lambda g, ans, y, x: g * x / (x * x + y * y),
+    lambda g, ans, y, x: -g * y / (x * x + y * y),
+    "the angle of the point (x, y): arctan2(y, x)",
+)
+LOGADDEXP = _binary(
+    "logaddexp",
+    np.logaddexp,
+    lambda g, ans, x, y: g * np.exp(x - ans),
+    lambda g, ans, x, y: g * np.exp(y - ans),
+    "log(exp(x) + exp(y)), without overflow",
+)
+LOGADDEXP2 = _binary(
+    "logaddexp2",
+    np.logaddexp2,
+    lambda g, ans, x, y: g * np.exp2(x - ans),
+    lambda g, ans, x, y: g * np.exp2(y - ans),
+    "log2(2**x + 2**y), without overflow",
+)
+REMAINDER = _binary(
+    "remainder",
+    np.remainder,
+    lambda g, ans, x, y: g,
+    lambda g, ans, x, y: -g * np.floor_divide(x, y),
+    "x mod y with the sign of y (np.remainder)",
+)
+FMOD = _binary(
+    "fmod",
+    np.fmod,
+    lambda g, ans, x, y: g,
+    lambda g, ans, x, y: -g * np.trunc(np.divide(x, y)),
+    "x mod y with the sign of x (np.fmod)",
 )
 
 # -- clamp and where --------------------------------------------------------------------------
@@ -504,3 +586,291 @@ def where(mask: Any, a: Any, b: Any) -> Any:
             raise ShapeError(msg)
         mask_value = mask_value.astype(bool)
     return record(WHERE, mask_value, a, b)
+
+
+def expm1(x: Any) -> Any:
+    """e ** x - 1, accurate for small x.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.expm1)(0.0)
+    1.0
+    """
+    return record1(EXPM1, x)
+
+
+def log1p(x: Any) -> Any:
+    """log(1 + x), accurate for small x.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.log1p)(0.0)
+    1.0
+    """
+    return record1(LOG1P, x)
+
+
+def log10(x: Any) -> Any:
+    """Elementwise base-10 logarithm.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.log10)(1.0), 6)
+    0.434294
+    """
+    return record1(LOG10, x)
+
+
+def exp2(x: Any) -> Any:
+    """Elementwise 2 ** x.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.exp2)(0.0), 6)
+    0.693147
+    """
+    return record1(EXP2, x)
+
+
+def square(x: Any) -> Any:
+    """Elementwise x * x.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.square)(3.0)
+    6.0
+    """
+    return record1(SQUARE, x)
+
+
+def cbrt(x: Any) -> Any:
+    """Elementwise cube root.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.cbrt)(8.0), 6)
+    0.083333
+    """
+    return record1(CBRT, x)
+
+
+def reciprocal(x: Any) -> Any:
+    """Elementwise 1 / x.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.reciprocal)(2.0)
+    -0.25
+    """
+    return record1(RECIPROCAL, x)
+
+
+def tan(x: Any) -> Any:
+    """Elementwise tangent.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.tan)(0.0)
+    1.0
+    """
+    return record1(TAN, x)
+
+
+def arcsin(x: Any) -> Any:
+    """Elementwise inverse sine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.arcsin)(0.0)
+    1.0
+    """
+    return record1(ARCSIN, x)
+
+
+def arccos(x: Any) -> Any:
+    """Elementwise inverse cosine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.arccos)(0.0)
+    -1.0
+    """
+    return record1(ARCCOS, x)
+
+
+def arctan(x: Any) -> Any:
+    """Elementwise inverse tangent.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.arctan)(1.0)
+    0.5
+    """
+    return record1(ARCTAN, x)
+
+
+def sinh(x: Any) -> Any:
+    """Elementwise hyperbolic sine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.sinh)(0.0)
+    1.0
+    """
+    return record1(SINH, x)
+
+
+def cosh(x: Any) -> Any:
+    """Elementwise hyperbolic cosine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.cosh)(0.0)
+    0.0
+    """
+    return record1(COSH, x)
+
+
+def arcsinh(x: Any) -> Any:
+    """Elementwise inverse hyperbolic sine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.arcsinh)(0.0)
+    1.0
+    """
+    return record1(ARCSINH, x)
+
+
+def arccosh(x: Any) -> Any:
+    """Elementwise inverse hyperbolic cosine.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.arccosh)(2.0), 6)
+    0.57735
+    """
+    return record1(ARCCOSH, x)
+
+
+def arctanh(x: Any) -> Any:
+    """Elementwise inverse hyperbolic tangent.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.arctanh)(0.0)
+    1.0
+    """
+    return record1(ARCTANH, x)
+
+
+def deg2rad(x: Any) -> Any:
+    """Degrees to radians, elementwise.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.deg2rad)(1.0), 6)
+    0.017453
+    """
+    return record1(DEG2RAD, x)
+
+
+def rad2deg(x: Any) -> Any:
+    """Radians to degrees, elementwise.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> round(ng.grad(ng.rad2deg)(1.0), 4)
+    57.2958
+    """
+    return record1(RAD2DEG, x)
+
+
+def hypot(x: Any, y: Any) -> Any:
+    """``sqrt(x**2 + y**2)`` elementwise, without overflow.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.hypot, argnums=(0, 1))(3.0, 4.0)
+    (0.6, 0.8)
+    """
+    return record2(HYPOT, x, y)
+
+
+def arctan2(y: Any, x: Any) -> Any:
+    """The angle of the point ``(x, y)``: ``arctan2(y, x)`` elementwise (note the order).
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.arctan2, argnums=(0, 1))(1.0, 1.0)
+    (0.5, -0.5)
+    """
+    return record2(ARCTAN2, y, x)
+
+
+def logaddexp(x: Any, y: Any) -> Any:
+    """``log(exp(x) + exp(y))`` elementwise, without overflow.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.logaddexp, argnums=(0, 1))(0.0, 0.0)
+    (0.5, 0.5)
+    """
+    return record2(LOGADDEXP, x, y)
+
+
+def logaddexp2(x: Any, y: Any) -> Any:
+    """``log2(2**x + 2**y)`` elementwise, without overflow.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.logaddexp2, argnums=(0, 1))(1.0, 1.0)
+    (0.5, 0.5)
+    """
+    return record2(LOGADDEXP2, x, y)
+
+
+def remainder(x: Any, y: Any) -> Any:
+    """``x mod y`` with the sign of ``y`` (``np.remainder``); ``d/dy = -floor(x / y)``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.remainder, argnums=(0, 1))(7.0, 2.0)
+    (1.0, -3.0)
+    """
+    return record2(REMAINDER, x, y)
+
+
+def fmod(x: Any, y: Any) -> Any:
+    """``x mod y`` with the sign of ``x`` (``np.fmod``); ``d/dy = -trunc(x / y)``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.fmod, argnums=(0, 1))(-7.0, 2.0)
+    (1.0, 3.0)
+    """
+    return record2(FMOD, x, y)

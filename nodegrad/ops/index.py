@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record1, unwrap
+from nodegrad.arena import record1, record2, unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
-__all__ = ["gather", "getitem"]
+__all__ = ["at", "gather", "getitem", "index_add", "index_set"]
 
 _F = "index"
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
@@ -27,32 +27,69 @@ def _is_basic(index: Any) -> bool:
     return builtins.all(isinstance(p, _BASIC) for p in parts)
 
 
-def _scatter(g: Any, x: Any, index: Any) -> Any:
-    out = np.zeros(np.shape(x), dtype=np.result_type(g))
+def _index_add(x: Any, v: Any, index: Any) -> Any:
+    out = np.array(x, dtype=np.result_type(x, v), copy=True)
     if _is_basic(index):
-        out[index] = g
+        out[index] += v  # each element is selected at most once
     else:
-        np.add.at(out, index, g)
+        np.add.at(out, index, v)
     return out
 
 
+def _index_set(x: Any, v: Any, index: Any) -> Any:
+    out = np.array(x, dtype=np.result_type(x, v), copy=True)
+    out[index] = v
+    return out
+
+
+def _zeros_like(x: Any, g: Any) -> Any:
+    return np.zeros(np.shape(x), dtype=np.result_type(g))
+
+
+# x[index] and the functional updates are each other's VJPs, so every rule below is again
+# made of these ops and differentiates once more.
 GETITEM = defop(
     "getitem",
     lambda x, index: x[index],
-    lambda g, ans, x, index: _scatter(g, x, index),
+    lambda g, ans, x, index: index_add(_zeros_like(x, g), g, index),
     None,
     family=_F,
     doc="x[index] with numpy's basic and advanced indexing",
 )
+INDEX_ADD = defop(
+    "index_add",
+    _index_add,
+    lambda g, ans, x, v, index: g,
+    lambda g, ans, x, v, index: getitem(g, index),
+    None,
+    family=_F,
+    broadcasts=True,
+    doc="a copy of x with v added at index; repeated indices accumulate",
+)
+INDEX_SET = defop(
+    "index_set",
+    _index_set,
+    lambda g, ans, x, v, index: index_set(g, 0, index),
+    lambda g, ans, x, v, index: getitem(g, index),
+    None,
+    family=_F,
+    broadcasts=True,
+    doc="a copy of x with v written at index (each element at most once)",
+)
 GATHER = defop(
     "gather",
     lambda x, indices, axis: np.take(x, indices, axis=axis),
-    lambda g, ans, x, indices, axis: _scatter(g, x, (slice(None),) * axis + (indices,)),
+    lambda g, ans, x, indices, axis: index_add(_zeros_like(x, g), g, _along(axis, indices)),
     None,
     None,
     family=_F,
     doc="take entries of x at integer indices along an axis (np.take)",
 )
+
+
+def _along(axis: int, indices: Any) -> tuple[Any, ...]:
+    """The index selecting ``indices`` along ``axis``, as ``np.take`` does."""
+    return (slice(None),) * axis + (indices,)
 
 
 def _static_index(index: Any) -> Any:
@@ -69,6 +106,90 @@ def _static_index(index: Any) -> Any:
         )
         raise OpIndexError(msg)
     return index
+
+
+def index_add(x: Any, v: Any, index: Any) -> Any:
+    """A copy of ``x`` with ``v`` added at ``index``; repeated indices accumulate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nodegrad.ops.index import index_add
+    >>> index_add(np.zeros(3), 1.0, np.array([0, 0, 2]))
+    array([2., 0., 1.])
+    """
+    return record2(INDEX_ADD, x, v, _static_index(index))
+
+
+def index_set(x: Any, v: Any, index: Any) -> Any:
+    """A copy of ``x`` with ``v`` written at ``index``; an element may be selected once only.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nodegrad.ops.index import index_set
+    >>> index_set(np.zeros(3), 5.0, slice(1, None))
+    array([0., 5., 5.])
+    """
+    index = _static_index(index)
+    if not _is_basic(index):
+        hits = np.zeros(np.shape(unwrap(x)), dtype=np.intp)
+        try:
+            np.add.at(hits, index, 1)
+        except IndexError as exc:
+            msg = f"index_set: {exc} [called at {user_location()}]"
+            raise OpIndexError(msg) from exc
+        if hits.size and hits.max() > 1:
+            msg = (
+                "index_set: the index selects an element more than once, so which value is written "
+                f"would be arbitrary; use .add, or make the index unique [called at {user_location()}]"
+            )
+            raise OpIndexError(msg)
+    return record2(INDEX_SET, x, v, index)
+
+
+class _At:
+    """``at(x)[index]``: the place a functional update writes to."""
+
+    def __init__(self, x: Any) -> None:
+        self._x = x
+
+    def __getitem__(self, index: Any) -> _AtIndex:
+        return _AtIndex(self._x, index)
+
+
+class _AtIndex:
+    def __init__(self, x: Any, index: Any) -> None:
+        self._x = x
+        self._index = index
+
+    def set(self, v: Any) -> Any:
+        """A copy of the array with ``v`` written at the index (differentiable in both)."""
+        return index_set(self._x, v, self._index)
+
+    def add(self, v: Any) -> Any:
+        """A copy of the array with ``v`` added at the index; repeats accumulate."""
+        return index_add(self._x, v, self._index)
+
+
+def at(x: Any) -> _At:
+    """Functional updates of an array: ``at(x)[index].set(v)`` and ``at(x)[index].add(v)``.
+
+    Both return a new array and leave ``x`` alone; both are differentiable in ``x`` and
+    ``v`` (``v`` broadcasts to the selected shape). ``add`` accumulates repeated indices as
+    ``np.add.at`` does; ``set`` refuses an index that selects an element twice.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> x = np.zeros(4)
+    >>> ng.at(x)[1:3].set(7.0)
+    array([0., 7., 7., 0.])
+    >>> ng.grad(lambda v: ng.sum(ng.at(x)[np.array([0, 0])].add(v) ** 2.0))(1.0)
+    8.0
+    """
+    return _At(x)
 
 
 def getitem(x: Any, index: Any) -> Any:

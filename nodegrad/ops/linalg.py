@@ -6,10 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, record2
-from nodegrad.ops.registry import defop
+from nodegrad.arena import Traced, composite, record, record2, unwrap
+from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.ops.registry import defop, same_rule_for_all
 
-__all__ = ["matmul"]
+__all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
 
 
 def _matmul_rule_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -62,3 +63,155 @@ def matmul(x: Any, y: Any) -> Any:
     """
     # Constants become arrays once here, so the rules can read .ndim directly.
     return record2(MATMUL, x if type(x) is Traced else np.asarray(x), y if type(y) is Traced else np.asarray(y))
+
+
+# -- einsum and the products built on it ------------------------------------------------------------
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[str], str]:
+    """Explicit per-operand letters and output letters, with ``...`` spelled out."""
+    spec = subscripts.replace(" ", "")
+    inputs_part, arrow, output = spec.partition("->")
+    inputs = inputs_part.split(",")
+    if len(inputs) != len(shapes):
+        msg = f"einsum: {len(inputs)} operand subscripts for {len(shapes)} operands [called at {user_location()}]"
+        raise ShapeError(msg)
+    used = set(spec) - set(".,->")
+    spare = [c for c in _LETTERS if c not in used]
+    widths = [len(shape) - len(s.replace("...", "")) for s, shape in zip(inputs, shapes, strict=True)]
+    ellipsis = "".join(spare[: max([w for s, w in zip(inputs, widths, strict=True) if "..." in s], default=0)])
+    expanded = []
+    for s, width, shape in zip(inputs, widths, shapes, strict=True):
+        letters = s.replace("...", ellipsis[len(ellipsis) - width :] if width else "") if "..." in s else s
+        if len(letters) != len(shape):
+            msg = f"einsum: subscripts {s!r} do not fit an operand of shape {shape} [called at {user_location()}]"
+            raise ShapeError(msg)
+        expanded.append(letters)
+    if not arrow:
+        counts = {c: "".join(expanded).count(c) for c in set("".join(expanded))}
+        output = ellipsis + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ellipsis))
+    else:
+        output = output.replace("...", ellipsis)
+    return expanded, output
+
+
+def _einsum_rule(k: int, g: Any, ans: Any, spec: tuple[tuple[str, ...], str], *operands: Any) -> Any:
+    inputs, output = spec
+    mine = inputs[k - 1]
+    if len(set(mine)) != len(mine):
+        msg = f"einsum: operand {k - 1} repeats an index ({mine!r}, a diagonal): that has no gradient rule"
+        raise NoGradientError(msg)
+    others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands, strict=True)) if j != k - 1]
+    reachable = set(output).union(*(set(s) for s, _ in others))
+    kept = "".join(c for c in mine if c in reachable)
+    g_k = np.einsum(",".join([output, *(s for s, _ in others)]) + "->" + kept, g, *(op for _, op in others))
+    if kept != mine:
+        # Indices summed inside this operand alone: every entry got the same cotangent.
+        shape = tuple(np.shape(g_k)[kept.index(c)] if c in kept else 1 for c in mine)
+        g_k = np.broadcast_to(np.reshape(g_k, shape), np.shape(operands[k - 1]))
+    return g_k
+
+
+EINSUM = defop(
+    "einsum",
+    lambda spec, *operands: np.einsum(",".join(spec[0]) + "->" + spec[1], *operands),
+    same_rule_for_all(_einsum_rule),
+    family="linalg",
+    broadcasts=True,
+    doc="Einstein summation (np.einsum), ellipsis broadcasting included",
+)
+
+
+def einsum(subscripts: str, *operands: Any) -> Any:
+    """Einstein summation over ``operands``, as ``np.einsum`` (explicit or implicit output,
+    ``...`` broadcasting). Differentiable in every operand whose subscripts do not repeat
+    an index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> a, b = np.ones((2, 3)), np.arange(3.0)
+    >>> ng.einsum("ij,j->i", a, b)
+    array([3., 3.])
+    >>> ng.grad(lambda b: ng.sum(ng.einsum("ij,j->i", a, b)))(b)
+    array([2., 2., 2.])
+    """
+    shapes = [np.shape(unwrap(op)) for op in operands]
+    inputs, output = _parse_einsum(subscripts, shapes)
+    return record(EINSUM, (tuple(inputs), output), *operands)
+
+
+@composite
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+    """Sum products over the given axes of ``a`` and ``b``, as ``np.tensordot``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.tensordot(np.ones((2, 3)), np.ones((3, 4)), axes=1).shape
+    (2, 4)
+    """
+    nda, ndb = np.ndim(unwrap(a)), np.ndim(unwrap(b))
+    if isinstance(axes, (int, np.integer)):
+        axes_a, axes_b = list(range(nda - int(axes), nda)), list(range(int(axes)))
+    else:
+        axes_a, axes_b = (
+            ([axes[0]] if np.ndim(axes[0]) == 0 else list(axes[0])),
+            ([axes[1]] if np.ndim(axes[1]) == 0 else list(axes[1])),
+        )
+    if len(axes_a) != len(axes_b) or len(axes_a) > min(nda, ndb):
+        msg = (
+            f"tensordot: axes {axes!r} do not pair up for shapes {np.shape(unwrap(a))} and {np.shape(unwrap(b))} "
+            f"[called at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    letters = iter(_LETTERS)
+    sa = [next(letters) for _ in range(nda)]
+    sb = [next(letters) for _ in range(ndb)]
+    for i, j in zip(axes_a, axes_b, strict=True):
+        sb[j % ndb] = sa[i % nda]
+    summed = {sa[i % nda] for i in axes_a}
+    out = [c for c in sa if c not in summed] + [c for c in sb if c not in summed]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+def dot(a: Any, b: Any) -> Any:
+    """``np.dot``: a product for scalars, ``matmul`` up to 2-D, and a sum over the last axis
+    of ``a`` and the second-to-last of ``b`` beyond.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.dot(x, x))(np.array([1.0, 2.0]))
+    array([2., 4.])
+    """
+    from nodegrad.ops.elementwise import multiply
+
+    nda, ndb = np.ndim(unwrap(a)), np.ndim(unwrap(b))
+    if nda == 0 or ndb == 0:
+        return multiply(a, b)
+    if ndb <= 2:
+        return matmul(a, b)
+    return tensordot(a, b, axes=([nda - 1], [ndb - 2]))
+
+
+@composite
+def outer(a: Any, b: Any) -> Any:
+    """The outer product of the flattened ``a`` and ``b``, as ``np.outer``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.outer(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0])).shape
+    (2, 3)
+    """
+    from nodegrad.ops.elementwise import multiply
+    from nodegrad.ops.shape import reshape
+
+    return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))

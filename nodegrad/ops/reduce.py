@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record1, unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.arena import composite, record1, unwrap
+from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
-__all__ = ["max", "mean", "min", "normalize_axis", "sum"]
+__all__ = ["max", "mean", "min", "norm", "prod", "std", "sum", "var"]
 
 _F = "reduce"
 
@@ -170,3 +170,113 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 
     array([0.5, 0. , 0.5])
     """
     return _reduce(MIN, x, axis, keepdims)
+
+
+def _prod_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    # d prod / d x_i = product of all the other entries: exclusive products from the left
+    # and from the right, so zeros in x give exact gradients (no division by x).
+    ndim = np.ndim(x)
+    reduced = tuple(range(ndim)) if axis is None else axis
+    kept = [a for a in range(ndim) if a not in reduced]
+    order = kept + list(reduced)
+    moved = np.transpose(x, order)
+    flat = moved.reshape((*moved.shape[: len(kept)], -1))
+    ones = np.ones_like(flat[..., :1])
+    left = np.concatenate([ones, np.cumprod(flat, axis=-1)[..., :-1]], axis=-1)
+    right = np.concatenate([np.cumprod(flat[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones], axis=-1)
+    others = np.transpose((left * right).reshape(moved.shape), np.argsort(order))
+    return _expand(g, x, axis, keepdims) * others
+
+
+PROD = defop(
+    "prod",
+    lambda x, axis, keepdims: np.prod(x, axis=axis, keepdims=keepdims),
+    _prod_rule,
+    family=_F,
+    doc="product over axes (gradient exact with zeros)",
+)
+
+
+def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Product of elements over ``axis``; the gradient is exact where ``x`` has zeros.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.prod)(np.array([2.0, 0.0, 3.0]))
+    array([0., 6., 0.])
+    """
+    return _reduce(PROD, x, axis, keepdims)
+
+
+@composite
+def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom, as ``np.var``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> float(ng.var(np.array([1.0, 2.0, 3.0, 4.0])))
+    1.25
+    """
+    axes = normalize_axis("var", axis, np.ndim(unwrap(x)))
+    centred = x - mean(x, axes, keepdims=True)
+    n = _count(unwrap(x), axes)
+    return sum(centred * centred, axes, keepdims) / builtins.max(n - ddof, 0)
+
+
+@composite
+def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+    """Standard deviation over ``axis``, as ``np.std``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> float(ng.std(np.array([1.0, 3.0])))
+    1.0
+    """
+    from nodegrad.ops.elementwise import sqrt
+
+    return sqrt(var(x, axis, ddof, keepdims))
+
+
+@composite
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy's name)
+    """Vector norms and the Frobenius norm, as ``np.linalg.norm``.
+
+    Supported: ``ord`` None/2 (Euclidean; Frobenius over two axes), ``'fro'``, 1, ``inf``,
+    ``-inf`` and any other number ``p`` for vectors (``sum(|x|**p)**(1/p)``). Matrix
+    norms other than Frobenius (spectral, nuclear, induced 1/inf) have no gradient rule.
+    The gradient of a Euclidean norm at the zero vector is not defined (NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.norm)(np.array([3.0, 4.0]))
+    array([0.6, 0.8])
+    """
+    from nodegrad.ops.elementwise import abs as absolute
+    from nodegrad.ops.elementwise import power, sqrt
+
+    ndim = np.ndim(unwrap(x))
+    axes = normalize_axis("norm", axis, ndim)
+    vector = (axes is not None and len(axes) == 1) or (axes is None and ndim == 1)
+    if ord is None or (ord == "fro" and not vector) or (ord == 2 and vector):
+        return sqrt(sum(x * x, axes, keepdims))
+    if vector and isinstance(ord, (int, float)) and ord != 0:
+        if ord == np.inf:
+            return max(absolute(x), axes, keepdims)
+        if ord == -np.inf:
+            return min(absolute(x), axes, keepdims)
+        if ord == 1:
+            return sum(absolute(x), axes, keepdims)
+        return power(sum(power(absolute(x), float(ord)), axes, keepdims), 1.0 / ord)
+    msg = (
+        f"norm: ord={ord!r} over {'a vector' if vector else 'a matrix'} has no gradient rule [called at "
+        f"{user_location()}]"
+    )
+    raise NoGradientError(msg)

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record, record1, unwrap
+from nodegrad.arena import composite, record, record1, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.registry import defop, same_rule_for_all
 
-__all__ = ["cat", "reshape", "stack", "transpose"]
+__all__ = [
+    "broadcast_to",
+    "cat",
+    "expand_dims",
+    "flip",
+    "moveaxis",
+    "pad",
+    "ravel",
+    "reshape",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "transpose",
+]
 
 _F = "shape"
 
@@ -141,3 +156,204 @@ def stack(xs: Any, axis: int = 0) -> Any:
     """
     items, axis = _joined("stack", xs, axis, new_axis=True)
     return record(STACK, axis, *items)
+
+
+# -- broadcasting, padding and the reshapes and permutations numpy names ----------------------------
+
+BROADCAST_TO = defop(
+    "broadcast_to",
+    lambda x, shape: np.broadcast_to(x, shape),
+    lambda g, ans, x, shape: g,
+    None,
+    family=_F,
+    broadcasts=True,
+    doc="repeat x along new or size-1 axes (a view)",
+)
+
+
+def _unpad(g: Any, ans: Any, x: Any, widths: tuple[tuple[int, int], ...], value: Any) -> Any:
+    return g[tuple(slice(before, before + n) for (before, _), n in zip(widths, np.shape(x), strict=True))]
+
+
+PAD = defop(
+    "pad",
+    lambda x, widths, value: np.pad(x, widths, mode="constant", constant_values=value),
+    _unpad,
+    None,
+    None,
+    family=_F,
+    doc="surround x with a constant (np.pad, mode='constant')",
+)
+
+
+def broadcast_to(x: Any, shape: Any) -> Any:
+    """``x`` repeated to ``shape`` by numpy's broadcasting rules.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.sum(ng.broadcast_to(x, (3, 2))))(np.ones(2))
+    array([3., 3.])
+    """
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+    return record1(BROADCAST_TO, x, shape)
+
+
+def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float = 0) -> Any:
+    """Pad with a constant, as ``np.pad(x, pad_width, mode="constant")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.pad(np.array([1.0, 2.0]), (1, 2))
+    array([0., 1., 2., 0., 0.])
+    """
+    ndim = np.ndim(unwrap(x))
+    if mode != "constant":
+        msg = f"pad: only mode='constant' is differentiable here, got mode={mode!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (ndim, 2))
+    except ValueError as exc:
+        msg = f"pad: pad_width {pad_width!r} does not fit {ndim} axes [called at {user_location()}]"
+        raise ShapeError(msg) from exc
+    if (widths < 0).any():
+        msg = f"pad: pad widths must be non-negative, got {pad_width!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), float(unwrap(constant_values)))
+
+
+def _axes_of(op_name: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    from nodegrad.ops.reduce import normalize_axis
+
+    return normalize_axis(op_name, axis, ndim) or ()
+
+
+def expand_dims(x: Any, axis: Any) -> Any:
+    """Insert size-1 axes at ``axis`` (an int or a tuple), as ``np.expand_dims``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.expand_dims(np.ones(3), (0, 2)).shape
+    (1, 3, 1)
+    """
+    shape = np.shape(unwrap(x))
+    count = 1 if isinstance(axis, (int, np.integer)) else len(tuple(axis))
+    new_axes = _axes_of("expand_dims", axis, len(shape) + count)
+    rest = iter(shape)
+    return reshape(x, tuple(1 if k in new_axes else next(rest) for k in range(len(shape) + count)))
+
+
+def squeeze(x: Any, axis: Any = None) -> Any:
+    """Remove size-1 axes (all of them, or those in ``axis``), as ``np.squeeze``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.squeeze(np.ones((1, 3, 1))).shape
+    (3,)
+    """
+    shape = np.shape(unwrap(x))
+    axes = tuple(k for k, n in enumerate(shape) if n == 1) if axis is None else _axes_of("squeeze", axis, len(shape))
+    if any(shape[k] != 1 for k in axes):
+        msg = f"squeeze: axis {axis!r} of shape {shape} does not have size 1 [called at {user_location()}]"
+        raise ShapeError(msg)
+    return reshape(x, tuple(n for k, n in enumerate(shape) if k not in axes))
+
+
+def ravel(x: Any) -> Any:
+    """The flattened array, as ``np.ravel``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.ravel(np.ones((2, 3))).shape
+    (6,)
+    """
+    return reshape(x, (-1,))
+
+
+def moveaxis(x: Any, source: Any, destination: Any) -> Any:
+    """Move axes to new positions, as ``np.moveaxis``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.moveaxis(np.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    ndim = np.ndim(unwrap(x))
+    src = [a % ndim for a in np.atleast_1d(source).tolist()]
+    dst = [a % ndim for a in np.atleast_1d(destination).tolist()]
+    if len(src) != len(dst):
+        msg = f"moveaxis: {len(src)} source axes but {len(dst)} destinations [called at {user_location()}]"
+        raise ShapeError(msg)
+    order = [a for a in range(ndim) if a not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return transpose(x, tuple(order))
+
+
+def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
+    """Exchange two axes, as ``np.swapaxes``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.swapaxes(np.zeros((2, 3, 4)), 0, 2).shape
+    (4, 3, 2)
+    """
+    order = list(range(np.ndim(unwrap(x))))
+    a, b = _axes_of("swapaxes", axis1, len(order))[0], _axes_of("swapaxes", axis2, len(order))[0]
+    order[a], order[b] = order[b], order[a]
+    return transpose(x, tuple(order))
+
+
+def flip(x: Any, axis: Any = None) -> Any:
+    """Reverse the order of entries along ``axis`` (all axes by default), as ``np.flip``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.flip(np.array([1.0, 2.0, 3.0]))
+    array([3., 2., 1.])
+    """
+    from nodegrad.ops.index import getitem
+
+    ndim = np.ndim(unwrap(x))
+    axes = range(ndim) if axis is None else _axes_of("flip", axis, ndim)
+    return getitem(x, tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(ndim)))
+
+
+@composite
+def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    """Split into pieces along ``axis``, as ``np.split``: ``N`` equal pieces, or pieces
+    between the given indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> [p.shape for p in ng.split(np.ones((4, 2)), [1, 3])]
+    [(1, 2), (2, 2), (1, 2)]
+    """
+    from nodegrad.ops.index import getitem
+
+    shape = np.shape(unwrap(x))
+    axis = _axes_of("split", axis, len(shape))[0]
+    try:
+        pieces = np.split(np.arange(shape[axis]), indices_or_sections)
+    except ValueError as exc:
+        msg = f"split: {exc} (axis {axis} of shape {shape}) [called at {user_location()}]"
+        raise ShapeError(msg) from exc
+    bounds = np.cumsum([0] + [len(p) for p in pieces])
+    return [getitem(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in itertools.pairwise(bounds)]

@@ -1,0 +1,524 @@
+"""Data-pipeline ops: group-by reductions, scatter, scans, sorting, masked reductions.
+
+Segment ops reduce the rows of ``data`` (axis 0) into ``num_segments`` groups named by an
+integer ``segment_ids`` array. Scans run along an axis without a Python loop per step:
+``cumsum``/``cumprod`` use numpy's own, and the linear recurrence of :func:`ssm_scan`
+uses a doubling scan (``log2(T)`` vectorised steps).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nodegrad.arena import composite, record, record1, unwrap
+from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
+from nodegrad.ops.elementwise import divide, where
+from nodegrad.ops.index import getitem, index_add
+from nodegrad.ops.reduce import normalize_axis
+from nodegrad.ops.reduce import sum as reduce_sum
+from nodegrad.ops.registry import defop
+
+__all__ = [
+    "cumprod",
+    "cumsum",
+    "logsumexp",
+    "masked_mean",
+    "masked_sum",
+    "one_hot",
+    "scatter_add",
+    "segment_max",
+    "segment_mean",
+    "segment_sum",
+    "sort",
+    "ssm_scan",
+    "take_along_axis",
+]
+
+_F = "pipeline"
+
+
+# -- segments ------------------------------------------------------------------------------------
+
+
+def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | None) -> tuple[np.ndarray, int]:
+    """Validate ``segment_ids`` against ``data`` and settle the number of segments."""
+    ids = np.asarray(unwrap(segment_ids))
+    rows = np.shape(unwrap(data))[:1]
+    if ids.dtype.kind not in "iu" or ids.ndim != 1:
+        msg = (
+            f"{op_name}: segment_ids must be a 1-D integer array, got {ids.dtype}{list(ids.shape)} [called at "
+            f"{user_location()}]"
+        )
+        raise OpIndexError(msg)
+    if not rows or ids.shape[0] != rows[0]:
+        msg = (
+            f"{op_name}: segment_ids has {ids.shape[0]} entries but data of shape {np.shape(unwrap(data))} "
+            f"has {rows[0] if rows else 'no'} rows [called at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    num = (int(ids.max()) + 1 if ids.size else 0) if num_segments is None else int(num_segments)
+    if ids.size and (ids.min() < 0 or ids.max() >= num):
+        msg = (
+            f"{op_name}: segment ids must lie in [0, {num}), got values from {ids.min()} to {ids.max()} "
+            f"[called at {user_location()}]"
+        )
+        raise OpIndexError(msg)
+    return ids, num
+
+
+def _segment_sum(data: Any, ids: np.ndarray, num: int) -> Any:
+    out = np.zeros((num, *np.shape(data)[1:]), dtype=np.result_type(data))
+    np.add.at(out, ids, data)
+    return out
+
+
+def _segment_max(data: Any, ids: np.ndarray, num: int) -> Any:
+    out = np.full((num, *np.shape(data)[1:]), -np.inf, dtype=np.result_type(data))
+    np.maximum.at(out, ids, data)
+    return out
+
+
+def _segment_max_rule(g: Any, ans: Any, data: Any, ids: np.ndarray, num: int) -> Any:
+    # Rows tied for their segment's maximum share its gradient evenly.
+    hit = data == ans[ids]
+    ties = _segment_sum(hit.astype(np.result_type(data)), ids, num)
+    return (g / np.where(ties == 0, 1, ties))[ids] * hit
+
+
+SEGMENT_SUM = defop(
+    "segment_sum",
+    _segment_sum,
+    lambda g, ans, data, ids, num: getitem(g, ids),
+    None,
+    None,
+    family=_F,
+    doc="sum the rows of data that share a segment id",
+)
+SEGMENT_MAX = defop(
+    "segment_max",
+    _segment_max,
+    _segment_max_rule,
+    None,
+    None,
+    family=_F,
+    doc="maximum over the rows of each segment (-inf when empty); ties share the gradient",
+)
+
+
+def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
+    """Sum the rows of ``data`` (axis 0) by group: ``out[s] = sum(data[segment_ids == s])``.
+
+    Parameters
+    ----------
+    data : array_like, shape (N, ...)
+        Rows to reduce.
+    segment_ids : array_like of int, shape (N,)
+        The segment of each row, in ``[0, num_segments)``; need not be sorted.
+    num_segments : int, optional
+        Number of segments; ``max(segment_ids) + 1`` by default. Empty segments are 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.segment_sum(np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]))
+    array([4., 2.])
+    """
+    ids, num = _segment_ids("segment_sum", data, segment_ids, num_segments)
+    return record1(SEGMENT_SUM, data, ids, num)
+
+
+def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
+    """Mean of the rows of ``data`` by group; an empty segment's mean is 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.segment_mean(np.array([1.0, 2.0, 3.0]), np.array([0, 1, 0]), num_segments=3)
+    array([2., 2., 0.])
+    """
+    ids, num = _segment_ids("segment_mean", data, segment_ids, num_segments)
+    counts = np.bincount(ids, minlength=num).reshape((num,) + (1,) * (np.ndim(unwrap(data)) - 1))
+    return divide(record1(SEGMENT_SUM, data, ids, num), np.maximum(counts, 1))
+
+
+def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
+    """Maximum of the rows of ``data`` by group; an empty segment gives ``-inf``.
+
+    Rows tied for a segment's maximum share its gradient evenly.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.segment_max(np.array([1.0, 5.0, 3.0]), np.array([0, 1, 0]))
+    array([3., 5.])
+    """
+    ids, num = _segment_ids("segment_max", data, segment_ids, num_segments)
+    return record1(SEGMENT_MAX, data, ids, num)
+
+
+# -- scatter and take-along-axis -----------------------------------------------------------------
+
+
+def _check_indices(op_name: str, indices: Any, size: int) -> np.ndarray:
+    idx = np.asarray(unwrap(indices))
+    if idx.dtype.kind not in "iu":
+        msg = f"{op_name}: indices must be integers, got dtype {idx.dtype} [called at {user_location()}]"
+        raise OpIndexError(msg)
+    if idx.size and (idx.min() < -size or idx.max() >= size):
+        msg = (
+            f"{op_name}: index {idx.max() if idx.max() >= size else idx.min()} is out of bounds for an axis of "
+            f"size {size} [called at {user_location()}]"
+        )
+        raise OpIndexError(msg)
+    return idx
+
+
+@composite
+def scatter_add(x: Any, indices: Any, updates: Any, axis: int = 0) -> Any:
+    """A copy of ``x`` with ``updates`` added at ``indices`` along ``axis``; the inverse of
+    :func:`nodegrad.gather`. Repeated indices accumulate.
+
+    ``updates`` has the shape ``gather(x, indices, axis)`` would have (or broadcasts to it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.scatter_add(np.zeros(3), np.array([2, 0, 2]), np.array([1.0, 2.0, 3.0]))
+    array([2., 0., 4.])
+    """
+    shape = np.shape(unwrap(x))
+    axis = normalize_axis("scatter_add", axis, len(shape))[0]  # type: ignore[index]
+    idx = _check_indices("scatter_add", indices, shape[axis])
+    return index_add(x, updates, (slice(None),) * axis + (idx,))
+
+
+def _along_axis_index(indices: np.ndarray, axis: int) -> tuple[Any, ...]:
+    """The full index tuple that ``np.take_along_axis(x, indices, axis)`` reads."""
+    grids = np.ogrid[tuple(slice(n) for n in indices.shape)]
+    return tuple(indices if k == axis else grid for k, grid in enumerate(grids))
+
+
+def _take_along_rule(g: Any, ans: Any, x: Any, indices: np.ndarray, axis: int) -> Any:
+    return index_add(np.zeros(np.shape(x), dtype=np.result_type(g)), g, _along_axis_index(indices, axis))
+
+
+TAKE_ALONG_AXIS = defop(
+    "take_along_axis",
+    lambda x, indices, axis: np.take_along_axis(x, indices, axis=axis),
+    _take_along_rule,
+    None,
+    None,
+    family=_F,
+    doc="pick entries along an axis with an index array of matching shape (np.take_along_axis)",
+)
+
+
+def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
+    """``np.take_along_axis``: entries of ``x`` picked along ``axis`` by ``indices``, which
+    has ``x``'s number of dimensions (other axes broadcast). Repeats accumulate gradients.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> x = np.array([[10.0, 30.0, 20.0]])
+    >>> ng.take_along_axis(x, np.array([[1, 1]]), axis=1)
+    array([[30., 30.]])
+    """
+    shape = np.shape(unwrap(x))
+    axis = normalize_axis("take_along_axis", axis, len(shape))[0]  # type: ignore[index]
+    idx = _check_indices("take_along_axis", indices, shape[axis] if shape else 0)
+    if idx.ndim != len(shape):
+        msg = (
+            f"take_along_axis: indices need {len(shape)} dimensions like x, got {idx.ndim} [called at "
+            f"{user_location()}]"
+        )
+        raise ShapeError(msg)
+    # Every axis but ``axis`` broadcasts between x and the indices: spell the indices out
+    # in full so the gradient's scatter sees each position it reads.
+    full = tuple(idx.shape[k] if k == axis else n for k, n in enumerate(shape))
+    try:
+        idx = np.broadcast_to(np.where(idx < 0, idx + shape[axis], idx), np.broadcast_shapes(idx.shape, full))
+    except ValueError as exc:
+        msg = (
+            f"take_along_axis: indices of shape {idx.shape} do not fit x of shape {shape} [called at {user_location()}]"
+        )
+        raise ShapeError(msg) from exc
+    return record1(TAKE_ALONG_AXIS, x, idx, axis)
+
+
+def sort(x: Any, axis: int = -1) -> Any:
+    """Sort along ``axis`` (stable); the gradient flows back through the permutation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.sort(x)[0] * 10.0 + ng.sort(x)[2])(np.array([3.0, 1.0, 2.0]))
+    array([ 1., 10.,  0.])
+    """
+    order = np.argsort(unwrap(x), axis=axis, kind="stable")
+    return take_along_axis(x, order, axis)
+
+
+def one_hot(indices: Any, num_classes: int, dtype: Any = np.float64) -> np.ndarray:
+    """One-hot rows for integer ``indices``: shape ``indices.shape + (num_classes,)``.
+
+    A plain (non-differentiable) array; out-of-range indices raise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.one_hot(np.array([2, 0]), 3)
+    array([[0., 0., 1.],
+           [1., 0., 0.]])
+    """
+    idx = np.asarray(unwrap(indices))
+    if idx.dtype.kind not in "iu" or (idx.size and (idx.min() < 0 or idx.max() >= num_classes)):
+        msg = f"one_hot: indices must be integers in [0, {num_classes}) [called at {user_location()}]"
+        raise OpIndexError(msg)
+    return (idx[..., None] == np.arange(num_classes)).astype(dtype)
+
+
+# -- scans ---------------------------------------------------------------------------------------------
+
+
+def _flip(x: Any, axis: int) -> Any:
+    return getitem(x, (slice(None),) * axis + (slice(None, None, -1),))
+
+
+CUMSUM = defop(
+    "cumsum",
+    lambda x, axis: np.cumsum(x, axis=axis),
+    lambda g, ans, x, axis: _flip(cumsum(_flip(g, axis), axis), axis),
+    None,
+    family=_F,
+    doc="running sum along an axis",
+)
+
+
+def _linear_scan(a: np.ndarray, u: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """``h[t] = a[t] * h[t-1] + u[t]`` along axis 0 with ``h[-1] = 0`` (``reverse``: ``h[t+1]``).
+
+    A doubling scan: after the step with offset ``d`` every ``h[t]`` holds the recurrence
+    over the ``2d`` steps ending at ``t``, so ``log2(T)`` vectorised steps do it all, with
+    no division (stable for any ``a``, zeros included).
+    """
+    if reverse:
+        return _linear_scan(a[::-1], u[::-1])[::-1]
+    h = np.array(u, copy=True)
+    a = np.array(a, copy=True)
+    d = 1
+    while d < h.shape[0]:
+        h[d:] = h[d:] + a[d:] * h[:-d]
+        a[d:] = a[d:] * a[:-d]
+        d *= 2
+    return h
+
+
+def _cumprod_rule(g: Any, ans: Any, x: Any, axis: int) -> Any:
+    # d/dx_i of sum_j g_j prod_{k<=j} x_k = (prod_{k<i} x_k) * S_i with S_i = g_i + x_{i+1} S_{i+1}:
+    # exact with zeros in x, unlike the usual revcumsum(g * ans) / x.
+    xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(g, axis, 0)
+    before = np.concatenate([np.ones_like(xs[:1]), np.cumprod(xs, axis=0)[:-1]])
+    after = np.concatenate([xs[1:], np.zeros_like(xs[:1])])
+    return np.moveaxis(before * _linear_scan(after, gs, reverse=True), 0, axis)
+
+
+CUMPROD = defop(
+    "cumprod",
+    lambda x, axis: np.cumprod(x, axis=axis),
+    _cumprod_rule,
+    None,
+    family=_F,
+    doc="running product along an axis (gradient exact with zeros)",
+)
+
+
+def _scan_axis(op_name: str, x: Any, axis: int | None) -> tuple[Any, int]:
+    if axis is None:
+        from nodegrad.ops.shape import reshape
+
+        return reshape(x, (-1,)), 0
+    return x, normalize_axis(op_name, axis, np.ndim(unwrap(x)))[0]  # type: ignore[index]
+
+
+@composite
+def cumsum(x: Any, axis: int | None = None) -> Any:
+    """Running sum along ``axis`` (the flattened array when ``axis`` is None), as ``np.cumsum``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.cumsum(x)[1])(np.ones(3))
+    array([1., 1., 0.])
+    """
+    x, axis = _scan_axis("cumsum", x, axis)
+    return record1(CUMSUM, x, axis)
+
+
+@composite
+def cumprod(x: Any, axis: int | None = None) -> Any:
+    """Running product along ``axis`` (flattened when None), as ``np.cumprod``; the
+    gradient is exact where ``x`` has zeros.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.cumprod(x)[2])(np.array([2.0, 0.0, 3.0]))
+    array([0., 6., 0.])
+    """
+    x, axis = _scan_axis("cumprod", x, axis)
+    return record1(CUMPROD, x, axis)
+
+
+def _ssm(a: Any, b: Any, x: Any) -> Any:
+    a, u = np.broadcast_arrays(a, b * x)
+    return _linear_scan(a, u)
+
+
+def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
+    """``lam[t] = g[t] + a[t+1] * lam[t+1]``: the cotangent of each hidden state."""
+    a = np.broadcast_to(a, np.shape(g))
+    after = np.concatenate([a[1:], np.zeros_like(a[:1])])
+    return _linear_scan(after, g, reverse=True)
+
+
+def _previous(h: Any) -> Any:
+    return np.concatenate([np.zeros_like(h[:1]), h[:-1]])
+
+
+SSM_SCAN = defop(
+    "ssm_scan",
+    _ssm,
+    lambda g, ans, a, b, x: _ssm_adjoint(g, a, b, x) * _previous(ans),
+    lambda g, ans, a, b, x: _ssm_adjoint(g, a, b, x) * x,
+    lambda g, ans, a, b, x: _ssm_adjoint(g, a, b, x) * b,
+    family=_F,
+    broadcasts=True,
+    doc="linear recurrence h[t] = a[t] * h[t-1] + b[t] * x[t] along axis 0",
+)
+
+
+def ssm_scan(a: Any, b: Any, x: Any) -> Any:
+    """The linear recurrence ``h[t] = a[t] * h[t-1] + b[t] * x[t]`` along axis 0, ``h[-1] = 0``.
+
+    ``a``, ``b`` and ``x`` broadcast together to ``(T, ...)``; all three are
+    differentiable. Forward and backward are each one vectorised scan (``log2(T)`` numpy
+    steps), not a Python loop over time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.ssm_scan(np.full(3, 0.5), 1.0, np.array([1.0, 0.0, 0.0]))
+    array([1.  , 0.5 , 0.25])
+    """
+    shapes = [np.shape(unwrap(v)) for v in (a, b, x)]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError as exc:
+        msg = f"ssm_scan: a, b and x do not broadcast together: {shapes} [called at {user_location()}]"
+        raise ShapeError(msg) from exc
+    if not shape:
+        msg = f"ssm_scan: needs a time axis (axis 0), got scalars [called at {user_location()}]"
+        raise ShapeError(msg)
+    return record(SSM_SCAN, a, b, x)
+
+
+# -- reductions ------------------------------------------------------------------------------------
+
+
+def _logsumexp(x: Any, axis: Any, keepdims: bool) -> Any:
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0)
+    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdims else np.squeeze(out, axis=axis)
+
+
+def _logsumexp_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    if not keepdims and axis is not None:
+        g, ans = np.expand_dims(g, axis), np.expand_dims(ans, axis)
+    return g * np.exp(x - ans)
+
+
+LOGSUMEXP = defop(
+    "logsumexp",
+    _logsumexp,
+    _logsumexp_rule,
+    None,
+    None,
+    family=_F,
+    doc="log(sum(exp(x))) over axes, without overflow",
+)
+
+
+def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(x), axis))`` computed without overflow; its gradient is the softmax.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> float(ng.logsumexp(np.array([1000.0, 1000.0])))
+    1000.6931471805599
+    """
+    axes = normalize_axis("logsumexp", axis, np.ndim(unwrap(x)))
+    return record1(LOGSUMEXP, x, axes, bool(keepdims))
+
+
+def _mask(op_name: str, x: Any, mask: Any) -> np.ndarray:
+    m = np.asarray(unwrap(mask))
+    if m.dtype != bool:
+        msg = f"{op_name}: the mask must be boolean, got dtype {m.dtype} [called at {user_location()}]"
+        raise DtypeError(msg)
+    try:
+        return np.broadcast_to(m, np.shape(unwrap(x)))
+    except ValueError as exc:
+        msg = (
+            f"{op_name}: mask of shape {m.shape} does not broadcast to {np.shape(unwrap(x))} [called at "
+            f"{user_location()}]"
+        )
+        raise ShapeError(msg) from exc
+
+
+@composite
+def masked_sum(x: Any, mask: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Sum of the entries of ``x`` where ``mask`` is true; masked-out entries get no gradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.masked_sum(np.array([1.0, 2.0, 3.0]), np.array([True, False, True]))
+    np.float64(4.0)
+    """
+    m = _mask("masked_sum", x, mask)
+    return reduce_sum(where(m, x, 0), axis, keepdims)
+
+
+@composite
+def masked_mean(x: Any, mask: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    """Mean of the entries of ``x`` where ``mask`` is true; NaN where nothing is selected
+    (as ``np.mean(x, where=mask)``), with zero gradient there.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.masked_mean(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[True, False], [False, False]]), axis=1)
+    array([ 1., nan])
+    """
+    m = _mask("masked_mean", x, mask)
+    count = np.sum(m, axis=axis, keepdims=keepdims)
+    total = divide(reduce_sum(where(m, x, 0), axis, keepdims), np.maximum(count, 1))
+    return where(count > 0, total, np.nan)
