@@ -89,6 +89,8 @@ NEGATIVE = _unary("negative", np.negative, lambda g, ans, x: -g, "-x")
 
 def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
     # y * x**(y-1), written so that x == 0 with y >= 1 gives a finite value.
+    if type(y) in (int, float) and y == 2:
+        return g * (x + x)  # squares are the common case: one pass fewer
     return g * y * np.power(x, y - 1)
 
 
@@ -277,12 +279,26 @@ def _where(mask: Any, a: Any, b: Any) -> Any:
     return np.where(mask, a, b)
 
 
+def _select(mask: Any, g: Any) -> Any:
+    """``np.where(mask, g, 0)``, exactly, for a plain float array ``g``.
+
+    np.where on a random mask is branch-bound (about 8x slower than a multiply), and
+    ``g * mask`` would turn a NaN or Inf cotangent in an unselected slot into NaN rather
+    than 0. Clearing the bits of the unselected slots is exact and as fast as a multiply.
+    """
+    if type(g) is not np.ndarray or g.dtype.kind != "f":
+        return np.where(mask, g, 0)
+    bits = np.dtype(f"i{g.dtype.itemsize}")
+    keep = -np.asarray(mask, dtype=bits)  # all ones where selected, all zeros elsewhere
+    return (g.view(bits) & keep).view(g.dtype)
+
+
 WHERE = defop(
     "where",
     _where,
     None,
-    lambda g, ans, m, a, b: np.where(m, g, 0),
-    lambda g, ans, m, a, b: np.where(m, 0, g),
+    lambda g, ans, m, a, b: _select(m, g),
+    lambda g, ans, m, a, b: _select(~m, g),
     family=_F,
     broadcasts=True,
     doc="a where mask is true, else b; the mask carries no gradient",

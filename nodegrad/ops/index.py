@@ -7,6 +7,7 @@ repeats accumulates. Out-of-bounds indices raise when the op is recorded.
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from nodegrad.arena import record1, record2, unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
-__all__ = ["at", "gather", "getitem", "index_add", "index_set"]
+__all__ = ["at", "gather", "getitem", "index_add", "index_set", "scatter"]
 
 _F = "index"
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
@@ -25,6 +26,25 @@ def _is_basic(index: Any) -> bool:
     """True when the index selects each element at most once (no arrays)."""
     parts = index if isinstance(index, tuple) else (index,)
     return builtins.all(isinstance(p, _BASIC) for p in parts)
+
+
+def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:
+    """Zeros of ``shape`` with ``v`` added at ``index`` (``np.add.at`` semantics)."""
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.result_type(v).kind == "f" and shape:
+        # Rows picked by one integer array (gathers, samplers): a single bincount over
+        # flattened positions is several times faster than np.add.at, and needs no
+        # zero-filled array to start from.
+        rows, inner = shape[0], math.prod(shape[1:])
+        positions = (np.where(index < 0, index + rows, index).reshape(-1, 1) * inner + np.arange(inner)).reshape(-1)
+        weights = np.broadcast_to(v, index.shape + shape[1:]).reshape(-1)
+        flat = np.bincount(positions, weights=weights, minlength=rows * inner)
+        return flat.reshape(shape).astype(np.result_type(v), copy=False)
+    out = np.zeros(shape, dtype=np.result_type(v))
+    if _is_basic(index):
+        out[index] = v  # each element is selected at most once
+    else:
+        np.add.at(out, index, v)
+    return out
 
 
 def _index_add(x: Any, v: Any, index: Any) -> Any:
@@ -42,19 +62,25 @@ def _index_set(x: Any, v: Any, index: Any) -> Any:
     return out
 
 
-def _zeros_like(x: Any, g: Any) -> Any:
-    return np.zeros(np.shape(x), dtype=np.result_type(g))
-
-
 # x[index] and the functional updates are each other's VJPs, so every rule below is again
 # made of these ops and differentiates once more.
 GETITEM = defop(
     "getitem",
     lambda x, index: x[index],
-    lambda g, ans, x, index: index_add(_zeros_like(x, g), g, index),
+    lambda g, ans, x, index: scatter(g, index, np.shape(x)),
     None,
     family=_F,
     doc="x[index] with numpy's basic and advanced indexing",
+)
+SCATTER = defop(
+    "scatter",
+    lambda v, index, shape: _scatter(shape, index, v),
+    lambda g, ans, v, index, shape: getitem(g, index),
+    None,
+    None,
+    family=_F,
+    broadcasts=True,
+    doc="zeros of a shape with v added at index: the VJP of x[index]",
 )
 INDEX_ADD = defop(
     "index_add",
@@ -79,7 +105,7 @@ INDEX_SET = defop(
 GATHER = defop(
     "gather",
     lambda x, indices, axis: np.take(x, indices, axis=axis),
-    lambda g, ans, x, indices, axis: index_add(_zeros_like(x, g), g, _along(axis, indices)),
+    lambda g, ans, x, indices, axis: scatter(g, indices if axis == 0 else _along(axis, indices), np.shape(x)),
     None,
     None,
     family=_F,
@@ -106,6 +132,20 @@ def _static_index(index: Any) -> Any:
         )
         raise OpIndexError(msg)
     return index
+
+
+def scatter(v: Any, index: Any, shape: tuple[int, ...]) -> Any:
+    """Zeros of ``shape`` with ``v`` added at ``index``; repeated indices accumulate. The
+    VJP of ``x[index]``, and the other way round.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nodegrad.ops.index import scatter
+    >>> scatter(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 0]), (3,))
+    array([4., 0., 2.])
+    """
+    return record1(SCATTER, v, _static_index(index), tuple(shape))
 
 
 def index_add(x: Any, v: Any, index: Any) -> Any:

@@ -19,6 +19,10 @@ def _matmul_rule_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
         return g * y if x.ndim == 1 else g[..., None] * y
     if x.ndim == 1:
         return np.matmul(g[..., None, :], np.swapaxes(y, -1, -2))[..., 0, :]
+    if np.shape(g)[-1] == 1:
+        # A product with one output column: its VJP is an outer product, which a
+        # broadcast multiply does twice as fast as a matmul with a contraction of 1.
+        return g * np.swapaxes(y, -1, -2)
     return np.matmul(g, np.swapaxes(y, -1, -2))
 
 
