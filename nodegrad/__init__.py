@@ -14,7 +14,7 @@ from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
 from nodegrad.structure import dataclass_field, field, register_container
 from nodegrad.sweep import GradOptions
-from nodegrad.transforms import grad, value_and_grad, vjp
+from nodegrad.transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"
 
@@ -27,6 +27,10 @@ __all__ = [
     "errors",
     "field",
     "grad",
+    "hessian",
+    "hvp",
+    "jacobian",
+    "jvp",
     "optim",
     "register_container",
     "replace",

@@ -30,7 +30,7 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.multiply: ops.multiply,
     np.divide: ops.divide,
     np.negative: ops.negative,
-    np.positive: lambda x: x,
+    np.positive: ops.positive,
     np.power: ops.power,
     np.square: ops.square,
     np.sqrt: ops.sqrt,

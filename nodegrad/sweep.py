@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from nodegrad.errors import ArenaError, DtypeError, NoGradientError, ShapeError
+from nodegrad.errors import ArenaError, DtypeError, NodegradError, NoGradientError, ShapeError
 from nodegrad.structure import (
     StructCotangent,
     cotangent_for,
@@ -138,6 +138,11 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int]) -> tuple[dict
 
 
 def _seed_value(value: Any, seed: Any, path: str) -> Any:
+    if type(seed) is Traced:
+        if seed.shape != np.shape(value):
+            msg = f"the seed{' at ' + path if path else ''} has shape {seed.shape}, the output {np.shape(value)}"
+            raise ShapeError(msg)
+        return seed
     if handler_for(value) is not None:
         return cotangent_for(seed, value, path)
     kind = np.result_type(value).kind
@@ -237,6 +242,69 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     return g
 
 
+class _RecordingRules:
+    """An op's rules as the sweep calls them when it records itself (``create_graph``):
+    the same rules, fed traced values, so every numpy call in them records a node. A rule
+    that cannot run on traced values (it writes into arrays, say) is reported by op name.
+    """
+
+    _cache: ClassVar[dict[str, _RecordingRules]] = {}
+
+    def __init__(self, op: Any) -> None:
+        self.name = op.name
+        self.broadcasts = op.broadcasts
+        self._rules = op.vjps
+
+    @classmethod
+    def of(cls, op: Any) -> _RecordingRules:
+        found = cls._cache.get(op.name)
+        if found is None or found._rules is not op.vjps:
+            found = cls._cache[op.name] = cls(op)
+        return found
+
+    @property
+    def vjps(self) -> _RecordingRules:
+        return self
+
+    def __getitem__(self, k: int) -> Any:
+        rule = self._rules[k]
+        name = self.name
+
+        def recording_rule(*args: Any) -> Any:
+            try:
+                return rule(*args)
+            except NodegradError as exc:
+                if isinstance(exc, NoGradientError):
+                    raise
+                msg = f"op {name!r}: its gradient rule cannot be differentiated again: {exc}"
+                raise NoGradientError(msg) from exc
+            except (TypeError, ValueError, IndexError) as exc:
+                msg = f"op {name!r}: its gradient rule cannot be differentiated again ({type(exc).__name__}: {exc})"
+                raise NoGradientError(msg) from exc
+
+        return recording_rule
+
+
+class _RecordingNodes:
+    """The arena's nodes with every value replaced by the handle of its node: the sweep
+    run over this records its own computation (``create_graph=True``), so gradients are
+    traced values that can be differentiated again.
+    """
+
+    def __init__(self, arena: Any) -> None:
+        self._arena = arena
+        self._nodes = arena._nodes
+
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        op, parents, argnums, args, value = self._nodes[i]
+        if not parents:
+            return op, parents, argnums, args, Traced(self._arena, i, value)
+        lifted = list(args)
+        for p, k in zip(parents, argnums, strict=True):
+            lifted[k] = Traced(self._arena, p, self._nodes[p][4])
+        return _RecordingRules.of(op), parents, argnums, tuple(lifted), Traced(self._arena, i, value)
+
+
 def gradients(
     arena: Any,
     output: Any,
@@ -244,22 +312,30 @@ def gradients(
     seed: Any = None,
     options: GradOptions | None = None,
     finish: Any = None,
+    create_graph: bool = False,
 ) -> Any:
     """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
 
     ``output`` and ``wrt`` may be traced values or any structure of them; the result has
     ``wrt``'s structure, with ``None`` where ``wrt`` holds a non-traced (static) leaf.
     ``finish(g, like)`` post-processes each array gradient; by default it makes sure the
-    caller gets arrays that nothing else holds.
+    caller gets arrays that nothing else holds. With ``create_graph`` the sweep records
+    itself into the arena and the gradients are traced values.
     """
     options = options or GradOptions.TRAINING
     targets = _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
-    found, arena.last_visited = sweep(arena._nodes, seeds, [t.index for t in targets])
+    nodes = _RecordingNodes(arena) if create_graph else arena._nodes
+    found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])  # type: ignore[arg-type]
 
     taken = {id(s) for s in seeds.values()}
-    if finish is None:
+    if finish is None and create_graph:
+
+        def finish(g: Any, like: Any) -> Any:
+            return g if type(g) is Traced else _owned(g, like, taken)
+
+    elif finish is None:
 
         def finish(g: Any, like: Any) -> Any:
             return _owned(g, like, taken)

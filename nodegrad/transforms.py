@@ -12,12 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Arena, Traced
+from nodegrad import ops
+from nodegrad.arena import Arena, Traced, current_arena
 from nodegrad.errors import ArenaError, NodegradError, ShapeError, StructureError
-from nodegrad.structure import flatten_with_paths, handler_for, map_with_paths, zip_leaves
+from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths, zip_leaves
 from nodegrad.sweep import GradOptions, gradients
 
-__all__ = ["grad", "value_and_grad", "vjp"]
+__all__ = ["grad", "hessian", "hvp", "jacobian", "jvp", "value_and_grad", "vjp"]
 
 
 def _normalize_argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
@@ -54,6 +55,8 @@ def _trace_argument(arena: Arena, value: Any, position: int) -> Any:
 
 def _like_argument(g: Any, original: Any) -> Any:
     """Give ``g`` the argument's own leaf types: Python float in, Python float out."""
+    if isinstance(g, Traced):
+        return g  # inside an enclosing differentiation: keep it traced
     handler = handler_for(original)
     if handler is None:
         if g is not None and isinstance(original, float | np.floating) and type(g) is not type(original):
@@ -155,6 +158,9 @@ def value_and_grad(
     @functools.wraps(fun)
     def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
         positions = _resolve_argnums(nums, len(args), fun)
+        outer = _enclosing_arena(args[k] for k in positions)
+        if outer is not None:
+            return _nested_value_and_grad(outer, fun, args, kwargs, positions, single, has_aux, options, out)
         with Arena() as arena:
             call_args = list(args)
             for k in positions:
@@ -173,6 +179,69 @@ def value_and_grad(
         return ((value, plain(aux)), grad_value) if has_aux else (value, grad_value)
 
     return value_and_grad_fun
+
+
+def _enclosing_arena(arguments: Any) -> Arena | None:
+    """The arena of an enclosing differentiation, if any: that of a traced argument, else
+    the arena entered with ``with``. Transforms nested in one record into its arena.
+    """
+    for argument in arguments:
+        leaves = _traced_leaves(argument)
+        if leaves:
+            return leaves[0].arena
+    return current_arena()
+
+
+def _traced_leaves(value: Any) -> list[Traced]:
+    return [leaf for _, leaf in flatten_with_paths(value) if isinstance(leaf, Traced)]
+
+
+def _nested_leaves(arena: Arena, value: Any, position: int) -> Any:
+    """Fresh differentiable leaves for an argument inside an enclosing differentiation: a
+    traced value gets an identity node (so the enclosing sweep still reaches it), plain
+    data becomes a parameter of the enclosing arena.
+    """
+    if not _traced_leaves(value):
+        return arena.param(value, name=f"args[{position}]")
+    return map_with_paths(
+        lambda path, leaf: (
+            ops.positive(leaf)
+            if isinstance(leaf, Traced)
+            else arena.param(leaf, name=f"args[{position}]{path}")
+            if is_differentiable_leaf(leaf)
+            else leaf
+        ),
+        value,
+    )
+
+
+def _nested_value_and_grad(
+    arena: Arena,
+    fun: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    positions: tuple[int, ...],
+    single: bool,
+    has_aux: bool,
+    options: GradOptions | None,
+    out: Any,
+) -> Any:
+    """``value_and_grad`` inside an enclosing differentiation (``grad(grad(f))``): the
+    sweep records itself into the enclosing arena, so value and gradient are traced
+    values that the enclosing transform differentiates in turn.
+    """
+    if out is not None:
+        msg = "out= buffers cannot be used inside an enclosing differentiation (the gradient is traced)"
+        raise NodegradError(msg)
+    call_args = list(args)
+    for k in positions:
+        call_args[k] = _nested_leaves(arena, args[k], k)
+    result, aux = _split_output(fun(*call_args, **kwargs), has_aux)
+    _check_scalar(result)
+    grads = gradients(arena, result, tuple(call_args[k] for k in positions), None, options, create_graph=True)
+    shaped = tuple(_like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
+    grad_value = shaped[0] if single else shaped
+    return ((result, aux), grad_value) if has_aux else (result, grad_value)
 
 
 def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any) -> None:
@@ -263,3 +332,105 @@ def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
         return tuple(_like_argument(g, a) for g, a in zip(grads, args, strict=True))
 
     return (plain(result), vjp_fun, plain(aux)) if has_aux else (plain(result), vjp_fun)
+
+
+def _traced_vdot(a: Any, b: Any) -> Any:
+    """``sum(a * b)`` over the float leaves of two structures, recorded as ops."""
+    total: Any = 0.0
+    for _, x, y in zip_leaves(a, b):
+        if x is not None and y is not None and (isinstance(x, Traced) or is_differentiable_leaf(x)):
+            total = total + ops.sum(ops.multiply(x, y))
+    return total
+
+
+def hvp(fun: Callable[..., Any], x: Any, v: Any) -> Any:
+    """The Hessian of scalar ``fun`` at ``x`` times ``v``, without forming the Hessian.
+
+    Reverse over reverse: the gradient of ``<grad(fun)(x), v>``. ``x`` and ``v`` may be
+    arrays or structures of one shape; the result has ``x``'s structure.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> f = lambda x: ng.sum(x ** 3.0)
+    >>> ng.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([6., 0.])
+    """
+    return grad(lambda y: _traced_vdot(grad(fun)(y), v))(x)
+
+
+def jacobian(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """Make a function returning the Jacobian of ``fun`` with respect to argument ``argnums``.
+
+    One forward pass and one reverse sweep per output element; the result has shape
+    ``out.shape + x.shape``. Arguments and output are arrays.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    """
+
+    @functools.wraps(fun)
+    def jacobian_fun(*args: Any) -> Any:
+        (position,) = _resolve_argnums((argnums,), len(args), fun)
+        out, back = vjp(lambda x: fun(*args[:position], x, *args[position + 1 :]), args[position])
+        out = np.asarray(out)
+        rows = []
+        for k in range(out.size):
+            seed = np.zeros(out.size, dtype=out.dtype)
+            seed[k] = 1
+            rows.append(np.asarray(back(seed.reshape(out.shape))[0]))
+        x_shape = np.shape(args[position])
+        return np.stack(rows).reshape(out.shape + x_shape) if rows else np.zeros(out.shape + x_shape)
+
+    return jacobian_fun
+
+
+def hessian(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """Make a function returning the Hessian of scalar ``fun``: ``jacobian(grad(fun))``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.hessian(lambda x: x[0] * x[1] ** 2.0)(np.array([1.0, 3.0]))
+    array([[0., 6.],
+           [6., 2.]])
+    """
+    return jacobian(grad(fun, argnums), argnums)
+
+
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """Forward mode: ``fun(*primals)`` and its directional derivative along ``tangents``.
+
+    Computed by transposing a VJP (the VJP is linear in its cotangent ``u``, so the gradient
+    with respect to ``u`` of ``<vjp(u), tangents>`` is the JVP): two reverse sweeps, no
+    separate forward-mode rules to keep in step.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.jvp(lambda x: x ** 2.0, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
+    (array([1., 9.]), array([2., 6.]))
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        msg = f"jvp: {len(primals)} primals but {len(tangents)} tangents"
+        raise NodegradError(msg)
+    with Arena() as arena:
+        traced = tuple(_trace_argument(arena, p, k) for k, p in enumerate(primals))
+        for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+            list(zip_leaves(p, t, f"tangents[{k}]"))  # same structures, or a StructureError naming the place
+        out = fun(*traced)
+        if not isinstance(out, Traced):
+            return plain(out), np.zeros_like(np.asarray(out, dtype=float))
+        u = arena.param(np.zeros_like(out.value), name="cotangent")
+        pulled = gradients(arena, out, traced, seed=u, create_graph=True)
+        tangent_out = gradients(arena, _traced_vdot(pulled, tangents), u)
+    return plain(out), tangent_out

@@ -47,6 +47,7 @@ __all__ = [
     "minimum",
     "multiply",
     "negative",
+    "positive",
     "power",
     "rad2deg",
     "reciprocal",
@@ -85,6 +86,7 @@ MULTIPLY = _binary(
 )
 DIVIDE = _binary("divide", np.divide, lambda g, ans, x, y: g / y, lambda g, ans, x, y: -g * ans / y, "x / y")
 NEGATIVE = _unary("negative", np.negative, lambda g, ans, x: -g, "-x")
+POSITIVE = _unary("positive", np.positive, lambda g, ans, x: g, "+x: a new node holding the same value")
 
 
 def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -890,3 +892,15 @@ def fmod(x: Any, y: Any) -> Any:
     (1.0, 3.0)
     """
     return record2(FMOD, x, y)
+
+
+def positive(x: Any) -> Any:
+    """``+x``: the same values in a new node (as ``np.positive``).
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.positive)(2.0)
+    1.0
+    """
+    return record1(POSITIVE, x)
