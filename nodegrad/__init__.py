@@ -10,6 +10,8 @@ array([0., 0., 0.])
 
 from nodegrad import errors, ops, optim, tree
 from nodegrad.arena import Arena, Node, Traced
+from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
+from nodegrad.debug import debug_nans
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
 from nodegrad.structure import dataclass_field, field, register_container
@@ -23,7 +25,10 @@ __all__ = [
     "GradOptions",
     "Node",
     "Traced",
+    "checkpoint",
+    "custom_vjp",
     "dataclass_field",
+    "debug_nans",
     "errors",
     "field",
     "grad",
@@ -34,6 +39,7 @@ __all__ = [
     "optim",
     "register_container",
     "replace",
+    "stop_gradient",
     "tree",
     "value_and_grad",
     "vjp",

@@ -108,12 +108,18 @@ class Arena:
     (3, 'sum')
     """
 
-    def __init__(self) -> None:
-        self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = []
+    def __init__(self, *, check_finite: bool | None = None) -> None:
+        checking = CHECKING.on if check_finite is None else check_finite
+        # A checking arena's node list notes source lines and checks values as they come:
+        # an arena that does not check pays nothing for it.
+        self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = (
+            CheckedNodes(self) if checking else []
+        )
         #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
         self.last_visited = 0
         # Key paths of nodes that hold a part of a structured value, for messages.
         self._paths: dict[int, str] = {}
+        self._released = False
 
     # -- recording ---------------------------------------------------------------------
     def param(self, value: Any, *, name: str = "") -> Any:
@@ -173,7 +179,21 @@ class Arena:
         return Traced(self, len(nodes) - 1, value)
 
     # -- differentiation ---------------------------------------------------------------
-    def backward(self, output: Any, wrt: Any = None, seed: Any = None, *, options: Any = None) -> Any:
+    @property
+    def check_finite(self) -> bool:
+        """Whether this arena checks forward values and gradients for NaN and Inf."""
+        return isinstance(self._nodes, CheckedNodes)
+
+    def backward(
+        self,
+        output: Any,
+        wrt: Any = None,
+        seed: Any = None,
+        *,
+        options: Any = None,
+        create_graph: bool = False,
+        retain: bool = True,
+    ) -> Any:
         """Differentiate ``output`` with respect to ``wrt`` by one reverse sweep.
 
         Parameters
@@ -189,6 +209,12 @@ class Arena:
             is a single value with one element; required otherwise. Never modified.
         options : GradOptions, optional
             Missing-gradient policy; :attr:`GradOptions.TRAINING` by default.
+        create_graph : bool, default False
+            Record the sweep itself into the arena: the gradients are traced values that
+            can be differentiated again (second derivatives, Hessian-vector products).
+        retain : bool, default True
+            ``False`` releases the forward values of every non-leaf node after the sweep
+            (see :attr:`nbytes`); a later ``backward`` on this arena then raises.
 
         Returns
         -------
@@ -207,7 +233,74 @@ class Arena:
         """
         if wrt is None:
             wrt = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
-        return gradients(self, output, wrt, seed, options)
+        if self._released:
+            msg = "this arena's forward values were released by backward(retain=False): record the computation again"
+            raise ArenaError(msg)
+        result = gradients(self, output, wrt, seed, options, create_graph=create_graph)
+        if not retain:
+            self._release()
+        return result
+
+    def _release(self) -> None:
+        """Drop the forward values and arguments of every non-leaf node."""
+        nodes = self._nodes
+        for i, (op, parents, argnums, _, _) in enumerate(nodes):
+            if parents:
+                nodes[i] = (op, parents, argnums, (), _RELEASED)
+        self._released = True
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of array data the arena holds alive (forward values and arguments, each
+        array counted once)."""
+        seen: set[int] = set()
+        total = 0
+        for _, _, _, args, value in self._nodes:
+            for item in (value, *args):
+                for _, leaf in flatten_with_paths(item):
+                    if isinstance(leaf, np.ndarray | np.generic) and id(leaf) not in seen:
+                        seen.add(id(leaf))
+                        total += leaf.nbytes
+        return total
+
+    def merge(self, other: Arena) -> Callable[[Any], Any]:
+        """Append every node of ``other`` to this arena, with its indices relocated.
+
+        ``other`` is left as it was. Returns a function that maps values holding handles
+        of ``other`` (a handle, or any record / dict / list of them) to the same values
+        holding the corresponding handles of this arena.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a, b = ng.Arena(), ng.Arena()
+        >>> x = a.param(np.array([1.0, 2.0]))
+        >>> y = b.param(np.array([3.0, 4.0]))
+        >>> z = y * y
+        >>> moved = a.merge(b)
+        >>> w = x * moved(z)
+        >>> a.backward(ng.sum(w), wrt=[x, moved(y)])
+        [array([ 9., 16.]), array([ 6., 16.])]
+        """
+        if other is self:
+            msg = "an arena cannot be merged into itself"
+            raise ArenaError(msg)
+        offset = len(self._nodes)
+        for op, parents, argnums, args, value in list(other._nodes):
+            self._nodes.append((op, tuple(p + offset for p in parents), argnums, args, value))
+        for index, path in other._paths.items():
+            self._paths[index + offset] = path
+
+        def relocate(value: Any) -> Any:
+            def move(_: str, leaf: Any) -> Any:
+                if type(leaf) is Traced and leaf.arena is other:
+                    return Traced(self, leaf.index + offset, leaf.value)
+                return leaf
+
+            return map_with_paths(move, value)
+
+        return relocate
 
     # -- inspection ----------------------------------------------------------------------
     def __len__(self) -> int:
@@ -599,8 +692,11 @@ class Traced:
 # The ops record into the arena, and the handle's operators call the ops: importing the
 # ops package last breaks that cycle.
 from nodegrad import ops as _ops  # noqa: E402
+from nodegrad.debug import CHECKING, CheckedNodes  # noqa: E402
 from nodegrad.ops import elementwise as _elementwise  # noqa: E402
 from nodegrad.ops.registry import INPUT, PARAM  # noqa: E402
 from nodegrad.ops.structured import view  # noqa: E402
-from nodegrad.structure import flatten_with_paths, handler_for  # noqa: E402
+from nodegrad.structure import flatten_with_paths, handler_for, map_with_paths  # noqa: E402
 from nodegrad.sweep import gradients  # noqa: E402
+
+_RELEASED = None  # what a released node holds instead of its value

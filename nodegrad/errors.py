@@ -19,6 +19,7 @@ __all__ = [
     "DtypeError",
     "NoGradientError",
     "NodegradError",
+    "NonFiniteError",
     "OpIndexError",
     "ShapeError",
     "StructureError",
@@ -53,6 +54,10 @@ class ArenaError(NodegradError, RuntimeError):
 
 class StructureError(NodegradError, ValueError):
     """A structured value (record, map, sequence) does not match what was expected."""
+
+
+class NonFiniteError(NodegradError, FloatingPointError):
+    """A forward value or a gradient is NaN or infinite (raised only when checking is on)."""
 
 
 class ArgumentError(NodegradError, ValueError):

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from nodegrad.errors import ArenaError, DtypeError, NodegradError, NoGradientError, ShapeError
+from nodegrad.errors import ArenaError, DtypeError, NodegradError, NoGradientError, NonFiniteError, ShapeError
 from nodegrad.structure import (
     StructCotangent,
     cotangent_for,
@@ -196,6 +196,13 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     return seeds
 
 
+def _check_seeds(arena: Any, seeds: dict[int, Any]) -> None:
+    for index, seed in seeds.items():
+        if isinstance(seed, np.ndarray | np.generic) and not np.isfinite(seed).all():
+            msg = f"the seed of the output (node {index}) is not finite"
+            raise NonFiniteError(msg)
+
+
 def _traced_leaves(value: Any, found: list[Any]) -> list[Any]:
     """Append every traced leaf of ``value`` to ``found`` (no key paths: those are built
     only for messages)."""
@@ -326,8 +333,14 @@ def gradients(
     targets = _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
-    nodes = _RecordingNodes(arena) if create_graph else arena._nodes
-    found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])  # type: ignore[arg-type]
+    if create_graph:
+        nodes: Any = _RecordingNodes(arena)
+    elif isinstance(arena._nodes, CheckedNodes):
+        _check_seeds(arena, seeds)
+        nodes = CheckedSweep(arena._nodes)
+    else:
+        nodes = arena._nodes
+    found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])
 
     taken = {id(s) for s in seeds.values()}
     if finish is None and create_graph:
@@ -363,3 +376,4 @@ def gradients(
 # The arena calls into the sweep and the sweep reads the arena's handles: importing the
 # handle class last breaks that cycle.
 from nodegrad.arena import Traced  # noqa: E402
+from nodegrad.debug import CheckedNodes, CheckedSweep  # noqa: E402

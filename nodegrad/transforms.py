@@ -6,6 +6,7 @@ user's function (which records nodes as it goes), and sweeps back once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -103,6 +104,7 @@ def value_and_grad(
     options: GradOptions | None = None,
     out: Any = None,
     accumulate: bool = False,
+    check_finite: bool = False,
 ) -> Callable[..., Any]:
     """Make a function that returns ``fun``'s value and its gradient.
 
@@ -126,6 +128,11 @@ def value_and_grad(
         for the result.
     accumulate : bool, default False
         With ``out``: add into the buffers instead of overwriting them.
+    check_finite : bool, default False
+        Raise :class:`~nodegrad.errors.NonFiniteError` at the first op whose forward value
+        or gradient is NaN or Inf, naming it and the line that recorded it (as inside
+        :func:`nodegrad.debug_nans`). Costs a source-line lookup per op; off, it costs
+        nothing.
 
     Returns
     -------
@@ -161,7 +168,7 @@ def value_and_grad(
         outer = _enclosing_arena(args[k] for k in positions)
         if outer is not None:
             return _nested_value_and_grad(outer, fun, args, kwargs, positions, single, has_aux, options, out)
-        with Arena() as arena:
+        with Arena(check_finite=True if check_finite else None) as arena, _quiet(check_finite):
             call_args = list(args)
             for k in positions:
                 call_args[k] = _trace_argument(arena, args[k], k)
@@ -179,6 +186,11 @@ def value_and_grad(
         return ((value, plain(aux)), grad_value) if has_aux else (value, grad_value)
 
     return value_and_grad_fun
+
+
+def _quiet(checking: bool) -> Any:
+    """While checking for NaNs ourselves, numpy's floating-point warnings only repeat it."""
+    return np.errstate(all="ignore") if checking else contextlib.nullcontext()
 
 
 def _enclosing_arena(arguments: Any) -> Arena | None:
@@ -268,6 +280,7 @@ def grad(
     *,
     has_aux: bool = False,
     options: GradOptions | None = None,
+    check_finite: bool = False,
 ) -> Callable[..., Any]:
     """Make a function that returns the gradient of scalar-valued ``fun``.
 
@@ -288,7 +301,7 @@ def grad(
     >>> ng.grad(loss)(Line(np.array([1.0]), 0.5), np.array([2.0]))
     Line(slope=array([10.]), intercept=5.0)
     """
-    inner = value_and_grad(fun, argnums, has_aux=has_aux, options=options)
+    inner = value_and_grad(fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite)
 
     @functools.wraps(fun)
     def grad_fun(*args: Any, **kwargs: Any) -> Any:

@@ -1,0 +1,139 @@
+"""User-defined gradients: ``custom_vjp``, ``checkpoint`` and ``stop_gradient``.
+
+A ``custom_vjp`` function becomes one node in the arena whose rule is the user's
+``bwd``. Structured arguments are first packed into one node each (records, dicts and
+lists are values like any other), and a structured result is returned as a view.
+``checkpoint`` is a ``custom_vjp`` whose backward runs the function again: its
+intermediate values are never stored.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from nodegrad.arena import Traced, record
+from nodegrad.errors import NodegradError, StructureError
+from nodegrad.ops.registry import Op, same_rule_for_all
+from nodegrad.ops.structured import pack, view
+from nodegrad.structure import cotangent_for, flatten_with_paths, handler_for, map_with_paths, materialize
+
+__all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
+
+
+def _has_traced(value: Any) -> bool:
+    return any(isinstance(leaf, Traced) for _, leaf in flatten_with_paths(value))
+
+
+class _Residuals:
+    """Where a custom op's forward leaves its residuals for its backward."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value: Any = None
+
+
+class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
+    """Give a function a gradient rule of your own.
+
+    Decorate ``f``, then call ``f.defvjp(fwd, bwd)``: ``fwd(*args)`` returns
+    ``(output, residuals)``; ``bwd(residuals, g)`` returns a tuple with one cotangent per
+    argument (``None`` for "no gradient"), each shaped like its argument -- records,
+    dicts and lists included. ``f`` runs as a single node; its body is not traced.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> @ng.custom_vjp
+    ... def clip_gradient(x):
+    ...     return x
+    >>> clip_gradient.defvjp(lambda x: (x, None), lambda res, g: (np.clip(g, -1.0, 1.0),))
+    >>> ng.grad(lambda x: ng.sum(clip_gradient(x) * 5.0))(np.array([1.0, 2.0]))
+    array([1., 1.])
+    """
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        self.fun = fun
+        self._op: Op | None = None
+        functools.update_wrapper(self, fun)
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        """Set the forward ``fwd(*args) -> (output, residuals)`` and the backward
+        ``bwd(residuals, g) -> tuple of cotangents, one per argument``."""
+        name = getattr(self.fun, "__qualname__", "custom_vjp")
+
+        def forward(box: _Residuals, *values: Any) -> Any:
+            result = fwd(*values)
+            if not (isinstance(result, tuple) and len(result) == 2):
+                msg = f"custom_vjp {name}: fwd must return (output, residuals), got {type(result).__name__}"
+                raise NodegradError(msg)
+            out, box.value = result
+            return out
+
+        def rule(k: int, g: Any, ans: Any, box: _Residuals, *values: Any) -> Any:
+            if handler_for(ans) is not None:  # a structured output: hand bwd the structure
+                g = materialize(g, ans, "", [], True)
+            cotangents = bwd(box.value, g)
+            if not isinstance(cotangents, tuple) or len(cotangents) != len(values):
+                count = len(cotangents) if isinstance(cotangents, tuple) else type(cotangents).__name__
+                msg = f"custom_vjp {name}: bwd must return a tuple of {len(values)} cotangents, got {count}"
+                raise StructureError(msg)
+            ct = cotangents[k - 1]
+            if ct is None:
+                return None
+            if handler_for(values[k - 1]) is not None:
+                return cotangent_for(ct, values[k - 1], f"{name} argument {k - 1}")
+            return ct
+
+        self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(rule), "custom")
+
+    def __call__(self, *args: Any) -> Any:
+        if self._op is None or not any(_has_traced(a) for a in args):
+            return self.fun(*args)
+        node = record(self._op, _Residuals(), *(pack(a) for a in args))
+        return view(node) if type(node) is Traced else node
+
+
+def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
+    """Make ``fun`` store nothing for the backward pass: its forward runs again when the
+    gradient is needed (rematerialisation), trading compute for memory.
+
+    The function is recorded as one node holding only its inputs and output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> block = ng.checkpoint(lambda x: ng.sum(ng.tanh(ng.tanh(x))))
+    >>> g = ng.grad(block)(np.zeros(3))
+    >>> g
+    array([1., 1., 1.])
+    """
+    from nodegrad.transforms import vjp
+
+    def fwd(*args: Any) -> tuple[Any, Any]:
+        return fun(*args), args
+
+    def bwd(args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
+        _, back = vjp(fun, *args)
+        return back(g)
+
+    wrapped = custom_vjp(fun)
+    wrapped.defvjp(fwd, bwd)
+    return wrapped
+
+
+def stop_gradient(value: Any) -> Any:
+    """``value`` with its gradient cut: traced values become their plain values (inside
+    records, dicts and lists too), so nothing flows back through them.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: x * ng.stop_gradient(x))(3.0)
+    3.0
+    """
+    return map_with_paths(lambda _, leaf: leaf.value if isinstance(leaf, Traced) else leaf, value)

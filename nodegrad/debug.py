@@ -1,0 +1,190 @@
+"""Finding where a NaN or an Inf comes from.
+
+An arena made with ``check_finite=True`` (or while :func:`debug_nans` is active) keeps its
+nodes in a :class:`CheckedNodes` list: appending a node also notes the user's source line
+and checks the forward value. Its sweep runs over :class:`CheckedSweep`, which checks
+every cotangent a rule returns. The first non-finite value raises :class:`NonFiniteError`
+naming the op, the node, its input shapes, key paths and the line that recorded it.
+
+Arenas made without checking use a plain list and the plain sweep: the check costs
+nothing when it is off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from nodegrad.errors import NonFiniteError, user_location
+
+__all__ = ["CheckedNodes", "CheckedSweep", "debug_nans"]
+
+
+class _Flag:
+    """Whether new arenas check for non-finite values (one flag per thread)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._local = threading.local()
+
+    @property
+    def on(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
+    def enter(self) -> None:
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+
+    def leave(self) -> None:
+        self._local.depth -= 1
+
+
+CHECKING = _Flag()
+
+
+@contextlib.contextmanager
+def debug_nans() -> Iterator[None]:
+    """Check every forward value and cotangent for NaN and Inf while active.
+
+    Arenas created inside the block (including those ``grad`` and ``value_and_grad``
+    make) raise :class:`~nodegrad.errors.NonFiniteError` at the first node whose value or
+    cotangent is not finite, naming the op, the node, the input shapes, key paths and the
+    line of your code that recorded it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> with ng.debug_nans():
+    ...     ng.grad(lambda x: ng.sum(ng.log(x)))(np.array([1.0, -1.0]))
+    Traceback (most recent call last):
+    ...
+    nodegrad.errors.NonFiniteError: log (node 1) produced a non-finite value ...
+    """
+    CHECKING.enter()
+    try:
+        # numpy's own floating-point warnings would only repeat, less precisely, what the
+        # check reports.
+        with np.errstate(all="ignore"):
+            yield
+    finally:
+        CHECKING.leave()
+
+
+def _finite(value: Any) -> bool:
+    if isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "fc":
+        return bool(np.isfinite(value).all())
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    return True
+
+
+def _shapes(args: tuple[Any, ...]) -> str:
+    described = [f"{a.dtype}{list(a.shape)}" for a in args if isinstance(a, np.ndarray | np.generic)]
+    return ", ".join(described) or "no array inputs"
+
+
+class CheckedNodes(list):
+    """An arena's node list that notes each node's source line and checks its value."""
+
+    def __init__(self, arena: Any) -> None:
+        super().__init__()
+        self.arena = arena
+        self.locations: list[str] = []
+
+    def append(self, node: Any) -> None:
+        self.locations.append(user_location())
+        super().append(node)
+        op, parents, _, args, value = node
+        if parents and not _finite(value):
+            index = len(self) - 1
+            msg = (
+                f"{op.name} (node {index}) produced a non-finite value in the forward pass; "
+                f"inputs {_shapes(args)}{self.paths_of(parents)} [recorded at {self.locations[index]}]"
+            )
+            del self[index:]  # the arena stays as it was before the op
+            raise NonFiniteError(msg)
+
+    def __delitem__(self, index: Any) -> None:
+        super().__delitem__(index)
+        del self.locations[len(self) :]
+
+    def paths_of(self, indices: Any) -> str:
+        paths = [self.arena._paths[i] for i in indices if i in self.arena._paths]
+        return f" from {', '.join(paths)}" if paths else ""
+
+
+class CheckedSweep:
+    """The arena's nodes as the sweep sees them when it checks every cotangent."""
+
+    def __init__(self, nodes: CheckedNodes) -> None:
+        self._nodes = nodes
+
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        op, parents, argnums, args, value = self._nodes[i]
+        if not parents:
+            return op, parents, argnums, args, value
+        return _CheckedRules(op, i, self._nodes), parents, argnums, args, value
+
+
+class _CheckedRules:
+    def __init__(self, op: Any, index: int, nodes: CheckedNodes) -> None:
+        self.name = op.name
+        self.broadcasts = op.broadcasts
+        self._op = op
+        self._index = index
+        self._nodes = nodes
+
+    @property
+    def vjps(self) -> _CheckedRules:
+        return self
+
+    def __getitem__(self, k: int) -> Any:
+        rule = self._op.vjps[k]
+
+        def checked(g: Any, ans: Any, *args: Any) -> Any:
+            out = rule(g, ans, *args)
+            if out is not None and not _finite(out) and _finite(g):
+                raise NonFiniteError(self._describe(k, g, out))
+            return out
+
+        return checked
+
+    def _describe(self, k: int, g: Any, out: Any) -> str:
+        nodes, i = self._nodes, self._index
+        _, parents, argnums, args, _ = nodes[i]
+        parent = parents[argnums.index(k)]
+        msg = (
+            f"{self.name} (node {i}) produced a non-finite gradient for its input {k} (node {parent}) in the "
+            f"backward pass, from a finite cotangent; inputs {_shapes(args)}{nodes.paths_of(parents)} "
+            f"[recorded at {nodes.locations[i]}]"
+        )
+        return msg + _where_hint(nodes, i, g, out)
+
+
+def _where_hint(nodes: CheckedNodes, i: int, g: Any, out: Any) -> str:
+    """Explain the double-where trap when node ``i`` feeds a ``where`` that did not choose it.
+
+    ``where(m, f(x), 0)`` sends a zero cotangent to ``f`` where ``m`` is false, but
+    ``0 * f'(x)`` is still NaN where ``f'(x)`` is infinite (``sqrt``, ``log`` at 0).
+    """
+    for j in range(i + 1, len(nodes)):
+        op, parents, argnums, args, _ = nodes[j]
+        if op.name == "where" and i in parents:
+            unchosen = ~np.asarray(args[0]) if argnums[parents.index(i)] == 1 else np.asarray(args[0])
+            try:
+                bad = ~np.isfinite(np.asarray(out)) & (np.asarray(g) == 0)
+                inside = bool(bad.any() and np.broadcast_to(unchosen, np.shape(bad))[bad].all())
+            except ValueError:  # shapes that do not line up: no hint rather than a wrong one
+                inside = False
+            if inside:
+                return (
+                    f". Node {i} is a branch of the where at node {j} [recorded at {nodes.locations[j]}], and "
+                    "the NaN sits where that branch was not chosen: a where masks the output, but the "
+                    "unchosen branch is still differentiated at inputs where its derivative is infinite. "
+                    "Mask the input, not only the output: where(m, f(where(m, x, safe_value)), other)"
+                )
+    return ""
