@@ -8,7 +8,7 @@ Examples
 array([0., 0., 0.])
 """
 
-from nodegrad import errors, ops, optim, tree
+from nodegrad import display, errors, ops, optim, tree
 from nodegrad.arena import Arena, Node, Traced
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
@@ -29,6 +29,7 @@ __all__ = [
     "custom_vjp",
     "dataclass_field",
     "debug_nans",
+    "display",
     "errors",
     "field",
     "grad",

@@ -73,6 +73,11 @@ class Node:
         """Dtype of the forward value."""
         return np.asarray(self.value).dtype
 
+    def _repr_html_(self) -> str:
+        from nodegrad.display import node_html
+
+        return node_html(self)
+
 
 class _State(threading.local):
     def __init__(self) -> None:
@@ -120,6 +125,8 @@ class Arena:
         # Key paths of nodes that hold a part of a structured value, for messages.
         self._paths: dict[int, str] = {}
         self._released = False
+        # The cotangents of the last backward's requested nodes, for display.
+        self._last_gradients: dict[int, Any] = {}
 
     # -- recording ---------------------------------------------------------------------
     def param(self, value: Any, *, name: str = "") -> Any:
@@ -331,6 +338,31 @@ class Arena:
 
     def __repr__(self) -> str:
         return f"<Arena with {len(self._nodes)} nodes>"
+
+    def _repr_html_(self) -> str:
+        from nodegrad.display import arena_html
+
+        return arena_html(self)
+
+    def to_svg(self, limit: int = 200) -> str:
+        """The graph as an SVG document: nodes in layers by depth, labelled by op and
+        shape, structured values grouped. No system binary is needed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a = ng.Arena()
+        >>> y = ng.sum(ng.exp(a.param(np.ones(3))))
+        >>> a.to_svg().startswith("<svg")
+        True
+        """
+        from nodegrad.display import arena_svg
+
+        return arena_svg(self, limit)
+
+    def _repr_svg_(self) -> str:
+        return self.to_svg()
 
     def __enter__(self) -> Arena:
         _state.stack.append(self)

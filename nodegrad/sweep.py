@@ -342,6 +342,7 @@ def gradients(
         nodes = arena._nodes
     found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])
 
+    arena._last_gradients = {t.index: found.get(t.index) for t in targets}
     taken = {id(s) for s in seeds.values()}
     if finish is None and create_graph:
 

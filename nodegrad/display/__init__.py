@@ -1,0 +1,10 @@
+"""Jupyter display: HTML tables of arenas, nodes and gradients, and SVG graph pictures.
+
+Everything here is plain HTML and SVG built in Python: no graphviz or other system
+binary is needed to see a graph in a notebook.
+"""
+
+from nodegrad.display.svg import arena_svg
+from nodegrad.display.tables import arena_html, node_html, summary
+
+__all__ = ["arena_html", "arena_svg", "node_html", "summary"]

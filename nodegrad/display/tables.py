@@ -1,0 +1,137 @@
+"""HTML tables for arenas, nodes and structured gradients."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import numpy as np
+
+from nodegrad.structure import flatten_with_paths, handler_for
+
+__all__ = ["Summary", "arena_html", "describe_value", "node_html", "summary"]
+
+_STYLE = (
+    "<style>.ng-table{border-collapse:collapse;font-family:monospace;font-size:12px}"
+    ".ng-table td,.ng-table th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+    ".ng-table th{background:#f3f3f3}.ng-elided{color:#888;text-align:center}</style>"
+)
+
+
+def describe_value(value: Any, limit: int = 4) -> str:
+    """A short text for a value: its first entries and, for arrays, its range."""
+    if value is None:
+        return "released"
+    handler = handler_for(value)
+    if handler is not None:
+        return f"{type(value).__name__} of {len(handler.keys(value))} entries"
+    array = np.asarray(value)
+    if array.dtype.kind not in "biufc":
+        return html.escape(repr(value))[:60]
+    flat = array.ravel()
+    head = ", ".join(f"{v:.4g}" if array.dtype.kind in "fc" else str(v) for v in flat[:limit])
+    more = ", ..." if flat.size > limit else ""
+    if array.ndim == 0:
+        return head
+    span = f" (min {flat.min():.3g}, max {flat.max():.3g})" if flat.size and array.dtype.kind in "fiu" else ""
+    return f"[{head}{more}]{span}"
+
+
+def _shape(value: Any) -> str:
+    if handler_for(value) is not None:
+        return type(value).__name__
+    return str(tuple(np.shape(value)))
+
+
+def _dtype(value: Any) -> str:
+    if handler_for(value) is not None or value is None:
+        return ""
+    return str(np.asarray(value).dtype)
+
+
+def _row(arena: Any, i: int) -> str:
+    op, parents, _, _, value = arena._nodes[i]
+    location = arena._nodes.locations[i] if hasattr(arena._nodes, "locations") else ""
+    grad = arena._last_gradients.get(i)
+    cells = [
+        str(i),
+        op.name,
+        ", ".join(map(str, parents)),
+        _shape(value),
+        _dtype(value),
+        html.escape(arena._paths.get(i, "")),
+        html.escape(location.rsplit("/", 1)[-1]),
+        describe_value(value),
+        "" if grad is None else describe_value(grad),
+    ]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def arena_html(arena: Any, limit: int = 40) -> str:
+    """An HTML table of the arena's nodes; a long arena shows its first and last
+    ``limit // 2`` nodes with the middle elided."""
+    n = len(arena._nodes)
+    headers = ["index", "op", "parents", "shape", "dtype", "key path", "source", "value", "gradient"]
+    head = "<tr>" + "".join(f"<th>{h}</th>" for h in headers) + "</tr>"
+    if n <= limit:
+        rows = [_row(arena, i) for i in range(n)]
+    else:
+        half = limit // 2
+        elided = f'<tr><td class="ng-elided" colspan="{len(headers)}">... {n - 2 * half} nodes ...</td></tr>'
+        rows = [_row(arena, i) for i in range(half)] + [elided] + [_row(arena, i) for i in range(n - half, n)]
+    caption = f"<caption>Arena: {n} nodes, {arena.nbytes:,} bytes of arrays</caption>"
+    return f'{_STYLE}<table class="ng-table">{caption}{head}{"".join(rows)}</table>'
+
+
+def node_html(node: Any) -> str:
+    """An HTML table of one node's fields."""
+    fields = {
+        "index": node.index,
+        "op": node.op,
+        "parents": ", ".join(map(str, node.parents)) or "(leaf)",
+        "shape": _shape(node.value),
+        "dtype": _dtype(node.value),
+        "value": describe_value(node.value, limit=8),
+    }
+    rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in fields.items())
+    return f'{_STYLE}<table class="ng-table">{rows}</table>'
+
+
+class Summary:
+    """A structured value shown as a table of its leaves: key path, shape, dtype, norm."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        out = []
+        for path, leaf in flatten_with_paths(self.value):
+            if leaf is None or np.asarray(leaf).dtype.kind not in "fc":
+                out.append((path or "(value)", "", "", "static" if leaf is not None else "None"))
+                continue
+            array = np.asarray(leaf)
+            out.append((path or "(value)", str(array.shape), str(array.dtype), f"{np.linalg.norm(array.ravel()):.4g}"))
+        return out
+
+    def _repr_html_(self) -> str:
+        head = "<tr><th>key path</th><th>shape</th><th>dtype</th><th>L2 norm</th></tr>"
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows())
+        return f'{_STYLE}<table class="ng-table">{head}{body}</table>'
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{p:40s} {s:12s} {d:8s} {n}" for p, s, d, n in self.rows())
+
+
+def summary(value: Any) -> Summary:
+    """A displayable table of a structured value's leaves (key path, shape, dtype, norm),
+    e.g. a gradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> print(ng.display.summary({"w": np.ones((2, 2)), "tag": None}))
+    ['w']                                    (2, 2)       float64  2
+    ['tag']                                                        None
+    """
+    return Summary(value)
