@@ -92,7 +92,7 @@ def main(steps: int = 300) -> int:
 
     value_and_grad = ng.value_and_grad(loss)
     state = None
-    for step in range(steps + 1):
+    for step in ng.display.progress(range(steps + 1), desc="training", leave=False):
         value, g = value_and_grad(model, train)
         if step % 50 == 0:
             print(f"step {step:4d}  loss {float(value):.4f}  grad norm {ng.tree.global_norm(g):.4f}")

@@ -4,7 +4,8 @@ Everything here is plain HTML and SVG built in Python: no graphviz or other syst
 binary is needed to see a graph in a notebook.
 """
 
+from nodegrad.display.progress import progress
 from nodegrad.display.svg import arena_svg
 from nodegrad.display.tables import arena_html, node_html, summary
 
-__all__ = ["arena_html", "arena_svg", "node_html", "summary"]
+__all__ = ["arena_html", "arena_svg", "node_html", "progress", "summary"]
