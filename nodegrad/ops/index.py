@@ -28,23 +28,47 @@ def _is_basic(index: Any) -> bool:
     return builtins.all(isinstance(p, _BASIC) for p in parts)
 
 
+_PAIRS = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
+
+
+def _scatter_rows(out: np.ndarray, index: np.ndarray, v: Any) -> None:
+    """``np.add.at(out, index, v)`` for rows picked by one integer array.
+
+    numpy's add.at is fast for 1-D targets and slow for rows of a 2-D one, so the rows
+    are added column by column; viewing pairs of float columns as one complex column
+    halves the number of passes (complex addition adds the two parts independently, so
+    the result is bit for bit the same).
+    """
+    rows, inner = out.shape[0], math.prod(out.shape[1:])
+    flat_out = out.reshape(rows, inner)
+    flat_v = np.ascontiguousarray(np.broadcast_to(v, index.shape + out.shape[1:]), dtype=out.dtype)
+    flat_v = flat_v.reshape(index.size, inner)
+    flat_index = index.reshape(-1)
+    pair = _PAIRS.get(out.dtype)
+    if pair is not None and flat_out.shape[1] % 2 == 0 and flat_out.shape[1] > 1:
+        flat_out, flat_v = flat_out.view(pair), flat_v.view(pair)
+    for column in range(flat_out.shape[1]):
+        np.add.at(flat_out[:, column], flat_index, flat_v[:, column])
+
+
 def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:
     """Zeros of ``shape`` with ``v`` added at ``index`` (``np.add.at`` semantics)."""
-    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and np.result_type(v).kind == "f" and shape:
-        # Rows picked by one integer array (gathers, samplers): a single bincount over
-        # flattened positions is several times faster than np.add.at, and needs no
-        # zero-filled array to start from.
-        rows, inner = shape[0], math.prod(shape[1:])
-        positions = (np.where(index < 0, index + rows, index).reshape(-1, 1) * inner + np.arange(inner)).reshape(-1)
-        weights = np.broadcast_to(v, index.shape + shape[1:]).reshape(-1)
-        flat = np.bincount(positions, weights=weights, minlength=rows * inner)
-        return flat.reshape(shape).astype(np.result_type(v), copy=False)
     out = np.zeros(shape, dtype=np.result_type(v))
-    if _is_basic(index):
+    if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and shape:
+        _scatter_rows(out, index, v)
+    elif _is_basic(index):
         out[index] = v  # each element is selected at most once
     else:
         np.add.at(out, index, v)
     return out
+
+
+def _getitem(x: Any, index: Any) -> Any:
+    # Rows picked by one integer array: np.take does the same (bounds checked, negative
+    # indices counted from the end) several times faster than fancy indexing.
+    if type(index) is np.ndarray and index.dtype.kind in "iu" and type(x) is np.ndarray and x.ndim:
+        return np.take(x, index, axis=0)
+    return x[index]
 
 
 def _index_add(x: Any, v: Any, index: Any) -> Any:
@@ -66,7 +90,7 @@ def _index_set(x: Any, v: Any, index: Any) -> Any:
 # made of these ops and differentiates once more.
 GETITEM = defop(
     "getitem",
-    lambda x, index: x[index],
+    _getitem,
     lambda g, ans, x, index: scatter(g, index, np.shape(x)),
     None,
     family=_F,

@@ -142,7 +142,8 @@ def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -
     """
     ids, num = _segment_ids("segment_mean", data, segment_ids, num_segments)
     counts = np.bincount(ids, minlength=num).reshape((num,) + (1,) * (np.ndim(unwrap(data)) - 1))
-    return divide(record1(SEGMENT_SUM, data, ids, num), np.maximum(counts, 1))
+    # Counts in the data's own dtype: an int64 divisor would make float32 data float64.
+    return divide(record1(SEGMENT_SUM, data, ids, num), np.maximum(counts, 1).astype(np.result_type(unwrap(data))))
 
 
 def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
@@ -520,5 +521,6 @@ def masked_mean(x: Any, mask: Any, axis: Any = None, keepdims: bool = False) -> 
     """
     m = _mask("masked_mean", x, mask)
     count = np.sum(m, axis=axis, keepdims=keepdims)
-    total = divide(reduce_sum(where(m, x, 0), axis, keepdims), np.maximum(count, 1))
+    dtype = np.result_type(unwrap(x))
+    total = divide(reduce_sum(where(m, x, 0), axis, keepdims), np.maximum(count, 1).astype(dtype))
     return where(count > 0, total, np.nan)
