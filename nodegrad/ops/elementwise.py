@@ -283,35 +283,40 @@ CLAMP = defop(
 # not do: it turns a NaN or Inf in an unselected slot into NaN rather than 0.)
 
 
-def _keep_bits(mask: Any, dtype: np.dtype[Any]) -> Any:
-    bits = np.dtype(f"i{dtype.itemsize}")
-    return -np.asarray(mask).view(np.int8).astype(bits)
+def _keep_bits(mask: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
+    """The mask as integers of ``dtype``'s width: all ones where true, all zeros where not."""
+    return -mask.view(np.int8).astype(np.dtype(f"i{dtype.itemsize}"))
 
 
-def _where(mask: Any, a: Any, b: Any) -> Any:
-    if type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == b.dtype and a.dtype.kind == "f":
-        mask, a, b = np.broadcast_arrays(mask, a, b)
-        bits = np.dtype(f"i{a.dtype.itemsize}")
-        keep = _keep_bits(mask, a.dtype)
+def _usable(keep: Any, *arrays: Any) -> bool:
+    return keep is not None and all(
+        type(x) is np.ndarray and x.dtype.kind == "f" and x.dtype.itemsize == keep.itemsize for x in arrays
+    )
+
+
+def _where(mask: Any, a: Any, b: Any, keep: Any) -> Any:
+    if _usable(keep, a, b) and a.dtype == b.dtype:
+        keep, a, b = np.broadcast_arrays(keep, a, b)
+        bits = keep.dtype
         return ((a.view(bits) & keep) | (b.view(bits) & ~keep)).view(a.dtype)
     return np.where(mask, a, b)
 
 
-def _select(mask: Any, g: Any, chosen: bool) -> Any:
+def _select(g: Any, mask: Any, keep: Any, chosen: bool) -> Any:
     """``np.where(mask, g, 0)`` (``chosen``) or ``np.where(mask, 0, g)``, exactly."""
-    if type(g) is not np.ndarray or g.dtype.kind != "f":
+    if not _usable(keep, g):
         return np.where(mask, g, 0) if chosen else np.where(mask, 0, g)
-    bits = np.dtype(f"i{g.dtype.itemsize}")
-    keep = _keep_bits(np.broadcast_to(mask, g.shape), g.dtype)
-    return ((g.view(bits) & keep) if chosen else (g.view(bits) & ~keep)).view(g.dtype)
+    keep = np.broadcast_to(keep, g.shape)
+    return ((g.view(keep.dtype) & keep) if chosen else (g.view(keep.dtype) & ~keep)).view(g.dtype)
 
 
 WHERE = defop(
     "where",
     _where,
     None,
-    lambda g, ans, m, a, b: _select(m, g, True),
-    lambda g, ans, m, a, b: _select(m, g, False),
+    lambda g, ans, m, a, b, keep: _select(g, m, keep, True),
+    lambda g, ans, m, a, b, keep: _select(g, m, keep, False),
+    None,
     family=_F,
     broadcasts=True,
     doc="a where mask is true, else b; the mask carries no gradient",
@@ -614,7 +619,10 @@ def where(mask: Any, a: Any, b: Any) -> Any:
             )
             raise ShapeError(msg)
         mask_value = mask_value.astype(bool)
-    return record(WHERE, mask_value, a, b)
+    # The bit pattern of the mask, made once here, serves the forward and both VJPs.
+    dtype = np.result_type(unwrap(a), unwrap(b))
+    keep = _keep_bits(mask_value, dtype) if dtype.kind == "f" else None
+    return record(WHERE, mask_value, a, b, keep)
 
 
 def expm1(x: Any) -> Any:
