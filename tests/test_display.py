@@ -25,7 +25,7 @@ def _thirty_node_arena() -> tuple[ng.Arena, Any]:
 
 
 def test_svg_of_a_30_node_arena_is_valid_svg() -> None:
-    a, y = _thirty_node_arena()
+    a, _ = _thirty_node_arena()
     assert len(a) == 30
     root = ET.fromstring(a.to_svg())
     assert root.tag == f"{SVG_NS}svg"
