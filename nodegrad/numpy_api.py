@@ -110,10 +110,9 @@ def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _var(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def spread(
-        a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False
-    ) -> Any:
-        _no_extras(name, dtype=dtype, out=out)
+    def spread(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, **kw: Any) -> Any:
+        keepdims = kw.pop("keepdims", False)
+        _no_extras(name, dtype=dtype, out=out, **kw)
         return fn(a, axis, ddof, keepdims)
 
     return spread
@@ -134,7 +133,8 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, **kw: Any) -> Any:
 def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
     if x is None and y is None:
         return np.nonzero(unwrap(condition))
-    return ops.where(condition, x, y)
+    # numpy reads any nonzero condition as true (ng.where itself insists on masks).
+    return ops.where(np.asarray(unwrap(condition)).astype(bool), x, y)
 
 
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
@@ -148,9 +148,28 @@ def _einsum(subscripts: str, *operands: Any, optimize: Any = False, **kw: Any) -
     return ops.einsum(subscripts, *operands)
 
 
-def _sort(a: Any, axis: int = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
+def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
     _no_extras("sort", order=order, **kw)
-    return ops.sort(a, axis)
+    return ops.sort(ops.ravel(a), 0) if axis is None else ops.sort(a, axis)
+
+
+def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
+    # axis=None: numpy treats the array as flattened first.
+    return ops.take_along_axis(ops.ravel(arr), indices, 0) if axis is None else ops.take_along_axis(arr, indices, axis)
+
+
+def _reshape(a: Any, shape: Any = None, order: str = "C", **kw: Any) -> Any:
+    shape = kw.pop("newshape", shape)
+    _no_extras("reshape", copy=kw.pop("copy", None), **kw)
+    if order == "F":  # column-major: reverse the axes, reshape, reverse back
+        target = (shape,) if isinstance(shape, int) else tuple(shape)
+        return ops.transpose(ops.reshape(ops.transpose(a), target[::-1]))
+    _no_extras("reshape", order=None if order in ("C", "A") else order)
+    return ops.reshape(a, shape)
+
+
+def _ravel(a: Any, order: str = "C") -> Any:
+    return _reshape(a, -1, order=order)
 
 
 def _clip(a: Any, a_min: Any = None, a_max: Any = None, out: Any = None, **kw: Any) -> Any:
@@ -192,11 +211,11 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.where: _where,
     np.clip: _clip,
     np.take: _take,
-    np.take_along_axis: lambda arr, indices, axis: ops.take_along_axis(arr, indices, axis),
+    np.take_along_axis: _take_along_axis,
     np.sort: _sort,
-    np.reshape: lambda a, shape=None, **kw: ops.reshape(a, kw.get("newshape", shape)),
+    np.reshape: _reshape,
     np.transpose: ops.transpose,
-    np.ravel: lambda a, order="C": ops.ravel(a),
+    np.ravel: _ravel,
     np.moveaxis: ops.moveaxis,
     np.swapaxes: ops.swapaxes,
     np.expand_dims: ops.expand_dims,

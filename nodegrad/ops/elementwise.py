@@ -265,12 +265,22 @@ def _inside(x: Any, lo: Any, hi: Any) -> Any:
     return inside
 
 
+def _raised(x: Any, lo: Any, hi: Any) -> Any:
+    # Where lo wins: x below it, and lo itself within hi (numpy's clip applies hi last).
+    return (x < lo) if hi is None else (x < lo) & (lo <= hi)
+
+
+def _lowered(x: Any, lo: Any, hi: Any) -> Any:
+    # Where hi wins: max(x, lo) above it.
+    return (x > hi) if lo is None else (np.maximum(x, lo) > hi)
+
+
 CLAMP = defop(
     "clamp",
     _clamp,
     lambda g, ans, x, lo, hi: g * _inside(x, lo, hi),
-    lambda g, ans, x, lo, hi: g * (x < lo),
-    lambda g, ans, x, lo, hi: g * ((x > hi) & ~(x < lo) if lo is not None else (x > hi)),
+    lambda g, ans, x, lo, hi: g * _raised(x, lo, hi),
+    lambda g, ans, x, lo, hi: g * _lowered(x, lo, hi),
     family=_F,
     broadcasts=True,
     doc="x limited to [lo, hi]; at a bound the gradient goes to x",

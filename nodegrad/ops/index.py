@@ -149,6 +149,8 @@ def _static_index(index: Any) -> Any:
     index = unwrap(index)
     if isinstance(index, list):
         index = np.asarray(index)
+        if index.size == 0:
+            index = index.astype(np.intp)  # numpy reads an empty list as an empty integer index
     if isinstance(index, np.ndarray) and index.dtype.kind not in "biu":
         msg = (
             f"getitem: index arrays must hold integers or booleans, got dtype {index.dtype} [called at "

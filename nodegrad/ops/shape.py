@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import composite, record, record1, unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.arena import Traced, composite, record, record1, unwrap
+from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.registry import defop, same_rule_for_all
 
 __all__ = [
@@ -222,7 +222,11 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     if (widths < 0).any():
         msg = f"pad: pad widths must be non-negative, got {pad_width!r} [called at {user_location()}]"
         raise ShapeError(msg)
-    return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), float(unwrap(constant_values)))
+    if type(constant_values) is Traced:
+        msg = f"pad: a traced constant_values has no gradient rule; pass a plain value [called at {user_location()}]"
+        raise NoGradientError(msg)
+    value = np.asarray(constant_values).tolist()  # a number, or numpy's per-axis (before, after) pairs
+    return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), value)
 
 
 def _axes_of(op_name: str, axis: Any, ndim: int) -> tuple[int, ...]:

@@ -1,0 +1,1115 @@
+"""numpy's dispatch protocols on traced values: ``np.exp(x)``, ``np.sum(x, axis=0)``, ...
+
+``nodegrad.numpy_api`` has four tables. Every key of :data:`UFUNCS` and :data:`FUNCTIONS`
+(differentiable) has a *spec* here: a hypothesis strategy drawing valid calls, written as
+plain numpy code, with inputs in a differentiable domain and the keyword arguments numpy
+users pass. For each spec, the call on traced values (inside :func:`nodegrad.vjp`) gives
+numpy's own result on plain arrays and its gradient passes
+:func:`nodegrad.testing.check_grads`. A key without a spec fails
+``test_every_dispatched_function_has_a_spec``: the tables are the list.
+
+Every :data:`VALUE_UFUNCS` / :data:`VALUE_FUNCTIONS` entry gives numpy's plain result and
+records nothing; anything else raises :class:`NoGradientError` naming the function and
+leaves the arena as it was; ``np.asarray(traced)`` raises :class:`ArenaError`. The headline
+test differentiates ``tests/plain_numpy_model.py``, which imports numpy only.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import numpy as np
+import pytest
+from hypothesis import given, note
+
+import nodegrad as ng
+from nodegrad.arena import Traced
+from nodegrad.errors import ArenaError, NoGradientError
+from nodegrad.numpy_api import FUNCTIONS, UFUNCS, VALUE_FUNCTIONS, VALUE_UFUNCS
+from nodegrad.testing import check_grads
+from tests import plain_numpy_model
+from tests.strategies import (
+    BOUND,
+    away_from_zero,
+    axes,
+    broadcastable_shapes,
+    float_arrays,
+    floats,
+    grid,
+    separated_arrays,
+    shapes,
+    single_axis,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One drawn call: ``call`` is plain numpy code taking ``operands``.
+
+    It runs once on plain arrays (numpy's own result) and once with the operands marked
+    in ``diff`` traced. ``desc`` says what was drawn (keyword arguments, shapes).
+    """
+
+    call: Callable[..., Any]
+    operands: tuple[Any, ...]
+    diff: tuple[bool, ...]
+    desc: str
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The differentiated operands."""
+        return tuple(v for v, d in zip(self.operands, self.diff, strict=True) if d)
+
+    def of_args(self) -> Callable[..., Any]:
+        """``call`` as a function of the differentiated operands, the others fixed."""
+
+        def f(*args: Any) -> Any:
+            it = iter(args)
+            return self.call(*(next(it) if d else v for v, d in zip(self.operands, self.diff, strict=True)))
+
+        return f
+
+
+def _name(f: Any) -> str:
+    """``np.exp``, ``np.linalg.norm``: how a user spells the function."""
+    module = "numpy" if isinstance(f, np.ufunc) else getattr(f, "__module__", "numpy")
+    return f"{module.replace('numpy', 'np', 1)}.{f.__name__}"
+
+
+def _kw(**kwargs: Any) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if v is not _OMIT}
+
+
+_OMIT = object()  # "do not pass this keyword argument at all"
+
+
+def _maybe(draw: st.DrawFn, strategy: st.SearchStrategy[Any]) -> Any:
+    """A drawn value, or :data:`_OMIT` (numpy's default)."""
+    return draw(st.one_of(st.just(_OMIT), strategy))
+
+
+def _operand(draw: st.DrawFn, shape: tuple[int, ...], elements: st.SearchStrategy[float] | None = None) -> Any:
+    """An array of ``shape``; for shape ``()`` sometimes a plain Python float instead."""
+    elements = floats() if elements is None else elements
+    if shape == () and draw(st.booleans()):
+        return draw(elements)
+    return draw(float_arrays(shape, elements))
+
+
+@st.composite
+def _diff_mask(draw: st.DrawFn, n: int) -> tuple[bool, ...]:
+    """Usually every operand traced; otherwise a non-empty subset (mixed traced/plain calls)."""
+    if n == 1 or draw(st.booleans()):
+        return (True,) * n
+    mask = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    if not any(mask):
+        mask[draw(st.integers(0, n - 1))] = True
+    return tuple(mask)
+
+
+@st.composite
+def _stretchable_to(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to ``shape`` (a suffix of it, some sides set to 1)."""
+    ndim = draw(st.integers(0, len(shape)))
+    suffix = shape[len(shape) - ndim :]
+    return tuple(n if draw(st.booleans()) else 1 for n in suffix)
+
+
+@st.composite
+def _signed_separated(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
+    """Entries whose magnitudes are distinct and at least 0.1: no ties in ``|x|``, no zeros."""
+    size = math.prod(shape)
+    magnitudes = draw(float_arrays((size,), grid(0.1, BOUND, step=0.01), unique=True))
+    signs = draw(hnp.arrays(np.float64, (size,), elements=st.sampled_from([-1.0, 1.0])))
+    return (magnitudes * signs).reshape(shape)
+
+
+def _reduced_count(shape: tuple[int, ...], axis: Any) -> int:
+    if axis is None:
+        return math.prod(shape)
+    picked = (axis,) if isinstance(axis, int) else axis
+    return math.prod(shape[a] for a in picked)
+
+
+# -- ufunc specs ---------------------------------------------------------------------------------
+
+_ANY = floats()
+_POSITIVE = floats(0.2, BOUND)
+_UNIT = floats(-0.9, 0.9)
+
+UNARY: dict[np.ufunc, st.SearchStrategy[float]] = {
+    np.negative: _ANY,
+    np.positive: _ANY,
+    np.square: _ANY,
+    np.sqrt: _POSITIVE,
+    np.cbrt: away_from_zero(0.2),
+    np.reciprocal: away_from_zero(0.3),
+    np.absolute: away_from_zero(),
+    np.fabs: away_from_zero(),
+    np.exp: _ANY,
+    np.exp2: _ANY,
+    np.expm1: _ANY,
+    np.log: _POSITIVE,
+    np.log2: _POSITIVE,
+    np.log10: _POSITIVE,
+    np.log1p: floats(-0.8, BOUND),
+    np.sin: _ANY,
+    np.cos: _ANY,
+    np.tan: floats(-1.3, 1.3),
+    np.arcsin: _UNIT,
+    np.arccos: _UNIT,
+    np.arctan: _ANY,
+    np.sinh: _ANY,
+    np.cosh: _ANY,
+    np.tanh: _ANY,
+    np.arcsinh: _ANY,
+    np.arccosh: floats(1.2, BOUND),
+    np.arctanh: _UNIT,
+    np.deg2rad: _ANY,
+    np.rad2deg: _ANY,
+}
+
+# remainder/fmod jump where x / y is an integer: y is a multiple of 0.1 and x sits half-way
+# between multiples of 0.01, so x is at least 0.005 away from every multiple of y.
+_DIVISOR = st.tuples(st.sampled_from([-1.0, 1.0]), st.integers(3, 25)).map(lambda t: t[0] * t[1] / 10)
+BINARY: dict[np.ufunc, tuple[st.SearchStrategy[float], st.SearchStrategy[float]]] = {
+    np.add: (_ANY, _ANY),
+    np.subtract: (_ANY, _ANY),
+    np.multiply: (_ANY, _ANY),
+    np.divide: (_ANY, away_from_zero(0.5)),
+    np.power: (_POSITIVE, _ANY),
+    np.logaddexp: (_ANY, _ANY),
+    np.logaddexp2: (_ANY, _ANY),
+    np.arctan2: (away_from_zero(0.3), _ANY),  # arctan2(y, x) jumps across y = 0 where x < 0
+    np.hypot: (away_from_zero(0.3), _ANY),
+    np.maximum: (grid(), grid(offset=0.005)),
+    np.minimum: (grid(), grid(offset=0.005)),
+    np.fmax: (grid(), grid(offset=0.005)),
+    np.fmin: (grid(), grid(offset=0.005)),
+    np.remainder: (grid(offset=0.005), _DIVISOR),
+    np.fmod: (grid(offset=0.005), _DIVISOR),
+}
+
+
+@st.composite
+def _unary_cases(draw: st.DrawFn, ufunc: np.ufunc) -> Case:
+    x = _operand(draw, draw(shapes()), UNARY[ufunc])
+    return Case(lambda x: ufunc(x), (x,), (True,), f"{_name(ufunc)}(x), shape {np.shape(x)}")
+
+
+@st.composite
+def _binary_cases(draw: st.DrawFn, ufunc: np.ufunc) -> Case:
+    ex, ey = BINARY[ufunc]
+    shape_x, shape_y = draw(broadcastable_shapes(2)).input_shapes
+    x, y = _operand(draw, shape_x, ex), _operand(draw, shape_y, ey)
+    diff = draw(_diff_mask(2))
+    return Case(lambda x, y: ufunc(x, y), (x, y), diff, f"{_name(ufunc)}(x, y), shapes {shape_x} {shape_y}")
+
+
+@st.composite
+def _matmul_cases(draw: st.DrawFn, fn: Any) -> Case:
+    """Vectors, matrices and broadcast stacks of matrices, in every combination."""
+    m, n, k = (draw(st.integers(1, 4)) for _ in range(3))
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    kind_a, kind_b = (
+        draw(st.sampled_from(["vector", "matrix", "stack"])),
+        draw(st.sampled_from(["vector", "matrix", "stack"])),
+    )
+    shape_a = {"vector": (n,), "matrix": (m, n), "stack": (*batch_a, m, n)}[kind_a]
+    shape_b = {"vector": (n,), "matrix": (n, k), "stack": (*batch_b, n, k)}[kind_b]
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+    diff = draw(_diff_mask(2))
+    return Case(lambda a, b: fn(a, b), (a, b), diff, f"{_name(fn)} of {shape_a} and {shape_b}")
+
+
+UFUNC_SPECS: dict[np.ufunc, st.SearchStrategy[Case]] = {
+    **{u: _unary_cases(u) for u in UNARY},
+    **{u: _binary_cases(u) for u in BINARY},
+    np.matmul: _matmul_cases(np.matmul),
+}
+
+# -- function specs ----------------------------------------------------------------------------------
+
+FUNCTION_SPECS: dict[Any, st.SearchStrategy[Case]] = {}
+
+
+def spec(*funcs: Any) -> Callable[[Callable[..., st.SearchStrategy[Case]]], Any]:
+    """Register ``make(func)`` as the spec of each of ``funcs``."""
+
+    def register(make: Callable[..., st.SearchStrategy[Case]]) -> Any:
+        for func in funcs:
+            FUNCTION_SPECS[func] = make(func)
+        return make
+
+    return register
+
+
+@spec(np.sum, np.mean)
+@st.composite
+def _sum_mean_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes())
+    x = _operand(draw, shape)
+    axis = draw(axes(len(shape)))
+    keepdims = _maybe(draw, st.booleans())
+    where = _OMIT
+    if draw(st.booleans()):
+        mask = draw(hnp.arrays(bool, draw(_stretchable_to(shape))))
+        full = np.broadcast_to(mask, shape)
+        # np.mean over an empty selection is NaN with a warning: keep every slice non-empty.
+        if fn is np.sum or np.all(np.any(full, axis=axis)):
+            where = mask
+    kwargs = _kw(axis=axis, keepdims=keepdims, where=where)
+    desc = f"{_name(fn)}(x {shape}, {', '.join(f'{k}={v!r}' for k, v in kwargs.items())})"
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), desc)
+
+
+@spec(np.max, np.amax, np.min, np.amin)
+@st.composite
+def _extremum_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes())
+    x = draw(separated_arrays(shape))  # no ties: the extremum is unique
+    axis = draw(axes(len(shape)))
+    keepdims = _maybe(draw, st.booleans())
+    positional = draw(st.booleans())
+    if positional:
+        return Case(lambda x: fn(x, axis), (x,), (True,), f"{_name(fn)}(x {shape}, {axis!r})")
+    kwargs = _kw(axis=axis, keepdims=keepdims)
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.prod)
+@st.composite
+def _prod_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # Exact zeros are drawn too: the gradient of a product with a zero factor is still defined.
+    shape = draw(shapes())
+    x = _operand(draw, shape, st.one_of(st.just(0.0), floats(-1.5, 1.5)))
+    kwargs = _kw(axis=draw(axes(len(shape))), keepdims=_maybe(draw, st.booleans()))
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.prod(x {shape}, **{kwargs})")
+
+
+@spec(np.var, np.std)
+@st.composite
+def _spread_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1, min_side=2))
+    x = draw(separated_arrays(shape))  # distinct entries: a spread over two or more is positive
+    axis = draw(axes(len(shape)).filter(lambda a: a != ()))
+    ddof = _maybe(draw, st.sampled_from([0, 1]))
+    kwargs = _kw(axis=axis, ddof=ddof, keepdims=_maybe(draw, st.booleans()))
+    assert _reduced_count(shape, axis) >= 2
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.linalg.norm)
+@st.composite
+def _norm_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(_signed_separated(shape))  # no zeros (|x|, |x|**p), no ties in |x| (inf norms)
+    ndim = len(shape)
+    if ndim >= 2 and draw(st.booleans()):  # a matrix norm: Frobenius
+        pair = draw(st.permutations(range(-ndim, 0)).map(lambda p: tuple(p[:2])))
+        axis = draw(st.sampled_from([pair, None] if ndim == 2 else [pair]))
+        order = draw(st.sampled_from([None, "fro"]))
+    else:  # a vector norm
+        axis = draw(single_axis(ndim)) if ndim > 1 or draw(st.booleans()) else None
+        order = draw(st.sampled_from([None, 1, 2, 3, 0.5, -1, np.inf, -np.inf]))
+    keepdims = _maybe(draw, st.booleans())
+    if order is None and draw(st.booleans()):
+        kwargs = _kw(axis=axis, keepdims=keepdims)
+        return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.linalg.norm(x {shape}, **{kwargs})")
+    kwargs = _kw(axis=axis, keepdims=keepdims)
+    return Case(lambda x: fn(x, order, **kwargs), (x,), (True,), f"np.linalg.norm(x {shape}, {order!r}, **{kwargs})")
+
+
+@spec(np.cumsum, np.cumprod)
+@st.composite
+def _cumulative_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes())
+    elements = st.one_of(st.just(0.0), floats(-1.5, 1.5)) if fn is np.cumprod else None
+    x = _operand(draw, shape, elements)
+    axis = _OMIT if len(shape) == 0 else _maybe(draw, st.one_of(st.none(), single_axis(len(shape))))
+    kwargs = _kw(axis=axis)
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.dot)
+@st.composite
+def _dot_cases(draw: st.DrawFn, fn: Any) -> Case:
+    n = draw(st.integers(1, 4))
+    nda, ndb = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    if nda == 0 or ndb == 0:
+        shape_a, shape_b = draw(shapes(min_dims=nda, max_dims=nda)), draw(shapes(min_dims=ndb, max_dims=ndb))
+    else:
+        shape_a = (*draw(shapes(min_dims=nda - 1, max_dims=nda - 1)), n)
+        rest_b = draw(shapes(min_dims=ndb - 1, max_dims=ndb - 1))
+        shape_b = (n,) if ndb == 1 else (*rest_b[:-1], n, rest_b[-1])
+    a, b = _operand(draw, shape_a), _operand(draw, shape_b)
+    return Case(lambda a, b: fn(a, b), (a, b), draw(_diff_mask(2)), f"np.dot of {shape_a} and {shape_b}")
+
+
+@spec(np.outer)
+@st.composite
+def _outer_cases(draw: st.DrawFn, fn: Any) -> Case:
+    a = _operand(draw, draw(shapes(max_dims=2)))
+    b = _operand(draw, draw(shapes(max_dims=2)))
+    return Case(lambda a, b: fn(a, b), (a, b), draw(_diff_mask(2)), f"np.outer of {np.shape(a)}, {np.shape(b)}")
+
+
+FUNCTION_SPECS[np.matmul] = _matmul_cases(np.matmul)  # a ufunc since numpy 2: in both tables
+
+# (subscripts, operand shapes in letters; "B" is a broadcast batch prefix for "...").
+_EINSUM = [
+    ("ij,jk->ik", ["ij", "jk"]),
+    ("ij,jk", ["ij", "jk"]),
+    ("ij,ij->", ["ij", "ij"]),
+    ("i,i", ["i", "i"]),
+    ("i,j->ij", ["i", "j"]),
+    ("ij->ji", ["ij"]),
+    ("ijk->k", ["ijk"]),
+    ("bij,bjk->bik", ["bij", "bjk"]),
+    ("ij,jk,kl->il", ["ij", "jk", "kl"]),
+    ("...ij,...jk->...ik", ["Bij", "Cjk"]),
+    ("i...->...", ["iB"]),
+]
+
+
+@spec(np.einsum)
+@st.composite
+def _einsum_cases(draw: st.DrawFn, fn: Any) -> Case:
+    subscripts, templates = draw(st.sampled_from(_EINSUM))
+    sizes = {c: draw(st.integers(1, 3)) for c in "ijklb"}
+    batch_b, batch_c = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batches = {"B": batch_b, "C": batch_c}
+    operand_shapes = [tuple(s for c in t for s in (batches[c] if c in batches else (sizes[c],))) for t in templates]
+    operands = tuple(draw(float_arrays(s)) for s in operand_shapes)
+    optimize = _maybe(draw, st.booleans())
+    kwargs = _kw(optimize=optimize)
+    return Case(
+        lambda *ops: fn(subscripts, *ops, **kwargs),
+        operands,
+        draw(_diff_mask(len(operands))),
+        f"np.einsum({subscripts!r}, shapes {operand_shapes}, **{kwargs})",
+    )
+
+
+@spec(np.tensordot)
+@st.composite
+def _tensordot_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape_a = draw(shapes(min_dims=1))
+    nda = len(shape_a)
+    if draw(st.booleans()):  # axes=N: the last N axes of a with the first N of b
+        count = draw(st.integers(0, min(nda, 2)))
+        shape_b = shape_a[nda - count :] + draw(shapes(max_dims=2))
+        axes_arg: Any = count
+    else:  # axes=(axes of a, axes of b), in any order, negative ones included
+        count = draw(st.integers(1, min(nda, 2)))
+        axes_a = draw(st.permutations(range(nda)))[:count]
+        free_b = list(draw(shapes(max_dims=2)))
+        ndb = count + len(free_b)
+        axes_b = draw(st.permutations(range(ndb)))[:count]
+        shape_list = [0] * ndb
+        for i, j in zip(axes_a, axes_b, strict=True):
+            shape_list[j] = shape_a[i]
+        rest = iter(free_b)
+        shape_b = tuple(s if k in axes_b else next(rest) for k, s in enumerate(shape_list))
+        axes_a = [a - nda if draw(st.booleans()) else a for a in axes_a]
+        axes_arg = (axes_a, list(axes_b))
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+    return Case(
+        lambda a, b: fn(a, b, axes=axes_arg),
+        (a, b),
+        draw(_diff_mask(2)),
+        f"np.tensordot({shape_a}, {shape_b}, axes={axes_arg!r})",
+    )
+
+
+@spec(np.concatenate)
+@st.composite
+def _concatenate_cases(draw: st.DrawFn, fn: Any) -> Case:
+    count = draw(st.integers(1, 3))
+    if draw(st.booleans()):  # axis=None: everything flattened, any shapes
+        arrays = tuple(draw(float_arrays(draw(shapes()))) for _ in range(count))
+        axis: Any = None
+    else:
+        base = draw(shapes(min_dims=1))
+        axis = draw(single_axis(len(base)))
+        arrays = tuple(
+            draw(
+                float_arrays(tuple(draw(st.integers(1, 3)) if k == axis % len(base) else n for k, n in enumerate(base)))
+            )
+            for _ in range(count)
+        )
+    kwargs = _kw(axis=axis) if axis != 0 or draw(st.booleans()) else {}
+    return Case(
+        lambda *xs: fn(list(xs), **kwargs),
+        arrays,
+        draw(_diff_mask(count)),
+        f"np.concatenate(shapes {[a.shape for a in arrays]}, **{kwargs})",
+    )
+
+
+@spec(np.stack)
+@st.composite
+def _stack_cases(draw: st.DrawFn, fn: Any) -> Case:
+    count = draw(st.integers(1, 3))
+    shape = draw(shapes())
+    arrays = tuple(draw(float_arrays(shape)) for _ in range(count))
+    axis = draw(st.integers(-len(shape) - 1, len(shape)))
+    return Case(
+        lambda *xs: fn(xs, axis=axis), arrays, draw(_diff_mask(count)), f"np.stack({count} x {shape}, axis={axis})"
+    )
+
+
+@spec(np.split)
+@st.composite
+def _split_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    axis = draw(single_axis(len(shape)))
+    length = shape[axis]
+    if draw(st.booleans()):  # N equal sections
+        where: Any = draw(st.sampled_from([d for d in range(1, length + 1) if length % d == 0]))
+    else:  # split points, sorted, possibly repeated or past the end (empty pieces)
+        where = sorted(draw(st.lists(st.integers(0, length + 1), max_size=3)))
+    return Case(lambda x: fn(x, where, axis=axis), (x,), (True,), f"np.split(x {shape}, {where!r}, axis={axis})")
+
+
+@spec(np.where)
+@st.composite
+def _where_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape_c, shape_x, shape_y = draw(broadcastable_shapes(3)).input_shapes
+    condition = draw(hnp.arrays(bool, shape_c))
+    x, y = _operand(draw, shape_x), _operand(draw, shape_y)
+    return Case(
+        lambda x, y: fn(condition, x, y),
+        (x, y),
+        draw(_diff_mask(2)),
+        f"np.where(mask {shape_c}, {shape_x}, {shape_y})",
+    )
+
+
+@spec(np.clip)
+@st.composite
+def _clip_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # x on a 0.01 grid, the bounds on the grid shifted by 0.005: never tied, so no kinks.
+    shape_x, shape_lo, shape_hi = draw(broadcastable_shapes(3)).input_shapes
+    x = _operand(draw, shape_x, grid())
+    lo = _operand(draw, shape_lo, grid(-BOUND, 1.0, offset=0.005))
+    gap = np.asarray(_operand(draw, shape_hi, grid(0.01, 2.0)))
+    hi = np.max(lo) + gap  # above every lower bound
+    hi = float(hi) if np.ndim(hi) == 0 and draw(st.booleans()) else np.asarray(hi, dtype=np.float64)
+    which = draw(st.sampled_from(["both", "lo", "hi"]))
+    if which == "both":
+        return Case(lambda x, lo, hi: fn(x, lo, hi), (x, lo, hi), draw(_diff_mask(3)), "np.clip(x, lo, hi)")
+    if which == "lo":
+        return Case(lambda x, lo: fn(x, lo, None), (x, lo), draw(_diff_mask(2)), "np.clip(x, lo, None)")
+    return Case(lambda x, hi: fn(x, None, hi), (x, hi), draw(_diff_mask(2)), "np.clip(x, None, hi)")
+
+
+@spec(np.take)
+@st.composite
+def _take_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    axis = draw(st.one_of(st.none(), single_axis(len(shape))))
+    n = math.prod(shape) if axis is None else shape[axis]
+    indices: Any = draw(hnp.arrays(np.intp, draw(shapes(max_dims=2)), elements=st.integers(-n, n - 1)))
+    if indices.ndim == 1 and draw(st.booleans()):
+        indices = indices.tolist()  # a list works as well
+    kwargs = _kw(axis=axis) if axis is not None or draw(st.booleans()) else {}
+    return Case(lambda x: fn(x, indices, **kwargs), (x,), (True,), f"np.take(x {shape}, {indices!r}, **{kwargs})")
+
+
+@spec(np.take_along_axis)
+@st.composite
+def _take_along_axis_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    axis = draw(single_axis(len(shape)))
+    n = shape[axis]
+    index_shape = tuple(draw(st.integers(1, 4)) if k == axis % len(shape) else s for k, s in enumerate(shape))
+    indices = draw(hnp.arrays(np.intp, index_shape, elements=st.integers(-n, n - 1)))
+    return Case(
+        lambda x: fn(x, indices, axis=axis), (x,), (True,), f"np.take_along_axis(x {shape}, {indices!r}, axis={axis})"
+    )
+
+
+@spec(np.sort)
+@st.composite
+def _sort_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(separated_arrays(shape))  # no ties: the permutation is unique
+    kwargs = _kw(
+        axis=_maybe(draw, single_axis(len(shape))), kind=_maybe(draw, st.sampled_from(["stable", "quicksort"]))
+    )
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.sort(x {shape}, **{kwargs})")
+
+
+@st.composite
+def _reshape_target(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape with as many elements as ``shape``, sometimes with one ``-1``."""
+    factors = [p for n in shape for p in _prime_factors(n)]
+    groups = draw(st.integers(0, 3)) if factors else draw(st.integers(0, 2))
+    target = [1] * groups
+    for p in factors:
+        if not target:
+            target.append(1)
+        target[draw(st.integers(0, len(target) - 1))] *= p
+    if target and draw(st.booleans()):
+        target[draw(st.integers(0, len(target) - 1))] = -1
+    return tuple(target)
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    return out
+
+
+@spec(np.reshape)
+@st.composite
+def _reshape_cases(draw: st.DrawFn, fn: Any) -> Case:
+    x = _operand(draw, draw(shapes()))
+    target = draw(_reshape_target(np.shape(x)))
+    if draw(st.booleans()):
+        return Case(lambda x: fn(x, shape=target), (x,), (True,), f"np.reshape(x {np.shape(x)}, shape={target})")
+    return Case(lambda x: fn(x, target), (x,), (True,), f"np.reshape(x {np.shape(x)}, {target})")
+
+
+@spec(np.transpose)
+@st.composite
+def _transpose_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes())
+    x = draw(float_arrays(shape))
+    order = draw(st.one_of(st.none(), st.permutations(range(len(shape))).map(tuple)))
+    if order is None:
+        return Case(lambda x: fn(x), (x,), (True,), f"np.transpose(x {shape})")
+    return Case(lambda x: fn(x, order), (x,), (True,), f"np.transpose(x {shape}, {order})")
+
+
+@spec(np.ravel)
+@st.composite
+def _ravel_cases(draw: st.DrawFn, fn: Any) -> Case:
+    x = _operand(draw, draw(shapes()))
+    return Case(lambda x: fn(x), (x,), (True,), f"np.ravel(x {np.shape(x)})")
+
+
+@spec(np.moveaxis)
+@st.composite
+def _moveaxis_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    ndim = len(shape)
+    x = draw(float_arrays(shape))
+    count = draw(st.integers(1, ndim))
+    source = [a - ndim if draw(st.booleans()) else a for a in draw(st.permutations(range(ndim)))[:count]]
+    destination = [a - ndim if draw(st.booleans()) else a for a in draw(st.permutations(range(ndim)))[:count]]
+    src: Any = source[0] if count == 1 and draw(st.booleans()) else source
+    dst: Any = destination[0] if isinstance(src, int) else destination
+    return Case(lambda x: fn(x, src, dst), (x,), (True,), f"np.moveaxis(x {shape}, {src}, {dst})")
+
+
+@spec(np.swapaxes)
+@st.composite
+def _swapaxes_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    a, b = draw(single_axis(len(shape))), draw(single_axis(len(shape)))
+    return Case(lambda x: fn(x, a, b), (x,), (True,), f"np.swapaxes(x {shape}, {a}, {b})")
+
+
+@spec(np.expand_dims)
+@st.composite
+def _expand_dims_cases(draw: st.DrawFn, fn: Any) -> Case:
+    x = _operand(draw, draw(shapes()))
+    ndim = np.ndim(x)
+    count = draw(st.integers(1, 2))
+    positions = draw(st.permutations(range(ndim + count)))[:count]
+    axis: Any = [p - (ndim + count) if draw(st.booleans()) else p for p in positions]
+    axis = axis[0] if count == 1 and draw(st.booleans()) else tuple(axis)
+    return Case(lambda x: fn(x, axis), (x,), (True,), f"np.expand_dims(x {np.shape(x)}, {axis})")
+
+
+@spec(np.squeeze)
+@st.composite
+def _squeeze_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_side=1, max_side=3).map(lambda s: tuple(1 if n == 3 else n for n in s)))
+    x = draw(float_arrays(shape))
+    ones = [k for k, n in enumerate(shape) if n == 1]
+    choice = draw(st.sampled_from(["all", "some"])) if ones else "all"
+    if choice == "all":
+        return Case(lambda x: fn(x), (x,), (True,), f"np.squeeze(x {shape})")
+    picked = draw(st.lists(st.sampled_from(ones), min_size=1, unique=True))
+    axis: Any = picked[0] if len(picked) == 1 and draw(st.booleans()) else tuple(picked)
+    return Case(lambda x: fn(x, axis=axis), (x,), (True,), f"np.squeeze(x {shape}, axis={axis})")
+
+
+@spec(np.broadcast_to)
+@st.composite
+def _broadcast_to_cases(draw: st.DrawFn, fn: Any) -> Case:
+    target = draw(shapes())
+    x = _operand(draw, draw(_stretchable_to(target)))
+    return Case(lambda x: fn(x, target), (x,), (True,), f"np.broadcast_to(x {np.shape(x)}, {target})")
+
+
+@spec(np.pad)
+@st.composite
+def _pad_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    width = st.integers(0, 2)
+    pad_width = draw(
+        st.one_of(
+            width,
+            st.tuples(width),
+            st.tuples(width, width),
+            st.tuples(*[st.tuples(width, width)] * len(shape)),
+        )
+    )
+    kwargs = _kw(mode=_maybe(draw, st.just("constant")), constant_values=_maybe(draw, floats()))
+    return Case(lambda x: fn(x, pad_width, **kwargs), (x,), (True,), f"np.pad(x {shape}, {pad_width}, **{kwargs})")
+
+
+@spec(np.flip)
+@st.composite
+def _flip_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    axis = draw(axes(len(shape)))
+    if axis is None and draw(st.booleans()):
+        return Case(lambda x: fn(x), (x,), (True,), f"np.flip(x {shape})")
+    return Case(lambda x: fn(x, axis=axis), (x,), (True,), f"np.flip(x {shape}, axis={axis})")
+
+
+@spec(np.copy)
+@st.composite
+def _copy_cases(draw: st.DrawFn, fn: Any) -> Case:
+    x = _operand(draw, draw(shapes()))
+    return Case(lambda x: fn(x), (x,), (True,), f"np.copy(x {np.shape(x)})")
+
+
+# -- the tables are covered ----------------------------------------------------------------------------
+
+
+def test_every_dispatched_function_has_a_spec() -> None:
+    missing = [_name(f) for f in UFUNCS if f not in UFUNC_SPECS] + [
+        _name(f) for f in FUNCTIONS if f not in FUNCTION_SPECS
+    ]
+    assert not missing, f"dispatched without a spec in tests/test_numpy_api.py: {missing}"
+    stale = [_name(f) for f in UFUNC_SPECS if f not in UFUNCS] + [
+        _name(f) for f in FUNCTION_SPECS if f not in FUNCTIONS
+    ]
+    assert not stale, f"specs for functions that are not dispatched: {stale}"
+
+
+# -- differentiable: forward equals numpy, gradients pass check_grads --------------------------------
+
+
+def _leaves(out: Any) -> list[Any]:
+    return [leaf for item in out for leaf in _leaves(item)] if isinstance(out, (list, tuple)) else [out]
+
+
+def _assert_same_as_numpy(got: Any, expected: Any) -> None:
+    if isinstance(expected, (list, tuple)):
+        assert isinstance(got, (list, tuple)) and len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            _assert_same_as_numpy(g, e)
+        return
+    assert np.shape(got) == np.shape(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def _check_case(case: Case) -> None:
+    note(case.desc)
+    expected = case.call(*case.operands)
+    recorded: list[Any] = []
+
+    def f(*args: Any) -> Any:
+        out = case.of_args()(*args)
+        recorded.append(out)
+        return out
+
+    out, _ = ng.vjp(f, *case.args)
+    assert all(type(leaf) is Traced for leaf in _leaves(recorded[0])), f"{case.desc} did not record: {recorded[0]!r}"
+    _assert_same_as_numpy(out, expected)
+    check_grads(case.of_args(), *case.args)
+
+
+@pytest.mark.parametrize("ufunc", list(UFUNC_SPECS), ids=_name)
+@given(data=st.data())
+def test_ufunc_on_traced_values(ufunc: np.ufunc, data: st.DataObject) -> None:
+    _check_case(data.draw(UFUNC_SPECS[ufunc], label="case"))
+
+
+@pytest.mark.parametrize("func", list(FUNCTION_SPECS), ids=_name)
+@given(data=st.data())
+def test_function_on_traced_values(func: Any, data: st.DataObject) -> None:
+    _check_case(data.draw(FUNCTION_SPECS[func], label="case"))
+
+
+def test_grad_through_a_dispatched_reduction() -> None:
+    x = np.array([[1.0, -2.0, 0.5], [3.0, 0.25, -1.0]])
+    g = ng.grad(lambda x: np.sum(np.mean(x, axis=0) ** 2))(x)
+    np.testing.assert_allclose(g, np.broadcast_to(np.mean(x, axis=0), x.shape))
+
+
+# -- value-only entries ------------------------------------------------------------------------
+
+
+def _assert_plain(result: Any) -> None:
+    for leaf in _leaves(result):
+        assert type(leaf) is not Traced, f"a value-only result is traced: {leaf!r}"
+
+
+def _assert_equal_values(got: Any, expected: Any) -> None:
+    if isinstance(expected, (list, tuple)):
+        assert type(got) is type(expected) and len(got) == len(expected)
+        for g, e in zip(got, expected, strict=True):
+            _assert_equal_values(g, e)
+        return
+    if isinstance(expected, np.dtype):
+        assert got == expected
+        return
+    assert np.shape(got) == np.shape(expected)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+_ODD_FLOATS = st.one_of(floats(), st.sampled_from([0.0, -0.0, 1.5, -1.5, np.nan, np.inf, -np.inf]))
+
+
+@pytest.mark.parametrize("ufunc", sorted(VALUE_UFUNCS, key=_name), ids=_name)
+@given(data=st.data())
+def test_value_ufunc_gives_a_plain_result(ufunc: np.ufunc, data: st.DataObject) -> None:
+    shapes_ = data.draw(broadcastable_shapes(ufunc.nin), label="shapes").input_shapes
+    values = [data.draw(float_arrays(s, _ODD_FLOATS), label=f"operand {k}") for k, s in enumerate(shapes_)]
+    traced_at = data.draw(_diff_mask(ufunc.nin), label="traced")
+    with np.errstate(all="ignore"):
+        expected = ufunc(*values)
+        with ng.Arena() as arena:
+            operands = [arena.param(v) if t else v for v, t in zip(values, traced_at, strict=True)]
+            size = len(arena)
+            got = ufunc(*operands)
+    _assert_plain(got)
+    assert len(arena) == size, "a value-only ufunc recorded nodes"
+    _assert_equal_values(got, expected)
+
+
+VALUE_CALLS: dict[Any, Callable[[Any, Any], Any]] = {
+    np.shape: lambda x, y: np.shape(x),
+    np.ndim: lambda x, y: np.ndim(x),
+    np.size: lambda x, y: np.size(x),
+    np.argmax: lambda x, y: np.argmax(x, axis=-1),
+    np.argmin: lambda x, y: np.argmin(x),
+    np.argsort: lambda x, y: np.argsort(x, axis=0, kind="stable"),
+    np.nonzero: lambda x, y: np.nonzero(x),
+    np.count_nonzero: lambda x, y: np.count_nonzero(x, axis=0),
+    np.isclose: lambda x, y: np.isclose(x, y, atol=0.5),
+    np.allclose: lambda x, y: np.allclose(x, y),
+    np.array_equal: lambda x, y: np.array_equal(x, x),
+    np.zeros_like: lambda x, y: np.zeros_like(x),
+    np.ones_like: lambda x, y: np.ones_like(x, dtype=np.float32),
+    np.empty_like: lambda x, y: np.empty_like(x).shape,
+    np.full_like: lambda x, y: np.full_like(x, 2.5),
+    np.round: lambda x, y: np.round(x, 1),
+    np.around: lambda x, y: np.around(x),
+    np.isfinite: lambda x, y: np.isfinite(x),
+    np.isnan: lambda x, y: np.isnan(x),
+    np.isinf: lambda x, y: np.isinf(x),
+    np.result_type: lambda x, y: np.result_type(x, np.float32),
+    np.sign: lambda x, y: np.sign(x),
+}
+
+
+def test_every_value_function_has_a_call() -> None:
+    assert set(VALUE_CALLS) == set(VALUE_FUNCTIONS), sorted(map(_name, set(VALUE_CALLS) ^ set(VALUE_FUNCTIONS)))
+
+
+@pytest.mark.parametrize("func", sorted(VALUE_CALLS, key=_name), ids=_name)
+@given(data=st.data())
+def test_value_function_gives_a_plain_result(func: Any, data: st.DataObject) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    x = data.draw(float_arrays(shape, st.one_of(grid(step=0.5), floats())), label="x")
+    y = data.draw(float_arrays(shape), label="y")
+    call = VALUE_CALLS[func]
+    expected = call(x, y)
+    with ng.Arena() as arena:
+        tx = arena.param(x)
+        size = len(arena)
+        got = call(tx, y)
+        also = call(tx, arena.param(y))  # both traced
+    _assert_plain(got)
+    _assert_plain(also)
+    assert len(arena) == size + 1, "a value-only function recorded nodes"
+    _assert_equal_values(got, expected)
+    _assert_equal_values(also, expected)
+
+
+def test_comparisons_argmax_and_floor_give_plain_arrays() -> None:
+    x0 = np.array([[-1.5, 0.25, 2.75], [0.5, -0.75, 1.25]])
+    with ng.Arena() as arena:
+        x = arena.param(x0)
+        size = len(arena)
+        results = {
+            "x > 0": (x > 0, x0 > 0),
+            "x <= x": (x <= x, x0 <= x0),
+            "0.5 == x": (0.5 == x, x0 == 0.5),  # noqa: SIM300  (the reflected comparison)
+            "np.argmax(x)": (np.argmax(x), np.argmax(x0)),
+            "np.argmax(x, axis=1)": (np.argmax(x, axis=1), np.argmax(x0, axis=1)),
+            "np.floor(x)": (np.floor(x), np.floor(x0)),
+            "np.floor_divide(x, 0.5)": (np.floor_divide(x, 0.5), np.floor_divide(x0, 0.5)),
+            "np.sign(x)": (np.sign(x), np.sign(x0)),
+        }
+        assert len(arena) == size
+    for what, (got, expected) in results.items():
+        assert isinstance(got, (np.ndarray, np.generic)), f"{what} gave a {type(got).__name__}"
+        assert np.asarray(got).dtype == np.asarray(expected).dtype, what
+        np.testing.assert_array_equal(got, expected, err_msg=what)
+    # A piecewise-constant factor is a constant to the gradient; a mask selects.
+    g = ng.grad(lambda x: np.sum(x * np.floor(x) + np.where(x > 0, x, 0.0)))(x0)
+    np.testing.assert_array_equal(g, np.floor(x0) + (x0 > 0))
+
+
+def test_where_with_only_a_condition_is_nonzero() -> None:
+    x0 = np.array([[0.0, 1.5], [-2.0, 0.0]])
+    with ng.Arena() as arena:
+        got = np.where(arena.param(x0))
+    _assert_plain(got)
+    _assert_equal_values(got, np.where(x0))
+
+
+# -- no rule: NoGradientError naming the function, the arena unchanged --------------------------------
+
+_BUF = np.zeros((3, 3))
+
+UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
+    ("inv", lambda x: np.linalg.inv(x), "np.linalg.inv"),
+    ("det", lambda x: np.linalg.det(x), "np.linalg.det"),
+    ("median", lambda x: np.median(x), "np.median"),
+    ("copysign", lambda x: np.copysign(x, -1.0), "np.copysign"),
+    ("copysign-plain-first", lambda x: np.copysign(np.ones(3), x), "np.copysign"),
+    ("add.reduce", lambda x: np.add.reduce(x), "np.add.reduce"),
+    ("add.accumulate", lambda x: np.add.accumulate(x, axis=1), "np.add.accumulate"),
+    ("multiply.outer", lambda x: np.multiply.outer(x, x), "np.multiply.outer"),
+    ("maximum.reduce", lambda x: np.maximum.reduce(x, axis=0), "np.maximum.reduce"),
+    ("exp-out", lambda x: np.exp(x, out=_BUF), "np.exp"),
+    ("add-out", lambda x: np.add(x, 1.0, out=_BUF), "np.add"),
+    ("multiply-where", lambda x: np.multiply(x, 2.0, where=np.ones((3, 3), bool)), "np.multiply"),
+    ("exp-dtype", lambda x: np.exp(x, dtype=np.float32), "np.exp"),
+    ("sum-dtype", lambda x: np.sum(x, dtype=np.float32), "np.sum"),
+    ("sum-out", lambda x: np.sum(x, axis=0, out=np.zeros(3)), "np.sum"),
+    ("max-initial", lambda x: np.max(x, initial=0.0), "np.max"),
+    ("mean-dtype", lambda x: np.mean(x, dtype=np.float32), "np.mean"),
+    ("cumsum-dtype", lambda x: np.cumsum(x, dtype=np.float32), "np.cumsum"),
+    ("take-wrap", lambda x: np.take(x, [7], mode="wrap"), "np.take"),
+    ("concatenate-dtype", lambda x: np.concatenate([x, x], dtype=np.float32), "np.concatenate"),
+    ("norm-nuclear", lambda x: np.linalg.norm(x, "nuc"), "norm"),
+    ("norm-spectral", lambda x: np.linalg.norm(x, 2), "norm"),
+    ("norm-vector-0", lambda x: np.linalg.norm(x, 0, axis=0), "norm"),
+]
+
+
+@pytest.mark.parametrize(("call", "name"), [u[1:] for u in UNSUPPORTED], ids=[u[0] for u in UNSUPPORTED])
+def test_no_rule_raises_no_gradient_error_naming_the_function(call: Callable[[Any], Any], name: str) -> None:
+    buffer_before = _BUF.copy()
+    with ng.Arena() as arena:
+        x = arena.param(np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [1.0, 3.0, -2.0]]))
+        y = x * 2.0  # a node before the failing call
+        size = len(arena)
+        with pytest.raises(NoGradientError) as info:
+            call(y)
+        assert len(arena) == size, f"the failed call left nodes: {[n.op for n in arena][size:]}"
+    message = str(info.value)
+    assert name in message, message
+    assert Path(__file__).name in message, f"the message does not point at the calling line: {message}"
+    np.testing.assert_array_equal(_BUF, buffer_before)  # out= was not written either
+    # The arena still differentiates what it recorded before.
+    np.testing.assert_array_equal(arena.backward(ng.sum(y), wrt=x), np.full((3, 3), 2.0))
+
+
+def test_no_rule_inside_grad_names_the_function() -> None:
+    with pytest.raises(NoGradientError, match=r"np\.linalg\.inv"):
+        ng.grad(lambda x: np.sum(np.linalg.inv(x)))(np.eye(2))
+
+
+# Valid numpy calls whose arguments the tables may or may not support: each must either
+# give numpy's result (and a right gradient) or raise NoGradientError naming the function,
+# never another error and never a different result.
+HONOURED_OR_REFUSED: list[tuple[str, Callable[[Any], Any], str]] = [
+    ("clip-min-max-keywords", lambda x: np.clip(x, min=-0.5, max=1.0), "np.clip"),
+    ("sort-kind-stable", lambda x: np.sort(x, stable=True), "np.sort"),
+    ("var-where", lambda x: np.var(x, where=np.array([True, False, True])), "np.var"),
+    ("std-where", lambda x: np.std(x, axis=1, where=np.array([True, False, True])), "np.std"),
+    ("var-correction", lambda x: np.var(x, axis=0, correction=1), "np.var"),
+    ("mean-keepdims-positional-dtype", lambda x: np.mean(x, 0, None, None, True), "np.mean"),
+    ("pad-per-side-constants", lambda x: np.pad(x, ((0, 1), (2, 0)), constant_values=(1.0, 2.0)), "np.pad"),
+    ("reshape-order-F", lambda x: np.reshape(x, (3, 2), order="F"), "np.reshape"),
+    ("ravel-order-F", lambda x: np.ravel(x, order="F"), "np.ravel"),
+    ("sort-axis-None", lambda x: np.sort(x, axis=None), "np.sort"),
+    (
+        "take_along_axis-default-axis",
+        lambda x: np.take_along_axis(x, np.array([[2, 0, 1], [1, 1, 0]])),
+        "np.take_along_axis",
+    ),
+    (
+        "take_along_axis-axis-None",
+        lambda x: np.take_along_axis(x, np.array([5, 0, 5]), axis=None),
+        "np.take_along_axis",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "name"), [h[1:] for h in HONOURED_OR_REFUSED], ids=[h[0] for h in HONOURED_OR_REFUSED]
+)
+def test_numpy_arguments_are_honoured_or_refused(call: Callable[[Any], Any], name: str) -> None:
+    x0 = np.array([[0.5, -1.25, 2.0], [1.5, 0.25, -0.75]])
+    expected = call(x0)
+    with ng.Arena() as arena:
+        x = arena.param(x0)
+        size = len(arena)
+        try:
+            got = call(x)
+        except NoGradientError as exc:
+            refused: NoGradientError | None = exc
+        else:
+            refused = None
+    if refused is not None:
+        assert name in str(refused), str(refused)
+        assert len(arena) == size, "the refused call left nodes"
+        return
+    assert type(got) is Traced
+    _assert_same_as_numpy(got.value, expected)
+    check_grads(call, x0)
+
+
+def test_clip_with_crossed_bounds_follows_numpy() -> None:
+    # numpy: "if a_min > a_max, clip returns all values equal to a_max", so every output is
+    # a_max's and its gradient goes to a_max, none to a_min or x.
+    x, lo, hi = np.array([-1.0, 0.2, 2.0]), np.array([0.35, 0.25, 0.15]), 0.1
+    out, back = ng.vjp(lambda x, lo, hi: np.clip(x, lo, hi), x, lo, hi)
+    np.testing.assert_array_equal(out, np.clip(x, lo, hi))
+    g_x, g_lo, g_hi = back(np.ones(3))
+    np.testing.assert_array_equal(g_x, [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(g_lo, [0.0, 0.0, 0.0])
+    assert g_hi == 3.0
+    check_grads(lambda x, lo, hi: np.clip(x, lo, hi), x, lo, hi)
+
+
+def test_where_reads_a_numeric_condition_as_numpy_does() -> None:
+    # np.where takes any array as the condition: nonzero entries are true.
+    condition = np.array([2, 0, -1])
+    x, y = np.array([0.5, -1.5, 2.0]), np.array([3.0, 4.0, 5.0])
+    out, back = ng.vjp(lambda x, y: np.where(condition, x, y), x, y)
+    np.testing.assert_array_equal(out, np.where(condition, x, y))
+    g_x, g_y = back(np.ones(3))
+    np.testing.assert_array_equal(g_x, [1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(g_y, [0.0, 1.0, 0.0])
+
+
+# -- no silent conversion ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [np.asarray, np.array, lambda t: np.array(t, dtype=np.float64), lambda t: np.array([t, t]), np.ascontiguousarray],
+    ids=["asarray", "array", "array-dtype", "array-of-list", "ascontiguousarray"],
+)
+def test_conversion_to_a_plain_array_raises(convert: Callable[[Any], Any]) -> None:
+    with ng.Arena() as arena:
+        x = arena.param(np.array([1.0, 2.0]))
+        size = len(arena)
+        with pytest.raises(ArenaError) as info:
+            convert(x)
+        assert len(arena) == size
+    message = str(info.value)
+    assert "cannot become a plain numpy array" in message
+    assert "gradient" in message and "stop_gradient" in message and ".value" in message
+
+
+def test_conversion_inside_grad_raises() -> None:
+    with pytest.raises(ArenaError, match="cannot become a plain numpy array"):
+        ng.grad(lambda x: np.sum(np.asarray(x)))(np.ones(2))
+
+
+# -- the headline: an unmodified numpy function -------------------------------------------------------
+
+
+def test_plain_numpy_model_imports_only_numpy() -> None:
+    path = Path(plain_numpy_model.__file__)
+    source = path.read_text()
+    tree = ast.parse(source)
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 0
+    }
+    assert imported <= {"numpy", "__future__"}, imported
+    assert "numpy" in imported
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+    }
+    assert not names & {"nodegrad", "ng", "Traced", "Arena"}, names
+
+
+def _model_inputs(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n, d, k = 5, 3, 4
+    weights = rng.normal(size=(d, k)) * 0.7
+    bias = rng.normal(size=k) * 0.3
+    batch = rng.normal(size=(n, d))
+    picks = np.array([0, 2, 2, -1, 2 * k])  # repeats and a negative index
+    return weights, bias, batch, picks
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_unmodified_numpy_pipeline_is_differentiable(seed: int) -> None:
+    weights, bias, batch, picks = _model_inputs(seed)
+    expected = plain_numpy_model.pipeline_loss(weights, bias, batch, picks)  # plain numpy, no tracing
+    value, (g_weights, g_bias) = ng.value_and_grad(plain_numpy_model.pipeline_loss, argnums=(0, 1))(
+        weights, bias, batch, picks
+    )
+    np.testing.assert_allclose(value, expected, rtol=1e-12)
+    assert g_weights.shape == weights.shape and g_bias.shape == bias.shape
+    assert np.all(np.isfinite(g_weights)) and np.all(np.isfinite(g_bias))
+    check_grads(plain_numpy_model.pipeline_loss, weights, bias, batch, picks, argnums=(0, 1), seed=seed)
+    # Each argument alone, by central differences along every coordinate.
+    eps = 1e-6
+    for k, g in ((0, g_weights), (1, g_bias)):
+        base = [weights, bias]
+        numeric = np.zeros_like(g)
+        for i in np.ndindex(g.shape):
+            step = np.zeros_like(g)
+            step[i] = eps
+            plus, minus = list(base), list(base)
+            plus[k], minus[k] = base[k] + step, base[k] - step
+            numeric[i] = (
+                plain_numpy_model.pipeline_loss(*plus, batch, picks)
+                - plain_numpy_model.pipeline_loss(*minus, batch, picks)
+            ) / (2 * eps)
+        np.testing.assert_allclose(g, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_unmodified_numpy_soft_mean_matches_the_hand_derived_gradient() -> None:
+    weights, bias, batch, _ = _model_inputs(3)
+    g_weights, g_bias = ng.grad(plain_numpy_model.soft_mean, argnums=(0, 1))(weights, bias, batch)
+    # L = mean(softplus(t)), t = tanh(u), u = batch @ weights + bias:
+    # dL/du = sigmoid(t) * (1 - t**2) / t.size; dL/dweights = batch.T @ dL/du; dL/dbias = sum_rows dL/du.
+    t = np.tanh(batch @ weights + bias)
+    du = 1.0 / (1.0 + np.exp(-t)) * (1.0 - t**2) / t.size
+    np.testing.assert_allclose(g_weights, batch.T @ du, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(g_bias, du.sum(axis=0), rtol=1e-12, atol=1e-15)
+    check_grads(plain_numpy_model.soft_mean, weights, bias, batch, argnums=(0, 1))
