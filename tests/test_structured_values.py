@@ -23,7 +23,9 @@ from nodegrad.structure import (
     is_differentiable_leaf,
     map_with_paths,
 )
-from tests.structures import NT, Box, Marked, Pair, Tagged, structures
+from nodegrad.testing.strategies import Box, Marked, Pair, Tagged, structures
+
+NT = collections.namedtuple("NT", "u v")
 
 
 def _is_static_slot(template: Any, path: str) -> bool:

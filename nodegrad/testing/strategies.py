@@ -39,10 +39,11 @@ import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
 
-from nodegrad.structure import field
+from nodegrad.structure import dataclass_field, field
 
 __all__ = [
     "Box",
+    "Marked",
     "Pair",
     "Tagged",
     "Triple",
@@ -185,6 +186,14 @@ class Box:
     q: Any
 
 
+@dataclasses.dataclass(frozen=True)
+class Marked:
+    """A frozen dataclass with a float field marked static."""
+
+    v: Any
+    note: Any = dataclass_field(static=True, default=1.5)
+
+
 Triple = collections.namedtuple("Triple", "a b c")
 
 _KEYS = st.one_of(st.text(max_size=2), st.integers(-3, 3), st.tuples(st.integers(0, 2), st.text(max_size=1)))
@@ -198,6 +207,7 @@ def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         st.builds(Pair, children, children),
         st.builds(Tagged, children, st.integers()),
         st.builds(Box, children, children),
+        st.builds(Marked, children, st.floats(-3, 3)),
         st.builds(Triple, children, children, children),
     )
 
@@ -206,6 +216,14 @@ def structures(leaves: st.SearchStrategy[Any] | None = None, max_leaves: int = 6
     """Nested structured values around ``leaves`` (float arrays and floats by default,
     mixed with static leaves: ints, strings, ``None``, integer arrays)."""
     if leaves is None:
-        statics = st.one_of(st.integers(-5, 5), st.text(max_size=3), st.none(), hnp.arrays(np.intp, shapes(max_dims=1)))
-        leaves = st.one_of(float_arrays(shapes(max_dims=2)), st.floats(-3, 3), statics)
+        statics = st.one_of(
+            st.integers(-5, 5),
+            st.booleans(),
+            st.text(max_size=3),
+            st.none(),
+            hnp.arrays(np.intp, shapes(max_dims=1)),
+            hnp.arrays(np.bool_, shapes(max_dims=1)),
+        )
+        arrays = st.sampled_from([np.float64, np.float32]).flatmap(lambda dt: float_arrays(shapes(max_dims=2), dt))
+        leaves = st.one_of(arrays, st.floats(-3, 3), statics)
     return _containers(st.recursive(leaves, _containers, max_leaves=max_leaves))
