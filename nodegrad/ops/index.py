@@ -59,7 +59,7 @@ def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:
     elif _is_basic(index):
         out[index] = v  # each element is selected at most once
     else:
-        np.add.at(out, index, v)
+        _add_at(out, index, v)
     return out
 
 
@@ -71,12 +71,19 @@ def _getitem(x: Any, index: Any) -> Any:
     return x[index]
 
 
+def _add_at(out: np.ndarray, index: Any, v: Any) -> None:
+    # numpy 2.4's add.at misreads values that broadcast along a multi-dimensional index,
+    # so spell the values out at the selected shape first.
+    selected = np.broadcast_to(np.empty((), out.dtype), out.shape)[index].shape
+    np.add.at(out, index, np.array(np.broadcast_to(v, selected)))
+
+
 def _index_add(x: Any, v: Any, index: Any) -> Any:
     out = np.array(x, dtype=np.result_type(x, v), copy=True)
     if _is_basic(index):
         out[index] += v  # each element is selected at most once
     else:
-        np.add.at(out, index, v)
+        _add_at(out, index, v)
     return out
 
 
@@ -142,10 +149,10 @@ def _along(axis: int, indices: Any) -> tuple[Any, ...]:
     return (slice(None),) * axis + (indices,)
 
 
-def _static_index(index: Any) -> Any:
+def _static_index(index: Any, op_name: str = "getitem") -> Any:
     """Replace traced values inside an index by their values; lists become arrays."""
     if isinstance(index, tuple):
-        return tuple(_static_index(p) for p in index)
+        return tuple(_static_index(p, op_name) for p in index)
     index = unwrap(index)
     if isinstance(index, list):
         index = np.asarray(index)
@@ -153,7 +160,7 @@ def _static_index(index: Any) -> Any:
             index = index.astype(np.intp)  # numpy reads an empty list as an empty integer index
     if isinstance(index, np.ndarray) and index.dtype.kind not in "biu":
         msg = (
-            f"getitem: index arrays must hold integers or booleans, got dtype {index.dtype} [called at "
+            f"{op_name}: index arrays must hold integers or booleans, got dtype {index.dtype} [called at "
             f"{user_location()}]"
         )
         raise OpIndexError(msg)
@@ -171,7 +178,7 @@ def scatter(v: Any, index: Any, shape: tuple[int, ...]) -> Any:
     >>> scatter(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 0]), (3,))
     array([4., 0., 2.])
     """
-    return record1(SCATTER, v, _static_index(index), tuple(shape))
+    return record1(SCATTER, v, _static_index(index, "scatter"), tuple(shape))
 
 
 def index_add(x: Any, v: Any, index: Any) -> Any:
@@ -184,7 +191,7 @@ def index_add(x: Any, v: Any, index: Any) -> Any:
     >>> index_add(np.zeros(3), 1.0, np.array([0, 0, 2]))
     array([2., 0., 1.])
     """
-    return record2(INDEX_ADD, x, v, _static_index(index))
+    return record2(INDEX_ADD, x, v, _static_index(index, "index_add"))
 
 
 def index_set(x: Any, v: Any, index: Any) -> Any:
@@ -197,7 +204,7 @@ def index_set(x: Any, v: Any, index: Any) -> Any:
     >>> index_set(np.zeros(3), 5.0, slice(1, None))
     array([0., 5., 5.])
     """
-    index = _static_index(index)
+    index = _static_index(index, "index_set")
     if not _is_basic(index):
         hits = np.zeros(np.shape(unwrap(x)), dtype=np.intp)
         try:

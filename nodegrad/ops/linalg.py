@@ -114,11 +114,16 @@ def _einsum_rule(k: int, g: Any, ans: Any, spec: tuple[tuple[str, ...], str], *o
     reachable = set(output).union(*(set(s) for s, _ in others))
     kept = "".join(c for c in mine if c in reachable)
     g_k = np.einsum(",".join([output, *(s for s, _ in others)]) + "->" + kept, g, *(op for _, op in others))
-    if kept != mine:
-        # Indices summed inside this operand alone: every entry got the same cotangent.
-        shape = tuple(np.shape(g_k)[kept.index(c)] if c in kept else 1 for c in mine)
-        g_k = np.broadcast_to(np.reshape(g_k, shape), np.shape(operands[k - 1]))
-    return g_k
+    # Indices summed inside this operand alone got no axis in g_k, and a size-1 index that
+    # broadcast against the other operands may have come out at size 1: give every index
+    # its full size (every entry along a missing one got the same cotangent); the central
+    # unbroadcast then sums each back to the operand's own size.
+    sizes: dict[str, int] = {}
+    for letters, operand in zip(inputs, operands, strict=True):
+        for c, n in zip(letters, np.shape(operand), strict=True):
+            sizes[c] = max(sizes.get(c, 1), n)
+    shape = tuple(np.shape(g_k)[kept.index(c)] if c in kept else 1 for c in mine)
+    return np.broadcast_to(np.reshape(g_k, shape), tuple(sizes[c] for c in mine))
 
 
 EINSUM = defop(

@@ -19,6 +19,7 @@ from nodegrad.ops.index import getitem, index_add
 from nodegrad.ops.reduce import normalize_axis
 from nodegrad.ops.reduce import sum as reduce_sum
 from nodegrad.ops.registry import defop
+from nodegrad.ops.shape import broadcast_to
 
 __all__ = [
     "cumprod",
@@ -220,6 +221,7 @@ TAKE_ALONG_AXIS = defop(
 )
 
 
+@composite
 def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
     """``np.take_along_axis``: entries of ``x`` picked along ``axis`` by ``indices``, which
     has ``x``'s number of dimensions (other axes broadcast). Repeats accumulate gradients.
@@ -235,6 +237,12 @@ def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
     shape = np.shape(unwrap(x))
     axis = normalize_axis("take_along_axis", axis, len(shape))[0]  # type: ignore[index]
     idx = _check_indices("take_along_axis", indices, shape[axis] if shape else 0)
+    if idx.ndim == len(shape):
+        # x broadcasts against the indices on the other axes too: do that first, as a node
+        # of its own, so that the gradient's scatter sees x at its full size.
+        wide = tuple(n if k == axis else max(n, m) for k, (n, m) in enumerate(zip(shape, idx.shape, strict=True)))
+        if wide != shape and all(n in (1, w) for n, w in zip(shape, wide, strict=True)):
+            x, shape = broadcast_to(x, wide), wide
     if idx.ndim != len(shape):
         msg = (
             f"take_along_axis: indices need {len(shape)} dimensions like x, got {idx.ndim} [called at "
@@ -264,6 +272,7 @@ def sort(x: Any, axis: int = -1) -> Any:
     >>> ng.grad(lambda x: ng.sort(x)[0] * 10.0 + ng.sort(x)[2])(np.array([3.0, 1.0, 2.0]))
     array([ 1., 10.,  0.])
     """
+    axis = normalize_axis("sort", axis, np.ndim(unwrap(x)))[0]  # type: ignore[index]
     order = np.argsort(unwrap(x), axis=axis, kind="stable")
     return take_along_axis(x, order, axis)
 

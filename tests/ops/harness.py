@@ -1,0 +1,172 @@
+"""What an op spec draws, what a bad call is, and the drawing helpers the specs share.
+
+A *spec* is a hypothesis strategy drawing :class:`Case` objects: valid calls of one op
+(shapes, a value domain away from non-differentiable points, static arguments) with a
+numpy reference for the forward. Each ``specs_<family>.py`` module, for its family of
+``nodegrad.ops``, defines:
+
+``SPECS``
+    registered op name -> spec, for every op of the family;
+``COMPOSITES``
+    public function name -> spec, for the public functions built from several ops;
+``BROADCASTING``
+    op name -> spec whose operands are non-trivially broadcast (may be empty);
+``BAD_CALLS``
+    :class:`BadCall` objects: calls that must raise a ``NodegradError`` naming the op.
+
+``test_ops.py`` collects them and runs the generic checks over every spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import numpy as np
+
+from nodegrad.errors import NodegradError
+from tests.strategies import broadcastable_shapes, float_arrays
+
+__all__ = [
+    "BadCall",
+    "Case",
+    "SomeShapes",
+    "diff_mask",
+    "draw_operand",
+    "int_index",
+    "nontrivial",
+    "shape_like",
+    "unique_index",
+]
+
+SomeShapes = st.SearchStrategy[hnp.BroadcastableShapes]
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One drawn call of an op.
+
+    ``fn`` (nodegrad) and ``ref`` (numpy) both take every float operand in ``values``, in
+    order; ``diff`` says which of them are differentiated (the others are passed as
+    constants, exercising the ops' mixed traced/untraced paths). ``static`` holds the
+    non-float data the call closes over (indices, masks, class targets).
+    """
+
+    fn: Callable[..., Any]
+    ref: Callable[..., Any]
+    values: tuple[Any, ...]
+    diff: tuple[bool, ...]
+    static: tuple[Any, ...] = ()
+    desc: str = ""
+
+    @property
+    def argnums(self) -> tuple[int, ...]:
+        return tuple(k for k, d in enumerate(self.diff) if d)
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        """The differentiated operands."""
+        return tuple(self.values[k] for k in self.argnums)
+
+    def of_args(self) -> Callable[..., Any]:
+        """``fn`` as a function of the differentiated operands only, the rest fixed."""
+
+        def f(*args: Any) -> Any:
+            it = iter(args)
+            return self.fn(*(next(it) if d else v for v, d in zip(self.values, self.diff, strict=True)))
+
+        return f
+
+    def astype(self, dtype: Any) -> Case:
+        """The same case with every float operand cast to ``dtype``."""
+        cast = [np.asarray(v, dtype=dtype) if isinstance(v, np.ndarray) else dtype(v) for v in self.values]
+        return dataclasses.replace(self, values=tuple(cast))
+
+
+@dataclasses.dataclass(frozen=True)
+class BadCall:
+    """A call of op ``op`` that must raise ``error`` with ``names`` and ``fragments`` in its message.
+
+    ``inputs`` become leaves first (float arrays params, anything else inputs), then
+    ``prepare`` may record more nodes from them; what it returns is passed to ``call``.
+    ``names`` is the name the message must contain when it is not ``op`` itself.
+    """
+
+    op: str
+    inputs: tuple[Any, ...]
+    call: Callable[..., Any]
+    error: type[NodegradError]
+    fragments: tuple[str, ...] = ()
+    names: str = ""
+    prepare: Callable[..., tuple[Any, ...]] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.op}-{self.error.__name__}-{'-'.join(self.fragments)}"
+
+
+# -- drawing helpers ------------------------------------------------------------------------
+
+
+def draw_operand(draw: st.DrawFn, shape: tuple[int, ...], elements: st.SearchStrategy[float]) -> Any:
+    """An array of ``shape``; for shape ``()`` sometimes a plain Python float instead."""
+    if shape == () and draw(st.booleans()):
+        return draw(elements)
+    return draw(float_arrays(shape, elements))
+
+
+@st.composite
+def diff_mask(draw: st.DrawFn, n: int) -> tuple[bool, ...]:
+    """Usually every operand differentiated; otherwise a random non-empty subset."""
+    if n == 1 or draw(st.booleans()):
+        return (True,) * n
+    mask = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    if not any(mask):
+        mask[draw(st.integers(0, n - 1))] = True
+    return tuple(mask)
+
+
+def nontrivial(num_shapes: int) -> SomeShapes:
+    """Broadcastable shapes where at least one input is actually stretched or extended."""
+    return broadcastable_shapes(num_shapes).filter(lambda b: any(s != b.result_shape for s in b.input_shapes))
+
+
+@st.composite
+def shape_like(draw: st.DrawFn, target: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to ``target``: a suffix of it with some sides set to 1."""
+    kept = target[len(target) - draw(st.integers(0, len(target))) :]
+    return tuple(1 if draw(st.booleans()) else n for n in kept)
+
+
+@st.composite
+def int_index(draw: st.DrawFn, shape: tuple[int, ...], *, unique: bool = False) -> Any:
+    """Integer arrays indexing the first ``k >= 1`` axes of ``shape`` (``shape`` has ``ndim >= 1``).
+
+    Negative positions included; repeats included unless ``unique``, in which case each
+    element is selected at most once.
+    """
+    k = draw(st.integers(1, len(shape)))
+    size = int(np.prod(shape[:k]))
+    flat = draw(
+        st.lists(
+            st.integers(0, size - 1), min_size=0 if unique else 1, max_size=min(size, 5) if unique else 6, unique=unique
+        )
+    )
+    positions = np.unravel_index(np.asarray(flat, dtype=np.int64), shape[:k])
+    negative = draw(st.lists(st.booleans(), min_size=k, max_size=k))
+    index = tuple(p - n if neg else p for p, n, neg in zip(positions, shape[:k], negative, strict=True))
+    return index[0] if k == 1 and draw(st.booleans()) else index  # a bare array, or a tuple of them
+
+
+@st.composite
+def unique_index(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple[str, Any]:
+    """``(kind, index)``: an index selecting each element of an array of ``shape`` at most once."""
+    kinds = ["basic", "integer arrays", "boolean mask"] if shape else ["basic"]
+    kind = draw(st.sampled_from(kinds))
+    if kind == "basic":
+        return kind, draw(hnp.basic_indices(shape, allow_ellipsis=True))
+    if kind == "integer arrays":
+        return kind, draw(int_index(shape, unique=True))
+    return kind, draw(hnp.arrays(np.bool_, shape[: draw(st.integers(1, len(shape)))]))

@@ -1,0 +1,146 @@
+"""Specs for the linalg family: matmul and einsum; tensordot, dot and outer (composites)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
+import numpy as np
+
+import nodegrad as ng
+from nodegrad.errors import ShapeError
+from tests.ops.harness import BadCall, Case, diff_mask, draw_operand
+from tests.strategies import float_arrays, floats, shapes
+
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+
+
+@st.composite
+def _matmul_cases(draw: st.DrawFn, batch_broadcast: bool = False) -> Case:
+    # 1-D and 2-D operands, and broadcast batch dimensions, as np.matmul's signature allows.
+    shape_pairs = hnp.mutually_broadcastable_shapes(signature=np.matmul.signature, max_dims=2, max_side=4)
+    if batch_broadcast:  # the operands' batch dimensions differ: one is stretched or extended
+        shape_pairs = shape_pairs.filter(lambda b: b.input_shapes[0][:-2] != b.input_shapes[1][:-2])
+    shape_x, shape_y = draw(shape_pairs).input_shapes
+    x, y = draw(float_arrays(shape_x)), draw(float_arrays(shape_y))
+    diff = (True, True) if batch_broadcast else draw(diff_mask(2))
+    return Case(ng.matmul, np.matmul, (x, y), diff, desc=f"matmul {shape_x} @ {shape_y}")
+
+
+# Every index has one size in all operands; '...' parts broadcast against each other.
+_EINSUM = [
+    "ij,jk->ik",  # a matrix product
+    "ij,jk",  # implicit output: the indices that appear once, in order
+    "i,i->",  # inner product
+    "i,j->ij",  # outer product
+    "ij->ji",  # a transpose
+    "ijk->j",  # a sum over two axes
+    "ij,k->ik",  # j is summed inside operand 0 alone
+    "ij,jk,kl->il",  # three operands
+    "bij,bjk->bik",  # batched products
+    "...ij,...jk->...ik",  # broadcast batch dimensions
+    "...i,...i->...",
+    "i...,i->...",  # an index before the ellipsis
+    "...,...->...",  # a broadcast elementwise product
+]
+
+
+@st.composite
+def _einsum_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
+    patterns = [p for p in _EINSUM if p.count("...") > 1] if broadcast else _EINSUM
+    subscripts = draw(st.sampled_from(patterns))
+    inputs = subscripts.partition("->")[0].split(",")
+    sizes = {c: draw(st.integers(1, 4)) for c in sorted(set(subscripts) - set(".,->"))}
+    n_dots = sum("..." in s for s in inputs)
+    ellipsis = iter(
+        draw(
+            hnp.mutually_broadcastable_shapes(num_shapes=max(n_dots, 1), max_dims=2, max_side=3).filter(
+                lambda b: not broadcast or len(set(b.input_shapes)) > 1
+            )
+        ).input_shapes
+    )
+    operands = []
+    for s in inputs:
+        head, dots, tail = s.partition("...")
+        shape = (*(sizes[c] for c in head), *(next(ellipsis) if dots else ()), *(sizes[c] for c in tail))
+        operands.append(draw_operand(draw, shape, floats()))
+    diff = (True,) * len(operands) if broadcast else draw(diff_mask(len(operands)))
+    return Case(
+        lambda *ops: ng.einsum(subscripts, *ops),
+        lambda *ops: np.einsum(subscripts, *ops),
+        tuple(operands),
+        diff,
+        desc=f"einsum {subscripts!r} {[np.shape(op) for op in operands]}",
+    )
+
+
+@st.composite
+def _tensordot_cases(draw: st.DrawFn) -> Case:
+    # Contracted sizes c; free axes fa (of a) and fb (of b); a's and b's axes in any order.
+    c = draw(shapes(max_dims=2))
+    fa, fb = draw(shapes(max_dims=2)), draw(shapes(max_dims=2))
+    k = len(c)
+    if draw(st.booleans()):
+        shape_a, shape_b = (*fa, *c), (*c, *fb)
+        axes: Any = k
+    else:
+        perm_a = draw(st.permutations(range(len(fa) + k)))
+        perm_b = draw(st.permutations(range(k + len(fb))))
+        shape_a = tuple((*fa, *c)[p] for p in perm_a)
+        shape_b = tuple((*c, *fb)[p] for p in perm_b)
+        axes_a = [perm_a.index(len(fa) + j) for j in range(k)]
+        axes_b = [perm_b.index(j) for j in range(k)]
+        if draw(st.booleans()):  # negative axes too
+            axes_a = [a - len(shape_a) for a in axes_a]
+        axes = (axes_a, axes_b)
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+    return Case(
+        lambda a, b: ng.tensordot(a, b, axes=axes),
+        lambda a, b: np.tensordot(a, b, axes=axes),
+        (a, b),
+        draw(diff_mask(2)),
+        desc=f"tensordot {shape_a} {shape_b} axes={axes}",
+    )
+
+
+@st.composite
+def _dot_cases(draw: st.DrawFn) -> Case:
+    # np.dot: a scalar factor; else a's last axis against b's only or second-to-last axis.
+    nda, ndb = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    shape_a, shape_b = draw(shapes(min_dims=nda, max_dims=nda)), draw(shapes(min_dims=ndb, max_dims=ndb))
+    if nda and ndb:
+        shape_b = (*shape_b[:-2], shape_a[-1], *shape_b[-1:]) if ndb > 1 else (shape_a[-1],)
+    a, b = draw_operand(draw, shape_a, floats()), draw_operand(draw, shape_b, floats())
+    return Case(ng.dot, np.dot, (a, b), draw(diff_mask(2)), desc=f"dot {shape_a} {shape_b}")
+
+
+@st.composite
+def _outer_cases(draw: st.DrawFn) -> Case:
+    a, b = draw(float_arrays(shapes(max_dims=2))), draw(float_arrays(shapes(max_dims=2)))
+    return Case(ng.outer, np.outer, (a, b), draw(diff_mask(2)), desc=f"outer {a.shape} {b.shape}")
+
+
+SPECS: dict[str, st.SearchStrategy[Case]] = {"matmul": _matmul_cases(), "einsum": _einsum_cases()}
+COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
+    "tensordot": _tensordot_cases(),
+    "dot": _dot_cases(),
+    "outer": _outer_cases(),
+}
+BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
+    "matmul": _matmul_cases(batch_broadcast=True),
+    "einsum": _einsum_cases(broadcast=True),
+}
+
+_M23, _M45 = np.ones((2, 3)), np.ones((4, 5))
+
+BAD_CALLS = [
+    BadCall("matmul", (_M23, _M45), ng.matmul, ShapeError, ("[2, 3]", "[4, 5]")),
+    BadCall("matmul", (_M23, np.array(2.0)), ng.matmul, ShapeError, ("[2, 3]", "float64[]")),
+    BadCall("einsum", (_M23, _M45), lambda a, b: ng.einsum("ij,jk->ik", a, b), ShapeError, ("[2, 3]", "[4, 5]")),
+    BadCall("einsum", (_M23,), lambda a: ng.einsum("ij,jk->ik", a), ShapeError, ("2 operand subscripts",)),
+    BadCall("einsum", (_M23,), lambda a: ng.einsum("ijk->i", a), ShapeError, ("'ijk'", "(2, 3)")),
+    BadCall("tensordot", (_M23, _M45), lambda a, b: ng.tensordot(a, b, axes=([0, 1], [0])), ShapeError, ("axes",)),
+    BadCall("tensordot", (_M23, _M45), lambda a, b: ng.tensordot(a, b, axes=1), ShapeError, ("[2, 3]",), "einsum"),
+    BadCall("dot", (_M23, _M45), ng.dot, ShapeError, ("[2, 3]", "[4, 5]"), "matmul"),
+]

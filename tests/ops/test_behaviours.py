@@ -1,0 +1,257 @@
+"""Fixed-value tests of op behaviour that finite differences cannot check.
+
+Conventions at non-differentiable points (ties, kinks, bounds), exact gradients where an
+input has zeros, values and gradients where a result is undefined (an empty segment or
+masked group), refusals (repeated indices, diagonals), and deterministic reproducers of
+engine bugs found while writing the op specs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import nodegrad as ng
+from nodegrad.errors import NoGradientError, OpIndexError
+from nodegrad.ops import index_add, index_set
+from nodegrad.testing import check_grads
+from tests.ops.specs_elementwise import gelu_ref
+
+
+def _grads(f: Callable[..., Any], *args: Any) -> tuple[Any, ...]:
+    result = ng.grad(lambda *a: ng.sum(f(*a)), argnums=tuple(range(len(args))))(*args)
+    return tuple(result)
+
+
+# -- conventions at non-differentiable points -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("f", "args", "expected"),
+    [
+        pytest.param(ng.maximum, ([1.0, 2.0], [1.0, 3.0]), ([0.5, 0.0], [0.5, 1.0]), id="maximum-tie-splits"),
+        pytest.param(ng.minimum, ([1.0, 2.0], [1.0, 3.0]), ([0.5, 1.0], [0.5, 0.0]), id="minimum-tie-splits"),
+        pytest.param(ng.max, ([1.0, 3.0, 3.0],), ([0.0, 0.5, 0.5],), id="max-ties-share"),
+        pytest.param(lambda x: ng.min(x, axis=1), ([[2.0, 2.0, 2.0], [1.0, 0.0, 3.0]],),
+                     ([[1 / 3, 1 / 3, 1 / 3], [0.0, 1.0, 0.0]],), id="min-axis-ties-share"),
+        pytest.param(ng.relu, ([-1.0, 0.0, 2.0],), ([0.0, 0.0, 1.0],), id="relu-zero-at-0"),
+        pytest.param(ng.abs, ([-1.0, 0.0, 2.0],), ([-1.0, 0.0, 1.0],), id="abs-zero-at-0"),
+        pytest.param(ng.clamp, ([-1.0, 0.0, 1.0, 2.0], -1.0, 1.0), ([1.0, 1.0, 1.0, 0.0], 0.0, 1.0),
+                     id="clamp-bound-goes-to-x"),
+        pytest.param(ng.power, ([0.0, -2.0], [2.0, 2.0]), ([0.0, -4.0], [0.0, 0.0]), id="power-dy-0-for-x<=0"),
+        pytest.param(lambda d: ng.segment_max(d, np.array([0, 0, 0, 1])),
+                     ([[1.0, 5.0], [3.0, 5.0], [3.0, 2.0], [0.5, 7.0]],),
+                     ([[0.0, 0.5], [0.5, 0.5], [0.5, 0.0], [1.0, 1.0]],), id="segment_max-ties-share"),
+    ],
+)  # fmt: skip
+def test_gradient_conventions_at_kinks(f: Callable[..., Any], args: tuple[Any, ...], expected: tuple[Any, ...]) -> None:
+    arrays = tuple(np.array(a) if isinstance(a, list) else a for a in args)
+    for got, want in zip(_grads(f, *arrays), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_segment_max_ties_share_a_weighted_gradient() -> None:
+    data, ids = np.array([4.0, 4.0, 4.0, 1.0, 2.0]), np.array([1, 1, 1, 0, 0])
+    _, back = ng.vjp(lambda d: ng.segment_max(d, ids), data)
+    np.testing.assert_allclose(back(np.array([10.0, 6.0]))[0], [2.0, 2.0, 2.0, 0.0, 10.0], rtol=1e-15)
+
+
+# -- undefined results: empty segments and groups ----------------------------------------------------------
+
+_DATA = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+_IDS = np.array([0, 2, 0])  # segment 1 is empty
+
+
+def test_segment_mean_of_an_empty_segment_is_0_with_zero_gradient() -> None:
+    out, back = ng.vjp(lambda d: ng.segment_mean(d, _IDS, num_segments=3), _DATA)
+    np.testing.assert_array_equal(out, [[3.0, 4.0], [0.0, 0.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(back(np.ones((3, 2)))[0], [[0.5, 0.5], [1.0, 1.0], [0.5, 0.5]])
+    empty_only = ng.grad(lambda d: ng.sum(ng.segment_mean(d, _IDS, num_segments=3)[1]))(_DATA)
+    np.testing.assert_array_equal(empty_only, np.zeros_like(_DATA))
+
+
+def test_segment_max_of_an_empty_segment_is_minus_inf_with_zero_gradient() -> None:
+    out, back = ng.vjp(lambda d: ng.segment_max(d, _IDS, num_segments=3), _DATA)
+    np.testing.assert_array_equal(out, [[5.0, 6.0], [-np.inf, -np.inf], [3.0, 4.0]])
+    np.testing.assert_array_equal(back(np.ones((3, 2)))[0], [[0.0, 0.0], [1.0, 1.0], [1.0, 1.0]])
+
+
+def test_masked_mean_of_an_all_false_row_is_nan_with_zero_gradient() -> None:
+    x = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    mask = np.array([[True, False, True], [False, False, False]])
+    out, back = ng.vjp(lambda x: ng.masked_mean(x, mask, axis=1), x)
+    np.testing.assert_array_equal(out, [2.0, np.nan])
+    np.testing.assert_array_equal(back(np.ones(2))[0], [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]])
+    nan_only = ng.grad(lambda x: ng.masked_mean(x, mask, axis=1)[1])(x)
+    np.testing.assert_array_equal(nan_only, np.zeros_like(x))
+
+
+# -- exact gradients with zeros: the product of the other entries -------------------------------------------
+# Small dyadic values, so every product is exact and the comparison can be exact too.
+
+_WITH_ZEROS = [[2.0, 0.0, 3.0, -0.5], [0.0, 4.0, 0.0, 1.5], [2.0, 3.0, -0.5, 4.0], [0.0], [0.0, 0.0, 0.0]]
+
+
+def _others(x: np.ndarray, i: int) -> float:
+    return float(np.prod(np.delete(x, i)))
+
+
+@pytest.mark.parametrize("x", _WITH_ZEROS)
+def test_prod_gradient_is_exact_with_zeros(x: list[float]) -> None:
+    x_ = np.array(x)
+    np.testing.assert_array_equal(ng.grad(ng.prod)(x_), [_others(x_, i) for i in range(x_.size)])
+
+
+def test_prod_gradient_along_an_axis_is_exact_with_zeros() -> None:
+    x = np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 5.0], [1.5, -2.0, 4.0]])
+    expected = [[_others(row, i) for i in range(3)] for row in x]
+    np.testing.assert_array_equal(ng.grad(lambda x: ng.sum(ng.prod(x, axis=1)))(x), expected)
+    np.testing.assert_array_equal(ng.grad(lambda x: ng.sum(ng.prod(x.T, axis=0)))(x), expected)
+
+
+@pytest.mark.parametrize("x", _WITH_ZEROS)
+def test_cumprod_gradient_is_exact_with_zeros(x: list[float]) -> None:
+    # d/dx_i sum_j w_j prod_{k<=j} x_k = sum_{j>=i} w_j * (product of x_k, k <= j, k != i)
+    x_, n = np.array(x), len(x)
+    w = np.arange(1.0, n + 1)
+    expected = [sum(w[j] * _others(x_[: j + 1], i) for j in range(i, n)) for i in range(n)]
+    np.testing.assert_array_equal(ng.grad(lambda x: ng.sum(ng.cumprod(x) * w))(x_), expected)
+
+
+def test_cumprod_gradient_along_axis_0_is_exact_with_zeros() -> None:
+    x = np.array([[2.0, 0.0], [0.0, 3.0], [4.0, -0.5]])
+    expected = np.array([[1 + 0.0 + 0.0, 1 + 3.0 + 3.0 * -0.5], [2.0 + 2.0 * 4.0, 0.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(ng.grad(lambda x: ng.sum(ng.cumprod(x, axis=0)))(x), expected)
+
+
+# -- refusals --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shape", "index"),
+    [
+        pytest.param((3,), np.array([1, 1]), id="repeat"),
+        pytest.param((3,), np.array([1, -2]), id="negative-alias"),
+        pytest.param((2, 3), (np.array([0, 1, 0]), np.array([2, 0, -1])), id="repeated-pair"),
+        pytest.param((2, 3), (np.array([[0], [0]]),), id="repeat-in-2d-index"),
+    ],
+)
+def test_index_set_with_a_repeated_index_raises(shape: tuple[int, ...], index: Any) -> None:
+    with ng.Arena() as arena:
+        x = arena.param(np.zeros(shape))
+        v = arena.param(np.array(1.0))
+        size = len(arena)
+        with pytest.raises(OpIndexError, match="index_set: the index selects an element more than once"):
+            index_set(x, v, index)
+        with pytest.raises(OpIndexError, match="index_set"):
+            ng.at(x)[index].set(v)
+        assert len(arena) == size
+
+
+def test_einsum_diagonal_computes_but_has_no_gradient() -> None:
+    x = np.arange(9.0).reshape(3, 3)
+    assert ng.einsum("ii->", x) == np.trace(x)
+    np.testing.assert_array_equal(ng.einsum("ii->i", x), np.diag(x))
+    with pytest.raises(NoGradientError, match=r"einsum: operand 0 repeats an index \('ii'"):
+        ng.grad(lambda x: ng.einsum("ii->", x))(x)
+    # The other operand of a product with a diagonal is still differentiable.
+    np.testing.assert_array_equal(ng.grad(lambda y: ng.einsum("ii,i->", x, y))(np.ones(3)), np.diag(x))
+
+
+# -- structured outputs of composites ----------------------------------------------------------------------------
+
+
+def test_split_differentiates_through_the_list_of_pieces() -> None:
+    x = np.arange(12.0).reshape(4, 3) / 7
+    check_grads(lambda x: ng.split(x, [1, 1, 3]), x)  # an empty piece included
+    check_grads(lambda x: ng.split(x, 3, axis=1), x)
+
+
+def test_one_hot_is_a_plain_constant() -> None:
+    out = ng.one_hot(np.array([[2, 0]]), 3, dtype=np.float32)
+    assert type(out) is np.ndarray and out.dtype == np.float32
+    np.testing.assert_array_equal(out, [[[0, 0, 1], [1, 0, 0]]])
+
+
+# -- engine bugs found while writing the op suite (deterministic reproducers) ------------------------------------
+
+
+def test_gelu_exact_accepts_scalars() -> None:
+    # Engine bug 1: the exact form calls .astype on the Python float math.erf returns for 0-d input.
+    assert ng.gelu(0.5, approximate=False) == pytest.approx(gelu_ref(0.5, approximate=False), rel=1e-12)
+    check_grads(lambda x: ng.gelu(x, approximate=False), np.array(0.5))
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod"])
+def test_reduction_of_0d_input_along_axis_0(name: str) -> None:
+    # numpy lets sum/max/min reduce a 0-d array over "axis 0" (there is nothing to reduce;
+    # np.mean alone refuses). nodegrad does the same for all of them, gradient included.
+    x = np.array(2.0)
+    assert getattr(ng, name)(x, axis=0) == 2.0
+    assert ng.grad(lambda v: getattr(ng, name)(v, axis=0))(3.0) == 1.0
+
+
+def test_vjp_of_a_function_returning_an_earlier_argument() -> None:
+    # Engine bug 4: the sweep indexes its mark array by wrt indices above the output's.
+    _, back = ng.vjp(lambda x, y: x, 1.0, 2.0)
+    assert back(1.0) == (1.0, 0.0)
+
+
+def test_np_take_out_of_bounds_leaves_no_node() -> None:
+    # Engine bug 5: np.take without an axis records a reshape before the gather fails.
+    with ng.Arena() as arena:
+        x = arena.param(np.ones(3))
+        with pytest.raises(OpIndexError, match="gather"):
+            np.take(x, np.array([5]))
+        assert len(arena) == 1, [node.op for node in arena]
+
+
+def test_einsum_gradient_of_a_broadcast_operand_with_an_index_summed_inside_it() -> None:
+    # Engine bug 6: in '...i,...->...' i is summed inside operand 0 alone, and operand 0's
+    # '...' (size 1) broadcasts against operand 1's (size 4). The rule broadcasts its
+    # cotangent of shape (4, 1) to the operand's shape (1, 3) instead of to (4, 3).
+    a, b = np.array([[1.0, 2.0, 3.0]]), np.arange(4.0)
+    np.testing.assert_array_equal(ng.einsum("...i,...->...", a, b), [0.0, 6.0, 12.0, 18.0])
+    grad_a, grad_b = ng.grad(lambda a, b: ng.sum(ng.einsum("...i,...->...", a, b)), argnums=(0, 1))(a, b)
+    np.testing.assert_array_equal(grad_a, [[6.0, 6.0, 6.0]])
+    np.testing.assert_array_equal(grad_b, [6.0, 6.0, 6.0, 6.0])
+
+
+def test_einsum_gradient_when_a_size_1_index_broadcasts() -> None:
+    # Engine bug 7: np.einsum (so ng.einsum's forward) broadcasts an index of size 1 in one
+    # operand against a larger size in another; the rule then returns a cotangent of the
+    # size-1 shape, (1, 1) here, for an operand of shape (1, 3).
+    a, b = np.array([[1.0, 2.0, 3.0]]), np.array([[1.0], [2.0], [3.0], [4.0]])
+    np.testing.assert_array_equal(ng.einsum("ij,kj->ik", a, b), np.einsum("ij,kj->ik", a, b))
+    grad_a, grad_b = ng.grad(lambda a, b: ng.sum(ng.einsum("ij,kj->ik", a, b)), argnums=(0, 1))(a, b)
+    assert grad_a.shape == a.shape and grad_b.shape == b.shape
+    np.testing.assert_array_equal(grad_a, [[10.0, 10.0, 10.0]])
+    np.testing.assert_array_equal(grad_b, [[6.0], [6.0], [6.0], [6.0]])
+
+
+def test_take_along_axis_gradient_when_x_broadcasts_against_the_indices() -> None:
+    # Engine bug 8: x's size-1 axis 0 broadcasts against the indices' 2 rows, as numpy allows;
+    # the forward does so, but the gradient scatters into rows 0 and 1 of x, which has one.
+    x, idx = np.array([[1.0, 2.0, 3.0]]), np.array([[0], [2]])
+    np.testing.assert_array_equal(ng.take_along_axis(x, idx, axis=1), np.take_along_axis(x, idx, axis=1))
+    grad = ng.grad(lambda x: ng.sum(ng.take_along_axis(x, idx, axis=1)))(x)
+    np.testing.assert_array_equal(grad, [[1.0, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        pytest.param(lambda x, index, v: index_add(x, v, index), id="index_add"),
+        pytest.param(lambda x, index, v: ng.at(x)[index].add(v), id="at-add"),
+        pytest.param(lambda x, index, v: ng.scatter_add(x, index, v), id="scatter_add"),
+    ],
+)
+def test_adding_at_a_2d_index_with_values_broadcast_along_its_rows(update: Callable[..., Any]) -> None:
+    # Engine bug 9: numpy 2.4's np.add.at, given a 2-D index array and values that broadcast
+    # along the index's first axis, reads the values from the wrong memory (a silent wrong
+    # result); index_add hands v to it unbroadcast. Rows of v: [1, 2] at [0, 1] and at [2, 0].
+    x, index, v = np.zeros(3), np.array([[0, 1], [2, 0]]), np.array([1.0, 2.0])
+    np.testing.assert_array_equal(update(x, index, v), [3.0, 2.0, 1.0])
