@@ -176,7 +176,12 @@ class Arena:
 
     def input(self, value: Any) -> Traced:
         """Add a leaf holding data (any dtype); it is differentiable only if floating."""
-        return self._push(INPUT, (), (), (), np.asarray(value))
+        try:
+            array = np.asarray(value)
+        except ValueError as exc:  # ragged nested lists, say
+            msg = f"Arena.input: {exc}"
+            raise DtypeError(msg) from exc
+        return self._push(INPUT, (), (), (), array)
 
     def _push(
         self, op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: tuple[Any, ...], value: Any
@@ -265,7 +270,11 @@ class Arena:
         for _, _, _, args, value in self._nodes:
             for item in (value, *args):
                 for _, leaf in flatten_with_paths(item):
-                    if isinstance(leaf, np.ndarray | np.generic) and id(leaf) not in seen:
+                    if not isinstance(leaf, np.ndarray | np.generic):
+                        continue
+                    while isinstance(leaf.base, np.ndarray):  # a view holds its base's data
+                        leaf = leaf.base
+                    if id(leaf) not in seen:
                         seen.add(id(leaf))
                         total += leaf.nbytes
         return total
@@ -293,9 +302,20 @@ class Arena:
         if other is self:
             msg = "an arena cannot be merged into itself"
             raise ArenaError(msg)
+        if not isinstance(other, Arena):
+            msg = f"merge needs another Arena, got {type(other).__name__}"
+            raise ArenaError(msg)
         offset = len(self._nodes)
-        for op, parents, argnums, args, value in list(other._nodes):
-            self._nodes.append((op, tuple(p + offset for p in parents), argnums, args, value))
+        locations = getattr(other._nodes, "locations", None)
+        if isinstance(self._nodes, CheckedNodes):
+            self._nodes.check_all(other._nodes, locations)  # before anything is appended
+        for i, (op, parents, argnums, args, value) in enumerate(list(other._nodes)):
+            node = (op, tuple(p + offset for p in parents), argnums, args, value)
+            if isinstance(self._nodes, CheckedNodes):
+                # Checked where it was recorded (or not at all): keep its own source line.
+                self._nodes.adopt(node, locations[i] if locations else "recorded in a merged arena")
+            else:
+                self._nodes.append(node)
         for index, path in other._paths.items():
             self._paths[index + offset] = path
 
@@ -322,7 +342,7 @@ class Arena:
             yield self[i]
 
     def _check_index(self, index: int) -> int:
-        if not -len(self._nodes) <= index < len(self._nodes):
+        if not isinstance(index, (int, np.integer)) or not -len(self._nodes) <= index < len(self._nodes):
             msg = f"node index {index} is out of range for an arena of {len(self._nodes)} nodes"
             raise ArenaError(msg)
         return index

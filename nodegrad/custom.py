@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nodegrad.arena import Traced, record
-from nodegrad.errors import NodegradError, StructureError
+from nodegrad.errors import ArgumentError, NodegradError, StructureError
 from nodegrad.ops.registry import Op, same_rule_for_all
 from nodegrad.ops.structured import pack, view
 from nodegrad.structure import cotangent_for, flatten_with_paths, handler_for, map_with_paths, materialize
@@ -56,6 +56,9 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
     """
 
     def __init__(self, fun: Callable[..., Any]) -> None:
+        if not callable(fun):
+            msg = f"custom_vjp needs a function, got {type(fun).__name__}"
+            raise ArgumentError(msg)
         self.fun = fun
         self._op: Op | None = None
         functools.update_wrapper(self, fun)

@@ -108,6 +108,22 @@ class CheckedNodes(list):
             del self[index:]  # the arena stays as it was before the op
             raise NonFiniteError(msg)
 
+    def check_all(self, nodes: Any, locations: Any) -> None:
+        """Check the values of nodes about to be merged in; raise before any is added."""
+        for i, (op, parents, _, args, value) in enumerate(nodes):
+            if parents and not _finite(value):
+                where = locations[i] if locations else "an arena that did not check"
+                msg = (
+                    f"{op.name} (node {i} of the merged arena) holds a non-finite value; inputs {_shapes(args)} "
+                    f"[recorded at {where}]"
+                )
+                raise NonFiniteError(msg)
+
+    def adopt(self, node: Any, location: str) -> None:
+        """Append a node recorded elsewhere (``Arena.merge``), keeping its source line."""
+        self.locations.append(location)
+        super().append(node)
+
     def __delitem__(self, index: Any) -> None:
         super().__delitem__(index)
         del self.locations[len(self) :]

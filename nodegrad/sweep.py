@@ -153,6 +153,9 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
         )
         raise DtypeError(msg)
     seed_array = np.asarray(seed)
+    if seed_array.dtype.kind not in "biufc":
+        msg = f"the seed{' at ' + path if path else ''} must be numeric, got dtype {seed_array.dtype}"
+        raise DtypeError(msg)
     if seed_array.shape != np.shape(value):
         msg = (
             f"the seed{' at ' + path if path else ''} has shape {seed_array.shape} but the output has shape "
@@ -261,6 +264,8 @@ class _RecordingRules:
         self.name = op.name
         self.broadcasts = op.broadcasts
         self._rules = op.vjps
+        # Its bwd sees plain values, so a recorded sweep would silently drop x-dependence.
+        self._custom = op.family == "custom"
 
     @classmethod
     def of(cls, op: Any) -> _RecordingRules:
@@ -276,6 +281,13 @@ class _RecordingRules:
     def __getitem__(self, k: int) -> Any:
         rule = self._rules[k]
         name = self.name
+        if self._custom:
+
+            def refuse(*args: Any) -> Any:
+                msg = f"op {name!r}: a custom VJP (custom_vjp, checkpoint) cannot be differentiated again"
+                raise NoGradientError(msg)
+
+            return refuse
 
         def recording_rule(*args: Any) -> Any:
             try:

@@ -15,16 +15,27 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.arena import Arena, Traced, current_arena
-from nodegrad.errors import ArenaError, NodegradError, ShapeError, StructureError
+from nodegrad.errors import ArenaError, ArgumentError, NodegradError, ShapeError, StructureError
 from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths, zip_leaves
 from nodegrad.sweep import GradOptions, gradients
 
 __all__ = ["grad", "hessian", "hvp", "jacobian", "jvp", "value_and_grad", "vjp"]
 
 
+def _check_callable(fun: Any, where: str) -> None:
+    if not callable(fun):
+        msg = f"{where} needs a function, got {type(fun).__name__}"
+        raise ArgumentError(msg)
+
+
 def _normalize_argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
-    if isinstance(argnums, (int, np.integer)):
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool):
         return (int(argnums),)
+    if not isinstance(argnums, (tuple, list)) or not all(
+        isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in argnums
+    ):
+        msg = f"argnums must be an int or a tuple of ints, got {argnums!r}"
+        raise ArgumentError(msg)
     nums = tuple(int(a) for a in argnums)
     if not nums or len(set(nums)) != len(nums):
         msg = f"argnums must be an int or a non-empty tuple of distinct ints, got {argnums!r}"
@@ -156,6 +167,7 @@ def value_and_grad(
     >>> g is buffers, g["w"]
     (True, array([6., 6.]))
     """
+    _check_callable(fun, "value_and_grad")
     nums = _normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
     if accumulate and out is None:
@@ -260,7 +272,8 @@ def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: b
     """Write (or add) the gradients of ``output`` into the buffers ``out``, shaped like ``wrt``."""
     pairs = [(path, leaf, buf) for path, leaf, buf in zip_leaves(wrt, out) if isinstance(leaf, Traced)]
     for path, leaf, buf in pairs:
-        if not isinstance(buf, np.ndarray) or buf.shape != np.shape(leaf.value) or not buf.flags.writeable:
+        bad = not isinstance(buf, np.ndarray) or buf.dtype.kind not in "fc"
+        if bad or buf.shape != np.shape(leaf.value) or not buf.flags.writeable:
             got = (
                 f"{type(buf).__name__} of shape {np.shape(buf)}" if isinstance(buf, np.ndarray) else type(buf).__name__
             )
@@ -301,6 +314,7 @@ def grad(
     >>> ng.grad(loss)(Line(np.array([1.0]), 0.5), np.array([2.0]))
     Line(slope=array([10.]), intercept=5.0)
     """
+    _check_callable(fun, "grad")
     inner = value_and_grad(fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite)
 
     @functools.wraps(fun)
@@ -335,6 +349,7 @@ def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
     >>> back({"double": np.ones(2), "square": np.zeros(2)})
     (array([2., 2.]),)
     """
+    _check_callable(fun, "vjp")
     arena = Arena()
     with arena:
         traced = [_trace_argument(arena, a, k) for k, a in enumerate(args)]
@@ -370,7 +385,16 @@ def hvp(fun: Callable[..., Any], x: Any, v: Any) -> Any:
     >>> ng.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
     array([6., 0.])
     """
+    _check_callable(fun, "hvp")
+    _same_shapes("hvp", x, v)
     return grad(lambda y: _traced_vdot(grad(fun)(y), v))(x)
+
+
+def _same_shapes(where: str, value: Any, other: Any) -> None:
+    for path, leaf, other_leaf in zip_leaves(value, other):
+        if is_differentiable_leaf(leaf) and np.shape(leaf) != np.shape(other_leaf):
+            msg = f"{where}: the direction{path} has shape {np.shape(other_leaf)}, the point {np.shape(leaf)}"
+            raise ShapeError(msg)
 
 
 def jacobian(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
@@ -387,6 +411,9 @@ def jacobian(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     array([[2., 0.],
            [0., 4.]])
     """
+
+    _check_callable(fun, "jacobian")
+    _normalize_argnums(argnums)
 
     @functools.wraps(fun)
     def jacobian_fun(*args: Any) -> Any:
@@ -432,6 +459,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     >>> ng.jvp(lambda x: x ** 2.0, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
     (array([1., 9.]), array([2., 6.]))
     """
+    _check_callable(fun, "jvp")
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         msg = f"jvp: {len(primals)} primals but {len(tangents)} tangents"
@@ -439,7 +467,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     with Arena() as arena:
         traced = tuple(_trace_argument(arena, p, k) for k, p in enumerate(primals))
         for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-            list(zip_leaves(p, t, f"tangents[{k}]"))  # same structures, or a StructureError naming the place
+            _same_shapes(f"jvp tangents[{k}]", p, t)  # same structures and shapes, or an error naming the place
         out = fun(*traced)
         if not isinstance(out, Traced):
             return plain(out), np.zeros_like(np.asarray(out, dtype=float))

@@ -48,6 +48,9 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     >>> ng.tree.tree_map(lambda a, b: a + b, {"w": 1.0, "b": None}, {"w": 2.0, "b": None})
     {'w': 3.0, 'b': None}
     """
+    if not callable(fn):
+        msg = f"tree_map needs a function, got {type(fn).__name__}"
+        raise ArgumentError(msg)
     for other in rest:
         list(zip_leaves(tree, other))  # validate before doing any work
     return _map(fn, tree, rest)
@@ -148,6 +151,9 @@ def vdot(a: Any, b: Any) -> float:
 
 
 def _check_finite(name: str, value: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        msg = f"{name} must be a real number, got {type(value).__name__}"
+        raise ArgumentError(msg)
     if not math.isfinite(value):
         msg = f"{name} must be finite, got {value}"
         raise ArgumentError(msg)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.arena import record, record1, record2
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
 __all__ = [
@@ -602,6 +602,14 @@ def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
     return record(CLAMP, x, lo, hi)
 
 
+def _as_operand(value: Any) -> Any:
+    """``value`` as ``np.result_type`` should see it: Python numbers stay weak (float32 stays
+    float32), anything else becomes an array, so ``None`` or ``"f4"`` is not read as a dtype."""
+    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)):
+        return value
+    return np.asarray(value)
+
+
 def where(mask: Any, a: Any, b: Any) -> Any:
     """``a`` where ``mask`` is true, else ``b``, with numpy broadcasting.
 
@@ -630,7 +638,14 @@ def where(mask: Any, a: Any, b: Any) -> Any:
             raise ShapeError(msg)
         mask_value = mask_value.astype(bool)
     # The bit pattern of the mask, made once here, serves the forward and both VJPs.
-    dtype = np.result_type(unwrap(a), unwrap(b))
+    try:
+        dtype = np.result_type(_as_operand(unwrap(a)), _as_operand(unwrap(b)))
+    except TypeError as exc:
+        msg = f"where: the branches must be numeric: {exc} [called at {user_location()}]"
+        raise DtypeError(msg) from exc
+    if dtype.kind not in "biufc":
+        msg = f"where: the branches must be numeric, got dtype {dtype} [called at {user_location()}]"
+        raise DtypeError(msg)
     keep = _keep_bits(mask_value, dtype) if dtype.kind == "f" else None
     return record(WHERE, mask_value, a, b, keep)
 

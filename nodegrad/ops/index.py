@@ -14,7 +14,7 @@ import numpy as np
 
 from nodegrad.arena import record1, record2, unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
-from nodegrad.ops.registry import defop
+from nodegrad.ops.registry import as_ints, defop
 
 __all__ = ["at", "gather", "getitem", "index_add", "index_set", "scatter"]
 
@@ -302,7 +302,8 @@ def gather(x: Any, indices: Any, axis: int = 0) -> Any:
         msg = f"gather: indices must be integers, got dtype {indices.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)
     ndim = np.ndim(unwrap(x))
-    if not -ndim <= axis < ndim:
+    axis = as_ints("gather", "axis", axis)[0] if not isinstance(axis, (tuple, list)) else None
+    if axis is None or not -ndim <= axis < ndim:
         msg = f"gather: axis {axis} is out of range for shape {np.shape(unwrap(x))} [called at {user_location()}]"
         raise ShapeError(msg)
     return record1(GATHER, x, indices, int(axis) % ndim)

@@ -8,7 +8,7 @@ import numpy as np
 
 from nodegrad.arena import Traced, composite, record, record2, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
-from nodegrad.ops.registry import defop, same_rule_for_all
+from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
 __all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
 
@@ -151,6 +151,9 @@ def einsum(subscripts: str, *operands: Any) -> Any:
     >>> ng.grad(lambda b: ng.sum(ng.einsum("ij,j->i", a, b)))(b)
     array([2., 2., 2.])
     """
+    if not isinstance(subscripts, str):
+        msg = f"einsum: subscripts must be a string, got {type(subscripts).__name__} [called at {user_location()}]"
+        raise ShapeError(msg)
     shapes = [np.shape(unwrap(op)) for op in operands]
     inputs, output = _parse_einsum(subscripts, shapes)
     return record(EINSUM, (tuple(inputs), output), *operands)
@@ -168,14 +171,16 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     (2, 4)
     """
     nda, ndb = np.ndim(unwrap(a)), np.ndim(unwrap(b))
-    if isinstance(axes, (int, np.integer)):
-        axes_a, axes_b = list(range(nda - int(axes), nda)), list(range(int(axes)))
+    if isinstance(axes, (tuple, list)) and len(axes) == 2:
+        axes_a, axes_b = list(as_ints("tensordot", "axes", axes[0])), list(as_ints("tensordot", "axes", axes[1]))
     else:
-        axes_a, axes_b = (
-            ([axes[0]] if np.ndim(axes[0]) == 0 else list(axes[0])),
-            ([axes[1]] if np.ndim(axes[1]) == 0 else list(axes[1])),
-        )
-    if len(axes_a) != len(axes_b) or len(axes_a) > min(nda, ndb):
+        n = as_ints("tensordot", "axes", axes)
+        if len(n) != 1:
+            msg = f"tensordot: axes must be an int or a pair of axis lists, got {axes!r} [called at {user_location()}]"
+            raise ShapeError(msg)
+        axes_a, axes_b = list(range(nda - n[0], nda)), list(range(n[0]))
+    out_of_range = [i for i in axes_a if not -nda <= i < nda] + [j for j in axes_b if not -ndb <= j < ndb]
+    if out_of_range or len(axes_a) != len(axes_b) or len(axes_a) > min(nda, ndb):
         msg = (
             f"tensordot: axes {axes!r} do not pair up for shapes {np.shape(unwrap(a))} and {np.shape(unwrap(b))} "
             f"[called at {user_location()}]"

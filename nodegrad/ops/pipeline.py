@@ -18,7 +18,7 @@ from nodegrad.ops.elementwise import divide, where
 from nodegrad.ops.index import getitem, index_add
 from nodegrad.ops.reduce import normalize_axis
 from nodegrad.ops.reduce import sum as reduce_sum
-from nodegrad.ops.registry import defop
+from nodegrad.ops.registry import as_ints, defop
 from nodegrad.ops.shape import broadcast_to
 
 __all__ = [
@@ -59,7 +59,8 @@ def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | 
             f"has {rows[0] if rows else 'no'} rows [called at {user_location()}]"
         )
         raise ShapeError(msg)
-    num = (int(ids.max()) + 1 if ids.size else 0) if num_segments is None else int(num_segments)
+    given = None if num_segments is None else as_ints(op_name, "num_segments", num_segments)[0]
+    num = (int(ids.max()) + 1 if ids.size else 0) if given is None else given
     if ids.size and (ids.min() < 0 or ids.max() >= num):
         msg = (
             f"{op_name}: segment ids must lie in [0, {num}), got values from {ids.min()} to {ids.max()} "
@@ -291,6 +292,7 @@ def one_hot(indices: Any, num_classes: int, dtype: Any = np.float64) -> np.ndarr
            [1., 0., 0.]])
     """
     idx = np.asarray(unwrap(indices))
+    num_classes = as_ints("one_hot", "num_classes", num_classes)[0]
     if idx.dtype.kind not in "iu" or (idx.size and (idx.min() < 0 or idx.max() >= num_classes)):
         msg = f"one_hot: indices must be integers in [0, {num_classes}) [called at {user_location()}]"
         raise OpIndexError(msg)
@@ -433,6 +435,10 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
     >>> ng.ssm_scan(np.full(3, 0.5), 1.0, np.array([1.0, 0.0, 0.0]))
     array([1.  , 0.5 , 0.25])
     """
+    for name, v in (("a", a), ("b", b), ("x", x)):
+        if np.asarray(unwrap(v)).dtype.kind not in "biuf":
+            msg = f"ssm_scan: {name} must be numeric, got {np.asarray(unwrap(v)).dtype} [called at {user_location()}]"
+            raise DtypeError(msg)
     shapes = [np.shape(unwrap(v)) for v in (a, b, x)]
     try:
         shape = np.broadcast_shapes(*shapes)

@@ -24,7 +24,13 @@ def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None
     """
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    if isinstance(axis, (int, np.integer)):
+        axes: tuple[Any, ...] = (axis,)
+    elif isinstance(axis, (tuple, list)):
+        axes = tuple(axis)
+    else:
+        msg = f"{op_name}: axis must be an int or a tuple of ints, got {axis!r} [called at {user_location()}]"
+        raise ShapeError(msg)
     if ndim == 0 and all(isinstance(a, (int, np.integer)) and a in (0, -1) for a in axes):
         return ()  # numpy lets a 0-d array be reduced over "axis 0": nothing to reduce
     out = []

@@ -14,14 +14,16 @@ traced values when the sweep records itself (higher-order derivatives).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
+import numpy as np
 
-from nodegrad.errors import NoGradientError
+from nodegrad.errors import NoGradientError, ShapeError, user_location
 
-__all__ = ["INPUT", "PARAM", "REGISTRY", "Op", "Rule", "defop", "missing_rule", "same_rule_for_all"]
+__all__ = ["INPUT", "PARAM", "REGISTRY", "Op", "Rule", "as_ints", "defop", "missing_rule", "same_rule_for_all"]
 
 Rule = Callable[..., Any]
 
@@ -109,3 +111,18 @@ class _AllPositions(Sequence[Rule]):
 def same_rule_for_all(rule: Callable[..., Any]) -> Any:
     """Wrap ``rule(k, g, ans, *args)`` as the VJP of every input of a variadic op."""
     return _AllPositions(rule)
+
+
+def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
+    """``value`` (an int or a sequence of ints) as a tuple of ints, or a ShapeError naming
+    the op: floats are not silently truncated, strings not taken apart."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        value = value.tolist()
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    try:
+        if isinstance(value, (str, bytes)) or any(isinstance(v, (bool, str)) for v in items):
+            raise TypeError
+        return tuple(operator.index(v) for v in items)
+    except TypeError:
+        msg = f"{op_name}: {what} must be an int or a sequence of ints, got {value!r} [called at {user_location()}]"
+        raise ShapeError(msg) from None

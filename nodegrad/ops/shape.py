@@ -9,7 +9,7 @@ import numpy as np
 
 from nodegrad.arena import Traced, composite, record, record1, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
-from nodegrad.ops.registry import defop, same_rule_for_all
+from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
 __all__ = [
     "broadcast_to",
@@ -87,8 +87,7 @@ def reshape(x: Any, shape: Any) -> Any:
     >>> ng.grad(lambda x: ng.reshape(x, (2, 2))[0].sum())(np.ones(4))
     array([1., 1., 0., 0.])
     """
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    return record1(RESHAPE, x, shape)
+    return record1(RESHAPE, x, as_ints("reshape", "the shape", shape))
 
 
 def transpose(x: Any, axes: Any = None) -> Any:
@@ -103,7 +102,7 @@ def transpose(x: Any, axes: Any = None) -> Any:
     """
     ndim = np.ndim(unwrap(x))
     if axes is not None:
-        given = tuple(int(a) for a in axes)
+        given = as_ints("transpose", "axes", axes)
         axes = tuple(a % ndim for a in given if -ndim <= a < ndim)
         if len(axes) != len(given) or sorted(axes) != list(range(ndim)):
             msg = (
@@ -115,6 +114,10 @@ def transpose(x: Any, axes: Any = None) -> Any:
 
 
 def _joined(op_name: str, xs: Any, axis: int, new_axis: bool) -> tuple[list[Any], int]:
+    if isinstance(axis, (tuple, list)):
+        msg = f"{op_name}: axis must be one int, got {axis!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    axis = as_ints(op_name, "axis", axis)[0]
     xs = list(xs)
     if not xs:
         msg = f"{op_name}: needs at least one array [called at {user_location()}]"
@@ -196,8 +199,7 @@ def broadcast_to(x: Any, shape: Any) -> Any:
     >>> ng.grad(lambda x: ng.sum(ng.broadcast_to(x, (3, 2))))(np.ones(2))
     array([3., 3.])
     """
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-    return record1(BROADCAST_TO, x, shape)
+    return record1(BROADCAST_TO, x, as_ints("broadcast_to", "the shape", shape))
 
 
 def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float = 0) -> Any:
@@ -214,6 +216,8 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     if mode != "constant":
         msg = f"pad: only mode='constant' is differentiable here, got mode={mode!r} [called at {user_location()}]"
         raise ShapeError(msg)
+    flat = np.asarray(pad_width, dtype=object).ravel().tolist() if pad_width is not None else [None]
+    as_ints("pad", "pad_width", flat)
     try:
         widths = np.broadcast_to(np.asarray(pad_width, dtype=int), (ndim, 2))
     except ValueError as exc:
@@ -246,7 +250,7 @@ def expand_dims(x: Any, axis: Any) -> Any:
     (1, 3, 1)
     """
     shape = np.shape(unwrap(x))
-    count = 1 if isinstance(axis, (int, np.integer)) else len(tuple(axis))
+    count = len(as_ints("expand_dims", "axis", axis))
     new_axes = _axes_of("expand_dims", axis, len(shape) + count)
     rest = iter(shape)
     return reshape(x, tuple(1 if k in new_axes else next(rest) for k in range(len(shape) + count)))
@@ -294,8 +298,10 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
     (3, 4, 2)
     """
     ndim = np.ndim(unwrap(x))
-    src = [a % ndim for a in np.atleast_1d(source).tolist()]
-    dst = [a % ndim for a in np.atleast_1d(destination).tolist()]
+    src_given, dst_given = as_ints("moveaxis", "source", source), as_ints("moveaxis", "destination", destination)
+    for given in (src_given, dst_given):
+        _axes_of("moveaxis", list(given), ndim)  # out-of-range or repeated axes raise here
+    src, dst = [a % ndim for a in src_given], [a % ndim for a in dst_given]
     if len(src) != len(dst):
         msg = f"moveaxis: {len(src)} source axes but {len(dst)} destinations [called at {user_location()}]"
         raise ShapeError(msg)
