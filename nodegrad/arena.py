@@ -20,6 +20,7 @@ operators and methods, each recording one node.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Iterator
@@ -205,6 +206,7 @@ class Arena:
         options: Any = None,
         create_graph: bool = False,
         retain: bool = True,
+        check_finite: bool = False,
     ) -> Any:
         """Differentiate ``output`` with respect to ``wrt`` by one reverse sweep.
 
@@ -227,6 +229,10 @@ class Arena:
         retain : bool, default True
             ``False`` releases the forward values of every non-leaf node after the sweep
             (see :attr:`nbytes`); a later ``backward`` on this arena then raises.
+        check_finite : bool, default False
+            Check from now on, as an arena made with ``check_finite=True`` does: the
+            forward values already recorded, every cotangent of this sweep and every later
+            node. The first NaN or Inf raises :class:`~nodegrad.errors.NonFiniteError`.
 
         Returns
         -------
@@ -245,13 +251,32 @@ class Arena:
         """
         if wrt is None:
             wrt = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
+        elif type(wrt) is not Traced and not _holds_traced_or_nothing(wrt):
+            msg = f"wrt must hold traced values of this arena (from param, or ops on them), got {_describe(wrt)}"
+            raise ArenaError(msg)
+        if check_finite:
+            self._start_checking()
         if self._released:
             msg = "this arena's forward values were released by backward(retain=False): record the computation again"
             raise ArenaError(msg)
-        result = gradients(self, output, wrt, seed, options, create_graph=create_graph)
+        # While checking, numpy's floating-point warnings only repeat, less precisely, what
+        # the check reports.
+        with np.errstate(all="ignore") if self.check_finite else contextlib.nullcontext():
+            result = gradients(self, output, wrt, seed, options, create_graph=create_graph)
         if not retain:
             self._release()
         return result
+
+    def _start_checking(self) -> None:
+        """Turn NaN/Inf checking on for this arena from now on, after checking the forward
+        values recorded so far (whose source lines were not noted)."""
+        if isinstance(self._nodes, CheckedNodes):
+            return
+        checked = CheckedNodes(self)
+        checked.check_all(self._nodes, None, "this arena")
+        for node in self._nodes:
+            checked.adopt(node, "an unknown line: recorded before checking was turned on")
+        self._nodes = checked
 
     def _release(self) -> None:
         """Drop the forward values and arguments of every non-leaf node."""
@@ -305,10 +330,13 @@ class Arena:
         if not isinstance(other, Arena):
             msg = f"merge needs another Arena, got {type(other).__name__}"
             raise ArenaError(msg)
+        if other._released:
+            msg = "the arena to merge had its forward values released by backward(retain=False)"
+            raise ArenaError(msg)
         offset = len(self._nodes)
         locations = getattr(other._nodes, "locations", None)
         if isinstance(self._nodes, CheckedNodes):
-            self._nodes.check_all(other._nodes, locations)  # before anything is appended
+            self._nodes.check_all(other._nodes, locations, "the merged arena")  # before anything is appended
         for i, (op, parents, argnums, args, value) in enumerate(list(other._nodes)):
             node = (op, tuple(p + offset for p in parents), argnums, args, value)
             if isinstance(self._nodes, CheckedNodes):
@@ -390,6 +418,11 @@ class Arena:
 
     def __exit__(self, *exc: object) -> None:
         _state.stack.remove(self)
+
+
+def _holds_traced_or_nothing(value: Any) -> bool:
+    leaves = [leaf for _, leaf in flatten_with_paths(value)]
+    return not leaves or any(type(leaf) is Traced for leaf in leaves)
 
 
 def _as_float_array(value: Any, where: str) -> np.ndarray:

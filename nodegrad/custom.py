@@ -13,11 +13,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from nodegrad.arena import Traced, record
-from nodegrad.errors import ArgumentError, NodegradError, StructureError
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.ops.registry import Op, same_rule_for_all
 from nodegrad.ops.structured import pack, view
 from nodegrad.structure import cotangent_for, flatten_with_paths, handler_for, map_with_paths, materialize
+from nodegrad.sweep import fit_cotangent, unbroadcast
 
 __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
@@ -33,6 +36,31 @@ class _Residuals:
 
     def __init__(self) -> None:
         self.value: Any = None
+
+
+def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
+    """``bwd``'s cotangent for an array argument, checked against the argument: a
+    broadcast cotangent is summed back to the argument's shape, anything else that does
+    not fit is an error rather than a gradient of the wrong shape."""
+    if type(ct) is Traced:
+        ct_value, shape = ct.value, np.shape(value)
+    else:
+        ct = ct_value = np.asarray(ct)
+        shape = np.shape(value)
+    if np.result_type(ct_value).kind not in "biufc":
+        msg = f"custom_vjp {name}: bwd's cotangent {k} must be numeric, got dtype {np.result_type(ct_value)}"
+        raise DtypeError(msg)
+    if np.shape(ct_value) == shape:
+        return ct if type(ct) is Traced else fit_cotangent(ct, np.asarray(value))
+    try:
+        broadcast = np.broadcast_shapes(np.shape(ct_value), shape) == np.shape(ct_value)
+    except ValueError:
+        broadcast = False
+    if not broadcast:
+        msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
+        raise ShapeError(msg)
+    fitted = unbroadcast(ct, shape)
+    return fitted if type(fitted) is Traced else fit_cotangent(fitted, np.asarray(value))
 
 
 class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
@@ -72,7 +100,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             result = fwd(*values)
             if not (isinstance(result, tuple) and len(result) == 2):
                 msg = f"custom_vjp {name}: fwd must return (output, residuals), got {type(result).__name__}"
-                raise NodegradError(msg)
+                raise StructureError(msg)
             out, box.value = result
             return out
 
@@ -89,7 +117,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 return None
             if handler_for(values[k - 1]) is not None:
                 return cotangent_for(ct, values[k - 1], f"{name} argument {k - 1}")
-            return ct
+            return _fitted(name, k - 1, ct, values[k - 1])
 
         self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(rule), "custom")
 

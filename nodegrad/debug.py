@@ -87,6 +87,12 @@ def _shapes(args: tuple[Any, ...]) -> str:
     return ", ".join(described) or "no array inputs"
 
 
+# Ops whose value is not finite outside a domain: the ones a where usually guards.
+_DOMAIN_LIMITED = frozenset(
+    {"log", "log2", "log10", "log1p", "sqrt", "power", "divide", "reciprocal", "arcsin", "arccos", "arctanh"}
+)
+
+
 class CheckedNodes(list):
     """An arena's node list that notes each node's source line and checks its value."""
 
@@ -105,16 +111,22 @@ class CheckedNodes(list):
                 f"{op.name} (node {index}) produced a non-finite value in the forward pass; "
                 f"inputs {_shapes(args)}{self.paths_of(parents)} [recorded at {self.locations[index]}]"
             )
+            if op.name in _DOMAIN_LIMITED:
+                msg += (
+                    ". If a where discards these entries later, it is too late for the gradient: mask the "
+                    "input instead, where(m, f(where(m, x, safe_value)), other)"
+                )
             del self[index:]  # the arena stays as it was before the op
             raise NonFiniteError(msg)
 
-    def check_all(self, nodes: Any, locations: Any) -> None:
-        """Check the values of nodes about to be merged in; raise before any is added."""
+    def check_all(self, nodes: Any, locations: Any, whose: str) -> None:
+        """Check the values of nodes recorded without checking (merged in, or recorded before
+        checking was turned on); raise at the first non-finite one, before any is added."""
         for i, (op, parents, _, args, value) in enumerate(nodes):
             if parents and not _finite(value):
                 where = locations[i] if locations else "an arena that did not check"
                 msg = (
-                    f"{op.name} (node {i} of the merged arena) holds a non-finite value; inputs {_shapes(args)} "
+                    f"{op.name} (node {i} of {whose}) holds a non-finite value; inputs {_shapes(args)} "
                     f"[recorded at {where}]"
                 )
                 raise NonFiniteError(msg)
@@ -182,25 +194,34 @@ class _CheckedRules:
 
 
 def _where_hint(nodes: CheckedNodes, i: int, g: Any, out: Any) -> str:
-    """Explain the double-where trap when node ``i`` feeds a ``where`` that did not choose it.
+    """Explain the double-where trap when node ``i``'s input is masked out further on.
 
     ``where(m, f(x), 0)`` sends a zero cotangent to ``f`` where ``m`` is false, but
-    ``0 * f'(x)`` is still NaN where ``f'(x)`` is infinite (``sqrt``, ``log`` at 0).
+    ``0 * f'(x)`` is still NaN where ``f'(x)`` is infinite (``sqrt``, ``log`` at 0). The
+    symptom is a non-finite gradient exactly where the incoming cotangent is zero; the
+    cause is usually a ``where`` downstream of node ``i``, found by a forward walk.
     """
+    try:
+        bad = ~np.isfinite(np.asarray(out)) & (np.broadcast_to(np.asarray(g), np.shape(out)) == 0)
+    except ValueError:  # shapes that do not line up: no hint rather than a wrong one
+        return ""
+    if not bad.any():
+        return ""
+    fix = "Mask the input, not only the output: where(m, f(where(m, x, safe_value)), other)"
+    downstream = {i}
     for j in range(i + 1, len(nodes)):
-        op, parents, argnums, args, _ = nodes[j]
-        if op.name == "where" and i in parents:
-            unchosen = ~np.asarray(args[0]) if argnums[parents.index(i)] == 1 else np.asarray(args[0])
-            try:
-                bad = ~np.isfinite(np.asarray(out)) & (np.asarray(g) == 0)
-                inside = bool(bad.any() and np.broadcast_to(unchosen, np.shape(bad))[bad].all())
-            except ValueError:  # shapes that do not line up: no hint rather than a wrong one
-                inside = False
-            if inside:
-                return (
-                    f". Node {i} is a branch of the where at node {j} [recorded at {nodes.locations[j]}], and "
-                    "the NaN sits where that branch was not chosen: a where masks the output, but the "
-                    "unchosen branch is still differentiated at inputs where its derivative is infinite. "
-                    "Mask the input, not only the output: where(m, f(where(m, x, safe_value)), other)"
-                )
-    return ""
+        op, parents, _, _, _ = nodes[j]
+        if not any(p in downstream for p in parents):
+            continue
+        downstream.add(j)
+        if op.name == "where":
+            return (
+                f". The cotangent reaching node {i} is zero where the gradient is not finite: node {i} feeds "
+                f"the where at node {j} [recorded at {nodes.locations[j]}], which masks the output but not the "
+                f"input, so the unchosen branch is still differentiated where its derivative is infinite. {fix}"
+            )
+    return (
+        f". The cotangent reaching node {i} is zero where the gradient is not finite (0 times an infinite "
+        f"derivative): the value is discarded further on, but its input lies where the derivative is "
+        f"infinite. {fix}"
+    )

@@ -20,7 +20,15 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from nodegrad.errors import ArenaError, DtypeError, NodegradError, NoGradientError, NonFiniteError, ShapeError
+from nodegrad.errors import (
+    ArenaError,
+    ArgumentError,
+    DtypeError,
+    NodegradError,
+    NoGradientError,
+    NonFiniteError,
+    ShapeError,
+)
 from nodegrad.structure import (
     StructCotangent,
     cotangent_for,
@@ -57,7 +65,13 @@ class GradOptions:
     nodegrad.errors.NoGradientError: no gradient path to the output from: args[0]['unused']
     """
 
-    zero_missing_wrt: bool = True
+    zero_missing_wrt: bool = attrs.field(default=True)
+
+    @zero_missing_wrt.validator
+    def _check(self, attribute: Any, value: Any) -> None:
+        if not isinstance(value, bool):
+            msg = f"GradOptions.zero_missing_wrt must be True or False, got {value!r}"
+            raise ArgumentError(msg)
 
     STRICT: ClassVar[GradOptions]
     TRAINING: ClassVar[GradOptions]
@@ -199,6 +213,15 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     return seeds
 
 
+def _check_options(options: Any) -> GradOptions:
+    if options is None:
+        return GradOptions.TRAINING
+    if not isinstance(options, GradOptions):
+        msg = f"options must be a GradOptions (GradOptions.STRICT or GradOptions.TRAINING), got {options!r}"
+        raise ArgumentError(msg)
+    return options
+
+
 def _check_seeds(arena: Any, seeds: dict[int, Any]) -> None:
     for index, seed in seeds.items():
         if isinstance(seed, np.ndarray | np.generic) and not np.isfinite(seed).all():
@@ -292,6 +315,9 @@ class _RecordingRules:
         def recording_rule(*args: Any) -> Any:
             try:
                 return rule(*args)
+            except NonFiniteError as exc:
+                msg = f"{exc}; this node was recorded by the gradient rule of {name!r} (differentiating it again)"
+                raise NonFiniteError(msg) from None
             except NodegradError as exc:
                 if isinstance(exc, NoGradientError):
                     raise
@@ -341,18 +367,24 @@ def gradients(
     caller gets arrays that nothing else holds. With ``create_graph`` the sweep records
     itself into the arena and the gradients are traced values.
     """
-    options = options or GradOptions.TRAINING
+    options = _check_options(options)
     targets = _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
+    if isinstance(arena._nodes, CheckedNodes):
+        _check_seeds(arena, seeds)
     if create_graph:
         nodes: Any = _RecordingNodes(arena)
     elif isinstance(arena._nodes, CheckedNodes):
-        _check_seeds(arena, seeds)
         nodes = CheckedSweep(arena._nodes)
     else:
         nodes = arena._nodes
-    found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])
+    size = len(arena._nodes)
+    try:
+        found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])
+    except BaseException:
+        arena._truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
+        raise
 
     arena._last_gradients = {t.index: found.get(t.index) for t in targets}
     taken = {id(s) for s in seeds.values()}

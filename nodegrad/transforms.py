@@ -15,7 +15,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.arena import Arena, Traced, current_arena
-from nodegrad.errors import ArenaError, ArgumentError, NodegradError, ShapeError, StructureError
+from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths, zip_leaves
 from nodegrad.sweep import GradOptions, gradients
 
@@ -39,7 +39,7 @@ def _normalize_argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
     nums = tuple(int(a) for a in argnums)
     if not nums or len(set(nums)) != len(nums):
         msg = f"argnums must be an int or a non-empty tuple of distinct ints, got {argnums!r}"
-        raise NodegradError(msg)
+        raise ArgumentError(msg)
     return nums
 
 
@@ -48,7 +48,7 @@ def _resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any])
     for k in nums:
         if not -nargs <= k < nargs:
             msg = f"argnums {k} is out of range: {name} was called with {nargs} positional argument(s)"
-            raise NodegradError(msg)
+            raise ArgumentError(msg)
     return tuple(k % nargs for k in nums)
 
 
@@ -93,12 +93,17 @@ def _split_output(out: Any, has_aux: bool) -> tuple[Any, Any]:
         return out, None
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         msg = f"with has_aux=True the function must return a pair (output, aux), got {type(out).__name__}"
-        raise NodegradError(msg)
+        raise StructureError(msg)
     return out[0], out[1]
 
 
 def _check_scalar(out: Any) -> None:
     value = out.value if isinstance(out, Traced) else out
+    if not isinstance(value, (np.ndarray, np.generic, int, float)) or np.result_type(value).kind not in "biuf":
+        msg = f"grad needs a function returning a real scalar, got {type(value).__name__}"
+        if isinstance(value, (np.ndarray, np.generic)):
+            msg += f" of dtype {value.dtype}"
+        raise DtypeError(msg)
     if np.size(value) != 1:
         msg = (
             f"grad needs a function with a scalar output, got shape {np.shape(value)}; "
@@ -172,13 +177,15 @@ def value_and_grad(
     single = isinstance(argnums, (int, np.integer))
     if accumulate and out is None:
         msg = "accumulate=True needs out= buffers to add into"
-        raise NodegradError(msg)
+        raise ArgumentError(msg)
 
     @functools.wraps(fun)
     def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
         positions = _resolve_argnums(nums, len(args), fun)
         outer = _enclosing_arena(args[k] for k in positions)
         if outer is not None:
+            if check_finite:
+                outer._start_checking()  # the enclosing arena checks from here on
             return _nested_value_and_grad(outer, fun, args, kwargs, positions, single, has_aux, options, out)
         with Arena(check_finite=True if check_finite else None) as arena, _quiet(check_finite):
             call_args = list(args)
@@ -256,7 +263,7 @@ def _nested_value_and_grad(
     """
     if out is not None:
         msg = "out= buffers cannot be used inside an enclosing differentiation (the gradient is traced)"
-        raise NodegradError(msg)
+        raise ArgumentError(msg)
     call_args = list(args)
     for k in positions:
         call_args[k] = _nested_leaves(arena, args[k], k)
@@ -450,7 +457,9 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 
     Computed by transposing a VJP (the VJP is linear in its cotangent ``u``, so the gradient
     with respect to ``u`` of ``<vjp(u), tangents>`` is the JVP): two reverse sweeps, no
-    separate forward-mode rules to keep in step.
+    separate forward-mode rules to keep in step. Primals, tangents and the output may be
+    structured; the output tangent has the output's structure (zeros at float leaves that do
+    not depend on the primals, ``None`` at static leaves).
 
     Examples
     --------
@@ -458,20 +467,43 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     >>> import nodegrad as ng
     >>> ng.jvp(lambda x: x ** 2.0, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
     (array([1., 9.]), array([2., 6.]))
+    >>> ng.jvp(lambda p: {"y": p["w"] * 3.0}, ({"w": 1.0},), ({"w": 2.0},))
+    ({'y': 3.0}, {'y': 6.0})
     """
     _check_callable(fun, "jvp")
+    for name, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):
+            msg = f"jvp: {name} must be a tuple or list with one entry per argument, got {type(value).__name__}"
+            raise ArgumentError(msg)
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         msg = f"jvp: {len(primals)} primals but {len(tangents)} tangents"
-        raise NodegradError(msg)
+        raise StructureError(msg)
+    for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        _same_shapes(f"jvp tangents[{k}]", p, t)  # same structures and shapes, or an error naming the place
     with Arena() as arena:
         traced = tuple(_trace_argument(arena, p, k) for k, p in enumerate(primals))
-        for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-            _same_shapes(f"jvp tangents[{k}]", p, t)  # same structures and shapes, or an error naming the place
         out = fun(*traced)
-        if not isinstance(out, Traced):
-            return plain(out), np.zeros_like(np.asarray(out, dtype=float))
-        u = arena.param(np.zeros_like(out.value), name="cotangent")
+        if not _traced_leaves(out):
+            return plain(out), _zero_tangent(plain(out))
+        # The cotangent u is a leaf shaped like the output; its traced leaves stand for the
+        # output's, so the second sweep's gradient with respect to u has the output's structure.
+        u = arena.param(_zero_tangent(plain(out)), name="cotangent")
         pulled = gradients(arena, out, traced, seed=u, create_graph=True)
         tangent_out = gradients(arena, _traced_vdot(pulled, tangents), u)
-    return plain(out), tangent_out
+    return plain(out), _like_argument(tangent_out, plain(out))
+
+
+def _zero_tangent(value: Any) -> Any:
+    """Zeros shaped like each float leaf of ``value``; ``None`` at its other leaves."""
+    if handler_for(value) is None:
+        if not is_differentiable_leaf(value):
+            msg = f"jvp: the output must hold floating-point values, got {type(value).__name__}"
+            raise DtypeError(msg)
+        return value * 0.0 if isinstance(value, float) else np.zeros_like(value)
+    return map_with_paths(
+        lambda _, leaf: (
+            (leaf * 0.0 if isinstance(leaf, float) else np.zeros_like(leaf)) if is_differentiable_leaf(leaf) else None
+        ),
+        value,
+    )

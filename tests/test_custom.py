@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nodegrad as ng
-from nodegrad.errors import ArenaError, NodegradError, NoGradientError, NonFiniteError, StructureError
+from nodegrad.errors import ArenaError, NodegradError, NoGradientError, NonFiniteError, ShapeError, StructureError
 from nodegrad.testing import check_grads
 
 HERE = Path(__file__).resolve()
@@ -199,6 +199,33 @@ def test_bwd_returning_a_cotangent_of_the_wrong_structure() -> None:
     f.defvjp(lambda p: (p["w"] * p["b"], p), lambda p, g: ({"w": g * p["b"]},))  # "b" is missing
     with pytest.raises(StructureError, match="argument 0"):
         ng.grad(lambda p: ng.sum(f(p)))({"w": np.ones(2), "b": 2.0})
+
+
+def test_bwd_returning_an_array_cotangent_of_the_wrong_shape_raises() -> None:
+    @ng.custom_vjp
+    def f(x: Any) -> Any:
+        return x * 2.0
+
+    f.defvjp(lambda x: (x * 2.0, None), lambda res, g: (np.ones(5),))
+    arena = ng.Arena()
+    x = arena.param(np.ones(3))
+    y = ng.sum(f(x))
+    with pytest.raises(ShapeError, match=r"bwd's cotangent 0 has shape \(5,\), its argument \(3,\)"):
+        arena.backward(y, wrt=x)
+    np.testing.assert_array_equal(arena.backward(ng.sum(x * 3.0), wrt=x), [3.0, 3.0, 3.0])  # still usable
+
+
+def test_bwd_returning_a_broadcast_cotangent_is_summed_to_the_argument() -> None:
+    @ng.custom_vjp
+    def scaled(x: Any, y: Any) -> Any:
+        return x * y
+
+    # bwd hands back g * y for x, shaped like the broadcast output (2, 3), not like x (3,).
+    scaled.defvjp(lambda x, y: (x * y, (x, y)), lambda r, g: (g * r[1], g * r[0]))
+    y = np.arange(6.0).reshape(2, 3)
+    g = ng.grad(lambda x: ng.sum(scaled(x, y)))(np.ones(3, dtype=np.float32))
+    assert g.shape == (3,) and g.dtype == np.float32
+    np.testing.assert_allclose(g, y.sum(axis=0))
 
 
 @pytest.mark.parametrize(
@@ -423,3 +450,12 @@ def test_a_failed_merge_leaves_the_arena_as_it_was() -> None:
         target.merge(source)
     assert [node.op for node in target] == ["param"]
     np.testing.assert_array_equal(target.backward(ng.sum(t * 2.0)), [np.array([2.0, 2.0])])
+
+
+def test_merging_a_released_arena_raises() -> None:
+    a, b = ng.Arena(), ng.Arena()
+    x = b.param(np.ones(2))
+    b.backward(ng.sum(x * 2.0), wrt=x, retain=False)
+    with pytest.raises(ArenaError, match="released"):
+        a.merge(b)
+    assert len(a) == 0

@@ -59,7 +59,8 @@ X_BACKWARD = np.array([0.0, 4.0, 1.0])  # sqrt is fine at 0, its derivative is n
 def _check_forward_message(message: str, node: int) -> None:
     assert message.startswith(f"log (node {node}) produced a non-finite value in the forward pass")
     assert "float64[3]" in message
-    assert message.endswith(recorded_at("forward-nan"))
+    assert recorded_at("forward-nan") in message
+    assert "mask the input instead" in message
 
 
 def _check_backward_message(message: str, node: int, where_node: int) -> None:
@@ -67,7 +68,7 @@ def _check_backward_message(message: str, node: int, where_node: int) -> None:
     assert "in the backward pass, from a finite cotangent" in message
     assert recorded_at("backward-nan") in message
     # The double-where diagnosis: it names the where and says to mask the input.
-    assert f"branch of the where at node {where_node}" in message
+    assert f"the where at node {where_node}" in message
     assert "Mask the input, not only the output" in message
     assert "where(m, f(where(m, x, safe_value)), other)" in message
 
@@ -1030,3 +1031,97 @@ def test_current_arena_and_nan_checking_are_per_thread() -> None:
     assert seen["looker_own"] and seen["holder_still"]
     assert seen["holder_checks"] and not seen["looker_checks"]
     assert current_arena() is None
+
+
+# -- checking switched on late, nested, and in recorded sweeps ------------------------------------
+
+
+def test_backward_check_finite_checks_an_arena_made_without_checking() -> None:
+    arena = ng.Arena()
+    x = arena.param(X_BACKWARD)
+    y = backward_nan(x)
+    assert not arena.check_finite
+    with pytest.raises(NonFiniteError) as info:
+        arena.backward(y, wrt=x, check_finite=True)
+    assert str(info.value).startswith("sqrt (node 1) produced a non-finite gradient")
+    assert "the where at node 2" in str(info.value)
+    assert arena.check_finite  # from now on
+    with np.errstate(all="ignore"), pytest.raises(NonFiniteError, match=r"^log \(node"):
+        ng.log(x - 1.0)
+
+
+def test_backward_check_finite_reports_a_non_finite_value_recorded_before() -> None:
+    arena = ng.Arena()
+    x = arena.param(X_FORWARD)
+    with np.errstate(invalid="ignore"):
+        y = forward_nan(x)
+    with pytest.raises(NonFiniteError, match=r"^log \(node 2 of this arena\) holds a non-finite value"):
+        arena.backward(y, wrt=x, check_finite=True)
+
+
+def test_a_nan_in_a_recorded_sweep_is_a_non_finite_error_naming_the_rule() -> None:
+    f = lambda x: ng.sum(ng.sqrt(x))
+    with ng.debug_nans(), pytest.raises(NonFiniteError, match="gradient rule of 'sqrt'"):
+        ng.hvp(f, np.array([0.0, 1.0]), np.ones(2))
+
+
+def test_check_finite_on_a_nested_grad_checks_the_enclosing_arena() -> None:
+    inner = ng.grad(lambda y: ng.sum(ng.sqrt(y)), check_finite=True)
+    with np.errstate(all="ignore"), pytest.raises(NonFiniteError):
+        ng.grad(lambda x: ng.sum(inner(x)))(np.array([0.0, 1.0]))
+
+
+def test_the_where_hint_sees_through_ops_between_the_branch_and_the_where() -> None:
+    with pytest.raises(NonFiniteError) as info:
+        ng.grad(lambda x: ng.sum(ng.where(x > 0, ng.sqrt(x) * 2.0, 0.0)), check_finite=True)(X_BACKWARD)
+    assert "the where at node 3" in str(info.value)
+    assert "Mask the input, not only the output" in str(info.value)
+
+
+def test_a_zero_cotangent_times_an_infinite_derivative_is_explained_without_a_where() -> None:
+    mask = np.array([0.0, 1.0, 1.0])
+    with pytest.raises(NonFiniteError) as info:
+        ng.grad(lambda x: ng.sum(ng.sqrt(x) * mask), check_finite=True)(X_BACKWARD)
+    assert "0 times an infinite derivative" in str(info.value)
+
+
+def test_a_failed_recorded_sweep_leaves_no_nodes_behind() -> None:
+    @ng.custom_vjp
+    def square(x: Any) -> Any:
+        return x * x
+
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
+    arena = ng.Arena()
+    x = arena.param(np.array([1.0, 2.0]))
+    y = ng.sum(ng.tanh(square(x)) * 3.0)
+    size = len(arena)
+    with pytest.raises(ng.errors.NoGradientError, match="custom"):
+        arena.backward(y, wrt=x, create_graph=True)
+    assert len(arena) == size
+    np.testing.assert_allclose(arena.backward(y, wrt=x), 3.0 * (1 - np.tanh([1.0, 4.0]) ** 2) * [2.0, 4.0])
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        pytest.param(lambda: ng.grad(lambda x: "a")(1.0), DtypeError, id="string-output"),
+        pytest.param(lambda: ng.grad(lambda x: None)(1.0), DtypeError, id="none-output"),
+        pytest.param(lambda: ng.grad(lambda x: x * 1j)(1.0), DtypeError, id="complex-output"),
+        pytest.param(lambda: ng.grad(lambda x: x, options="strict")(1.0), ng.errors.ArgumentError, id="options"),
+        pytest.param(lambda: ng.GradOptions(zero_missing_wrt="x"), ng.errors.ArgumentError, id="grad-options"),
+        pytest.param(lambda: ng.jvp(lambda x: x, np.ones(2), np.ones(2)), ng.errors.ArgumentError, id="jvp-primals"),
+        pytest.param(lambda: ng.jvp(lambda x: "a", (1.0,), (1.0,)), DtypeError, id="jvp-string-output"),
+    ],
+)
+def test_outputs_and_options_that_make_no_sense_are_refused(call: Callable[[], Any], error: type) -> None:
+    with pytest.raises(error):
+        call()
+
+
+@pytest.mark.parametrize("wrt", ["x", np.ones(2), {"w": 1.0}], ids=["string", "array", "plain-dict"])
+def test_backward_wrt_without_traced_values_is_refused(wrt: Any) -> None:
+    arena = ng.Arena()
+    x = arena.param(np.ones(2))
+    with pytest.raises(ArenaError, match="wrt must hold traced values"):
+        arena.backward(ng.sum(x), wrt=wrt)
+    assert arena.backward(ng.sum(x), wrt=[]) == []

@@ -1,8 +1,9 @@
 """A pytest plugin registering hypothesis profiles for gradient tests.
 
 Installed with nodegrad (entry point ``pytest11``). Profiles: ``dev`` (50 examples, the
-default), ``ci`` (25 examples, no example database, reproduction blobs printed; the
-default when the ``CI`` environment variable is set) and ``thorough`` (500 examples).
+default), ``ci`` (25 examples, derandomized so that a failure in CI fails the same way on
+any machine, no example database, reproduction blobs printed; the default when the ``CI``
+environment variable is set) and ``thorough`` (500 examples).
 ``NODEGRAD_HYPOTHESIS_PROFILE=<name>`` picks one. No profile has a deadline: gradient
 tests check values, not speed. Without hypothesis installed the plugin does nothing.
 """
@@ -15,7 +16,7 @@ from typing import Any
 __all__ = ["load_profile", "pytest_configure"]
 
 PROFILES = {
-    "ci": {"max_examples": 25, "deadline": None, "print_blob": True, "database": None},
+    "ci": {"max_examples": 25, "deadline": None, "print_blob": True, "database": None, "derandomize": True},
     "dev": {"max_examples": 50, "deadline": None},
     "thorough": {"max_examples": 500, "deadline": None},
 }
