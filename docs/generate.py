@@ -7,9 +7,12 @@ committed pages differ from what this produces.
 
 from __future__ import annotations
 
+import ast
+import functools
 import inspect
 import sys
 from pathlib import Path
+from typing import Any
 
 import nodegrad
 import nodegrad.testing
@@ -23,19 +26,65 @@ def ops_page() -> str:
         "# Ops",
         "",
         "Generated from the op registry by `docs/generate.py`. Each op is one registry entry",
-        "holding its forward and one VJP rule per input; *differentiable inputs* lists the",
-        "input positions that have a rule. All ops keep float32 as float32 and support float64.",
+        "holding its forward and one VJP rule per input; *VJP* shows each input's rule as it is",
+        "written in the code (`g` is the output's cotangent, `ans` the output), or the name of",
+        "the function that holds it. Inputs without a rule carry no gradient (indices, masks).",
+        "Every op keeps float32 as float32 and supports float64; float16 works where numpy's",
+        "own kernels do. *Broadcasts*: the cotangent is summed back to each input's shape in",
+        "one central place, the sweep.",
         "",
-        "| op | family | what it computes | differentiable inputs | broadcasts |",
-        "|---|---|---|---|---|",
+        "| op | family | what it computes | VJP | dtypes | broadcasts |",
+        "|---|---|---|---|---|---|",
     ]
     for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name)):
-        if isinstance(op.vjps, tuple):
-            inputs = ", ".join(str(k) for k, rule in enumerate(op.vjps) if rule is not None) or "none"
-        else:
-            inputs = "every element input"
-        lines.append(f"| `{op.name}` | {op.family} | {op.doc} | {inputs} | {'yes' if op.broadcasts else 'no'} |")
+        vjp = _vjp_summary(op).replace("|", "\\|")
+        broadcasts = "yes" if op.broadcasts else "no"
+        lines.append(f"| `{op.name}` | {op.family} | {op.doc} | {vjp} | float32, float64 | {broadcasts} |")
     return "\n".join(lines) + "\n"
+
+
+def _vjp_summary(op: Any) -> str:
+    if not isinstance(op.vjps, tuple):  # a variadic op: one rule serves every input
+        return f"every input: {_rule_text(op.vjps._rule)}"
+    parts = [f"input {k}: {_rule_text(rule)}" for k, rule in enumerate(op.vjps) if rule is not None]
+    return "<br>".join(parts) or "none"
+
+
+def _rule_text(rule: Any) -> str:
+    """A lambda rule's body as written; a named rule's name and the first line of its docstring."""
+    if getattr(rule, "__name__", "") != "<lambda>":
+        doc = (inspect.getdoc(rule) or "").split("\n\n")[0].replace("\n", " ")
+        return f"`{rule.__name__}`" + (f" ({doc.rstrip('.')})" if doc else "")
+    body = _lambda_body(rule)
+    return f"`{body}`" if body else "a lambda"
+
+
+@functools.cache
+def _module_tree(filename: str) -> ast.Module:
+    return ast.parse(Path(filename).read_text(encoding="utf-8"))
+
+
+def _lambda_body(rule: Any) -> str | None:
+    """Find the lambda in its source file by the position of its first instruction."""
+    filename = inspect.getsourcefile(rule)
+    if filename is None:
+        return None
+    # Each instruction's (line, end line, column, end column); the empty spans are bookkeeping.
+    spots = [(p[0], p[2]) for p in rule.__code__.co_positions() if None not in p and p[3] > p[2]]  # type: ignore[operator]
+    spots = [spot for spot in spots if spot[0] >= rule.__code__.co_firstlineno]
+    if not spots:
+        return None
+    first = min(spots)
+    found = [
+        node
+        for node in ast.walk(_module_tree(filename))
+        if isinstance(node, ast.Lambda)
+        and (node.body.lineno, node.body.col_offset) <= first <= (node.body.end_lineno, node.body.end_col_offset)
+    ]
+    if not found:
+        return None
+    innermost = min(found, key=lambda n: (n.body.end_lineno or 0) - n.body.lineno)
+    return ast.unparse(innermost.body)
 
 
 def api_page() -> str:

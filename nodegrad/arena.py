@@ -655,7 +655,25 @@ class Traced:
         return bool(self.value)
 
     def __float__(self) -> float:
-        return float(self.value)
+        # float(x) and math.* would hand back a plain number and silently cut the gradient.
+        msg = (
+            f"float() of a traced value (node {self.index}, {_describe(self.value)}) would silently drop its "
+            "gradient: use nodegrad ops (ng.exp, not math.exp); call float(x.value) or "
+            "float(nodegrad.stop_gradient(x)) to read the number on purpose."
+        )
+        raise ArenaError(msg)
+
+    def __format__(self, spec: str) -> str:
+        # Formatting is for reading (logging a loss inside a traced function), not computing.
+        return format(self.value, spec) if spec else repr(self)
+
+    def item(self) -> Any:
+        """The value as a Python number, for reading only: the result carries no gradient."""
+        return self.value.item() if isinstance(self.value, np.ndarray | np.generic) else self.value
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists, for reading only: the result carries no gradient."""
+        return np.asarray(self.value).tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         msg = (
@@ -693,6 +711,73 @@ class Traced:
     def min(self, axis: Any = None, keepdims: bool = False) -> Any:
         """Minimum over ``axis``; tied minima share the gradient evenly."""
         return _ops.min(self, axis, keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Product over ``axis``, as ``ndarray.prod``."""
+        return _ops.prod(self, axis, keepdims)
+
+    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """Variance over ``axis``, as ``ndarray.var``."""
+        return _ops.var(self, axis, ddof, keepdims)
+
+    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """Standard deviation over ``axis``, as ``ndarray.std``."""
+        return _ops.std(self, axis, ddof, keepdims)
+
+    def cumsum(self, axis: Any = None) -> Any:
+        """Cumulative sum, as ``ndarray.cumsum``."""
+        return _ops.cumsum(self, axis)
+
+    def cumprod(self, axis: Any = None) -> Any:
+        """Cumulative product, as ``ndarray.cumprod``."""
+        return _ops.cumprod(self, axis)
+
+    def ravel(self) -> Any:
+        """The flattened array, as ``ndarray.ravel``."""
+        return _ops.ravel(self)
+
+    def flatten(self) -> Any:
+        """The flattened array, as ``ndarray.flatten`` (values are never written in place,
+        so a copy and a view are the same thing here)."""
+        return _ops.ravel(self)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """Drop axes of length one, as ``ndarray.squeeze``."""
+        return _ops.squeeze(self, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Any:
+        """Swap two axes, as ``ndarray.swapaxes``."""
+        return _ops.swapaxes(self, axis1, axis2)
+
+    def dot(self, other: Any) -> Any:
+        """Dot product, as ``ndarray.dot``."""
+        return _ops.dot(self, other)
+
+    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002  (numpy's names)
+        """Limit the values to ``[min, max]``, as ``ndarray.clip``."""
+        return _ops.clamp(self, min, max)
+
+    def copy(self) -> Any:
+        """The value itself: recorded values are never written in place."""
+        return self
+
+    def astype(self, dtype: Any, copy: bool = True) -> Any:
+        """Cast, as ``ndarray.astype``: to another float dtype the gradient follows (cast
+        back); to an integer or bool dtype the result is plain data with no gradient.
+        ``copy`` is accepted for numpy's signature: recorded values are never written."""
+        return _ops.astype(self, dtype)
+
+    def argmax(self, axis: Any = None) -> Any:
+        """Index of the maximum (plain integers: no gradient)."""
+        return np.argmax(self.value, axis=axis)
+
+    def argmin(self, axis: Any = None) -> Any:
+        """Index of the minimum (plain integers: no gradient)."""
+        return np.argmin(self.value, axis=axis)
+
+    def argsort(self, axis: int = -1) -> Any:
+        """Indices that sort the values (plain integers: no gradient)."""
+        return np.argsort(self.value, axis=axis)
 
     def __getitem__(self, index: Any) -> Any:
         return _ops.getitem(self, index)
@@ -733,6 +818,19 @@ class Traced:
 
     def __rmatmul__(self, other: Any) -> Any:
         return _ops.matmul(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return _ops.remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return _ops.remainder(other, self)
+
+    # Floor division is piecewise constant: plain values, no gradient (as np.floor_divide).
+    def __floordiv__(self, other: Any) -> Any:
+        return self.value // unwrap(other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return unwrap(other) // self.value
 
     def __neg__(self) -> Any:
         return record1(_elementwise.NEGATIVE, self)

@@ -149,12 +149,25 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         return fun(*args), args
 
     def bwd(args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
+        traced = [leaf for _, leaf in flatten_with_paths(g) if isinstance(leaf, Traced)]
+        if traced:  # a recorded sweep, differentiated in its cotangent alone (jvp)
+            return _recompute_in(traced[0].arena, fun, args, g)
         _, back = vjp(fun, *args)
         return back(g)
 
     wrapped = custom_vjp(fun)
     wrapped.defvjp(fwd, bwd)
     return wrapped
+
+
+def _recompute_in(arena: Any, fun: Callable[..., Any], args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
+    """``checkpoint``'s backward with a traced cotangent ``g``: run ``fun`` again in ``g``'s
+    arena and record the sweep there, so the result is a traced value linear in ``g``."""
+    from nodegrad.sweep import gradients
+
+    params = tuple(arena.param(a) for a in args)
+    out = fun(*params)
+    return tuple(gradients(arena, out, params, seed=g, create_graph=True, seed_only=True))
 
 
 def stop_gradient(value: Any) -> Any:

@@ -13,6 +13,7 @@ unmodified numpy code records nodes. Three tables say what happens:
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable
 from typing import Any
 
@@ -20,9 +21,24 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.arena import call_atomically, unwrap
-from nodegrad.errors import NoGradientError, user_location
+from nodegrad.errors import NoGradientError, ShapeError, user_location
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
+
+
+def _nan_ignoring(name: str, pick: Callable[..., Any]) -> Callable[..., Any]:
+    """``np.fmax`` / ``np.fmin``: as maximum / minimum, except that a NaN loses to a number
+    (the number is chosen, and gets the gradient)."""
+
+    def fn(x: Any, y: Any) -> Any:
+        nan_x, nan_y = np.isnan(unwrap(x)), np.isnan(unwrap(y))
+        if not (nan_x.any() or nan_y.any()):
+            return pick(x, y)
+        return ops.where(nan_y, x, ops.where(nan_x, y, pick(x, y)))
+
+    fn.__name__ = name
+    return fn
+
 
 UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.add: ops.add,
@@ -63,10 +79,12 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.arctanh: ops.arctanh,
     np.deg2rad: ops.deg2rad,
     np.rad2deg: ops.rad2deg,
+    np.radians: ops.deg2rad,
+    np.degrees: ops.rad2deg,
     np.maximum: ops.maximum,
     np.minimum: ops.minimum,
-    np.fmax: ops.maximum,
-    np.fmin: ops.minimum,
+    np.fmax: _nan_ignoring("fmax", ops.maximum),
+    np.fmin: _nan_ignoring("fmin", ops.minimum),
     np.remainder: ops.remainder,
     np.fmod: ops.fmod,
     np.matmul: ops.matmul,
@@ -79,6 +97,7 @@ VALUE_UFUNCS = {
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
     np.isfinite, np.isnan, np.isinf, np.signbit, np.sign,
     np.floor, np.ceil, np.rint, np.trunc, np.floor_divide,
+    np.heaviside, np.spacing, np.nextafter,
 }  # fmt: skip
 
 
@@ -143,9 +162,27 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "
     return ops.gather(ops.ravel(a), indices, 0) if axis is None else ops.gather(a, indices, axis)
 
 
-def _einsum(subscripts: str, *operands: Any, optimize: Any = False, **kw: Any) -> Any:
+def _einsum(subscripts: Any, *operands: Any, optimize: Any = False, **kw: Any) -> Any:
     _no_extras("einsum", **kw)  # `optimize` only changes the order of the contraction
+    if not isinstance(subscripts, str):  # the interleaved form: a, [0, 1], b, [1, 2], [0, 2]
+        subscripts, operands = _from_sublists((subscripts, *operands))
     return ops.einsum(subscripts, *operands)
+
+
+def _from_sublists(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """numpy's interleaved einsum arguments as a subscripts string and the operands."""
+
+    def letters(sublist: Any) -> str:
+        try:
+            return "".join("..." if i is Ellipsis else string.ascii_letters[i] for i in sublist)
+        except (TypeError, IndexError):
+            msg = f"np.einsum: {sublist!r} is not a list of axis labels 0-51 [called at {user_location()}]"
+            raise ShapeError(msg) from None
+
+    output = letters(args[-1]) if len(args) % 2 else None
+    pairs = args[: len(args) - len(args) % 2]
+    subscripts = ",".join(letters(sub) for sub in pairs[1::2])
+    return (subscripts if output is None else f"{subscripts}->{output}"), tuple(pairs[0::2])
 
 
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:

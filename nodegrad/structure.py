@@ -423,7 +423,10 @@ def cotangent_for(seed: Any, value: Any, path: str) -> Any:
     if handler is None:
         if seed is None or not is_differentiable_leaf(value):
             return None
-        seed_array = np.asarray(seed)
+        from nodegrad.arena import Traced
+
+        # A traced seed (a recorded sweep, differentiated again) stays traced.
+        seed_array = seed if type(seed) is Traced else np.asarray(seed)
         if seed_array.shape != np.shape(value):
             msg = (
                 f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"

@@ -281,20 +281,22 @@ class _RecordingRules:
     that cannot run on traced values (it writes into arrays, say) is reported by op name.
     """
 
-    _cache: ClassVar[dict[str, _RecordingRules]] = {}
+    _cache: ClassVar[dict[tuple[str, bool], _RecordingRules]] = {}
 
-    def __init__(self, op: Any) -> None:
+    def __init__(self, op: Any, seed_only: bool) -> None:
         self.name = op.name
         self.broadcasts = op.broadcasts
         self._rules = op.vjps
-        # Its bwd sees plain values, so a recorded sweep would silently drop x-dependence.
-        self._custom = op.family == "custom"
+        # A custom bwd sees plain residuals, so a recorded sweep would silently drop its
+        # dependence on the inputs: refused, unless only the seed will be differentiated
+        # (jvp), in which a bwd fed a traced cotangent is exact (it is linear in it).
+        self._refused = op.family == "custom" and not seed_only
 
     @classmethod
-    def of(cls, op: Any) -> _RecordingRules:
-        found = cls._cache.get(op.name)
+    def of(cls, op: Any, seed_only: bool = False) -> _RecordingRules:
+        found = cls._cache.get((op.name, seed_only))
         if found is None or found._rules is not op.vjps:
-            found = cls._cache[op.name] = cls(op)
+            found = cls._cache[op.name, seed_only] = cls(op, seed_only)
         return found
 
     @property
@@ -304,7 +306,7 @@ class _RecordingRules:
     def __getitem__(self, k: int) -> Any:
         rule = self._rules[k]
         name = self.name
-        if self._custom:
+        if self._refused:
 
             def refuse(*args: Any) -> Any:
                 msg = f"op {name!r}: a custom VJP (custom_vjp, checkpoint) cannot be differentiated again"
@@ -336,14 +338,17 @@ class _RecordingNodes:
     traced values that can be differentiated again.
     """
 
-    def __init__(self, arena: Any) -> None:
+    def __init__(self, arena: Any, seed_only: bool = False) -> None:
         self._arena = arena
         self._nodes = arena._nodes
+        self._seed_only = seed_only
 
     def __getitem__(self, i: int) -> tuple[Any, ...]:
         op, parents, argnums, args, value = self._nodes[i]
         if not parents:
             return op, parents, argnums, args, Traced(self._arena, i, value)
+        if self._seed_only and op.family == "custom":
+            return _RecordingRules.of(op, seed_only=True), parents, argnums, args, value
         lifted = list(args)
         for p, k in zip(parents, argnums, strict=True):
             lifted[k] = Traced(self._arena, p, self._nodes[p][4])
@@ -358,6 +363,7 @@ def gradients(
     options: GradOptions | None = None,
     finish: Any = None,
     create_graph: bool = False,
+    seed_only: bool = False,
 ) -> Any:
     """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
 
@@ -365,7 +371,8 @@ def gradients(
     ``wrt``'s structure, with ``None`` where ``wrt`` holds a non-traced (static) leaf.
     ``finish(g, like)`` post-processes each array gradient; by default it makes sure the
     caller gets arrays that nothing else holds. With ``create_graph`` the sweep records
-    itself into the arena and the gradients are traced values.
+    itself into the arena and the gradients are traced values; ``seed_only`` says they will
+    be differentiated with respect to a traced seed alone (``jvp``), which custom rules allow.
     """
     options = _check_options(options)
     targets = _traced_leaves(wrt, [])
@@ -374,7 +381,7 @@ def gradients(
     if isinstance(arena._nodes, CheckedNodes):
         _check_seeds(arena, seeds)
     if create_graph:
-        nodes: Any = _RecordingNodes(arena)
+        nodes: Any = _RecordingNodes(arena, seed_only)
     elif isinstance(arena._nodes, CheckedNodes):
         nodes = CheckedSweep(arena._nodes)
     else:

@@ -65,6 +65,13 @@ def _trace_argument(arena: Arena, value: Any, position: int) -> Any:
     return arena.param(value, name=f"args[{position}]")
 
 
+def _snapshot(traced: Any) -> Any:
+    """A copy of a traced argument's containers, taken before the user's function runs: a
+    function that replaces an entry of its argument (``batch["x"] = batch["x"] / 2``) must
+    not change what the gradient is taken with respect to."""
+    return traced if handler_for(traced) is None else map_with_paths(lambda _, leaf: leaf, traced)
+
+
 def _like_argument(g: Any, original: Any) -> Any:
     """Give ``g`` the argument's own leaf types: Python float in, Python float out."""
     if isinstance(g, Traced):
@@ -191,9 +198,9 @@ def value_and_grad(
             call_args = list(args)
             for k in positions:
                 call_args[k] = _trace_argument(arena, args[k], k)
+            wrt = tuple(_snapshot(call_args[k]) for k in positions)
             result, aux = _split_output(fun(*call_args, **kwargs), has_aux)
             _check_scalar(result)
-            wrt = tuple(call_args[k] for k in positions)
             if out is None:
                 grads = gradients(arena, result, wrt, None, options)
                 shaped = tuple(_like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
@@ -267,9 +274,10 @@ def _nested_value_and_grad(
     call_args = list(args)
     for k in positions:
         call_args[k] = _nested_leaves(arena, args[k], k)
+    wrt = tuple(_snapshot(call_args[k]) for k in positions)
     result, aux = _split_output(fun(*call_args, **kwargs), has_aux)
     _check_scalar(result)
-    grads = gradients(arena, result, tuple(call_args[k] for k in positions), None, options, create_graph=True)
+    grads = gradients(arena, result, wrt, None, options, create_graph=True)
     shaped = tuple(_like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
     grad_value = shaped[0] if single else shaped
     return ((result, aux), grad_value) if has_aux else (result, grad_value)
@@ -360,10 +368,11 @@ def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
     arena = Arena()
     with arena:
         traced = [_trace_argument(arena, a, k) for k, a in enumerate(args)]
+        wrt = tuple(_snapshot(t) for t in traced)
         result, aux = _split_output(fun(*traced), has_aux)
 
     def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
-        grads = gradients(arena, result, tuple(traced), cotangent)
+        grads = gradients(arena, result, wrt, cotangent)
         return tuple(_like_argument(g, a) for g, a in zip(grads, args, strict=True))
 
     return (plain(result), vjp_fun, plain(aux)) if has_aux else (plain(result), vjp_fun)
@@ -483,13 +492,14 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         _same_shapes(f"jvp tangents[{k}]", p, t)  # same structures and shapes, or an error naming the place
     with Arena() as arena:
         traced = tuple(_trace_argument(arena, p, k) for k, p in enumerate(primals))
+        wrt = tuple(_snapshot(t) for t in traced)
         out = fun(*traced)
         if not _traced_leaves(out):
             return plain(out), _zero_tangent(plain(out))
         # The cotangent u is a leaf shaped like the output; its traced leaves stand for the
         # output's, so the second sweep's gradient with respect to u has the output's structure.
         u = arena.param(_zero_tangent(plain(out)), name="cotangent")
-        pulled = gradients(arena, out, traced, seed=u, create_graph=True)
+        pulled = gradients(arena, out, wrt, seed=u, create_graph=True, seed_only=True)
         tangent_out = gradients(arena, _traced_vdot(pulled, tangents), u)
     return plain(out), _like_argument(tangent_out, plain(out))
 

@@ -11,6 +11,7 @@ import pytest
 
 import nodegrad as ng
 import nodegrad.testing._check as check_module
+from nodegrad.errors import NoGradientError
 from nodegrad.ops import elementwise
 from nodegrad.testing import check_grads
 
@@ -125,3 +126,186 @@ def test_structured_arguments_and_outputs_pass_and_a_wrong_field_is_named(monkey
     with pytest.raises(AssertionError, match=r"argument 0 at \['w'\] fails") as info:
         check_grads(f, params)
     assert "['layers'][0]['b']" not in str(info.value)
+
+
+# -- forward mode -------------------------------------------------------------------------------------
+
+
+def test_fwd_mode_catches_a_wrong_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = np.array([0.5, 1.0, -2.0]), np.array([0.3, -0.7, 1.1])
+    f = lambda x, y: x * ng.sin(y)
+    check_grads(f, x, y, modes=("fwd",))
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: -g * np.cos(x))
+    with pytest.raises(AssertionError) as info:
+        check_grads(f, x, y, modes=("fwd",))  # all arguments move together; the blame falls on argument 1
+    message = str(info.value)
+    assert message.startswith("check_grads (order 1, mode 'fwd'): ")
+    assert "the forward derivative along argument 1 (shape (3,), dtype float64) fails" in message
+    assert "argument 0" not in message
+    for fragment in ("analytic <v, jvp(u)> = ", "numeric  (central difference, eps=1e-06) = ", "tolerance"):
+        assert fragment in message
+
+
+def test_fwd_mode_checks_nodegrad_jvp_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_jvp = check_module.jvp
+    x = {"w": np.array([0.5, 1.0]), "b": 0.25}
+    f = lambda p: {"y": ng.sin(p["w"]) * p["b"], "z": ng.exp(p["w"])}
+
+    def doubled_jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
+        out, tangent = real_jvp(f, primals, tangents)
+        return out, {"y": tangent["y"], "z": tangent["z"] * 2.0}  # wrong for the output field z only
+
+    monkeypatch.setattr(check_module, "jvp", doubled_jvp)
+    check_grads(f, x, modes=("rev",))  # reverse mode does not use jvp
+    blame = r"mode 'fwd'\): the forward derivative along argument 0 at \['w'\] fails"
+    with pytest.raises(AssertionError, match=blame) as info:
+        check_grads(f, x)
+    assert "it shows in the output at ['z']" in str(info.value)
+    assert "['b']" not in str(info.value)  # z does not depend on b
+
+    monkeypatch.setattr(check_module, "jvp", lambda f, p, t: (real_jvp(f, p, t)[0], {"y": np.zeros(1), "z": None}))
+    wrong_shape = r"the tangent jvp\(u\) of the output\['y'\] \(shape \(2,\), dtype float64\) has shape \(1,\)"
+    with pytest.raises(AssertionError, match=wrong_shape):
+        check_grads(f, x)
+
+
+# -- second order ---------------------------------------------------------------------------------------
+
+_RNG = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize(
+    ("f", "args"),
+    [
+        pytest.param(ng.sin, (np.array([0.5, 1.0, -2.0]),), id="sin"),
+        pytest.param(ng.tanh, (np.linspace(-1.5, 1.5, 6).reshape(2, 3),), id="tanh"),
+        pytest.param(ng.tanh, (0.3,), id="python-float"),
+        pytest.param(lambda x, y: x @ y, (_RNG.standard_normal((2, 3)), _RNG.standard_normal((3, 2))), id="matmul"),
+        pytest.param(lambda x: ng.softmax(x, axis=-1), (_RNG.standard_normal((2, 4)),), id="softmax"),
+        pytest.param(
+            lambda x, w: ng.softmax(ng.tanh(x @ w), axis=-1),
+            (_RNG.standard_normal((2, 3)).astype(np.float32), _RNG.standard_normal((3, 4)).astype(np.float32)),
+            id="float32",
+        ),
+        pytest.param(
+            lambda p, x: {"y": ng.tanh(p["w"] @ x) * p["b"], "norm": ng.sum(x * x), "tag": "t"},
+            ({"w": _RNG.standard_normal((2, 3)), "b": 0.5, "name": "layer"}, _RNG.standard_normal(3)),
+            id="structured",
+        ),
+    ],
+)
+@pytest.mark.parametrize("modes", [("rev",), ("fwd",), ("rev", "fwd")])
+def test_order_2_passes_right_rules(f: Callable[..., Any], args: tuple[Any, ...], modes: tuple[str, ...]) -> None:
+    check_grads(f, *args, order=2, modes=modes)
+
+
+def _cut_cosine(g: Any, ans: Any, x: Any) -> Any:
+    """The right value of sin's VJP, but cut off from ``x`` when the sweep is recorded (``x`` is
+    then traced): first derivatives are right, second derivatives miss ``-sin``."""
+    return g * np.cos(ng.stop_gradient(x))
+
+
+@pytest.mark.parametrize(
+    ("modes", "header"),
+    [
+        pytest.param(("rev",), "check_grads (order 2, mode 'rev' of the 'rev' derivative (x, v) -> vjp(f, x)(v))"),
+        pytest.param(("fwd",), "check_grads (order 2, mode 'fwd' of the 'fwd' derivative (x, t) -> jvp(f, x, t))"),
+        pytest.param(("rev", "fwd"), "check_grads (order 2, mode 'rev' of the 'rev' derivative"),
+    ],
+)
+def test_order_2_catches_a_rule_that_is_only_right_at_order_1(
+    monkeypatch: pytest.MonkeyPatch, modes: tuple[str, ...], header: str
+) -> None:
+    x = np.array([0.5, 1.0, -2.0])
+    check_grads(ng.sin, x, order=2, modes=modes)
+    _patch_sin_rule(monkeypatch, _cut_cosine)
+    check_grads(ng.sin, x, modes=modes)  # order 1 cannot tell
+    with pytest.raises(AssertionError) as info:
+        check_grads(ng.sin, x, order=2, modes=modes)
+    message = str(info.value)
+    assert message.startswith(header)
+    assert "argument 0 (shape (3,), dtype float64) fails the dot-product test" in message
+    assert "analytic" in message and "numeric" in message
+
+
+def test_order_2_names_the_key_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    params = {"w": np.array([0.5, 1.0]), "b": 0.25, "name": "l0"}
+    f = lambda p: {"out": ng.sin(p["w"]) + p["b"] * p["b"], "tag": "x"}
+    check_grads(f, params, order=2)
+    _patch_sin_rule(monkeypatch, _cut_cosine)
+    with pytest.raises(AssertionError, match=r"order 2, mode 'rev'.*: the gradient of argument 0 at \['w'\] fails"):
+        check_grads(f, params, order=2)
+
+
+def test_order_2_through_a_custom_vjp_raises_no_gradient_error() -> None:
+    @ng.custom_vjp
+    def square(x: Any) -> Any:
+        return x * x
+
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
+    x = np.array([0.5, -1.5])
+    check_grads(square, x, modes=("rev",))
+    # A custom VJP refuses to be differentiated again: order 2 says so, never passes silently.
+    refused = r"^check_grads \(order 2, mode 'rev' of the 'rev' derivative .*custom_vjp"
+    with pytest.raises(NoGradientError, match=refused):
+        check_grads(square, x, order=2, modes=("rev",))
+    with pytest.raises(NoGradientError, match="custom_vjp"):
+        check_grads(square, x, order=2)
+
+
+# -- record-valued functions ------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Polar:
+    double: Any
+    square: Any
+    name: str = ng.field(static=True, default="polar")
+
+
+def test_a_wrong_custom_vjp_on_a_record_valued_function_names_the_field() -> None:
+    @ng.custom_vjp
+    def polar(x: Any) -> Any:
+        return Polar(x * 2.0, x * x)
+
+    def bwd(square_factor: float) -> Callable[[Any, Any], tuple[Any]]:
+        return lambda x, g: (g.double * 2.0 + g.square * square_factor * x,)
+
+    x = np.array([0.5, -1.0, 2.0])
+    polar.defvjp(lambda x: (polar.fun(x), x), bwd(2.0))
+    check_grads(polar, x, modes=("rev",))
+    polar.defvjp(lambda x: (polar.fun(x), x), bwd(3.0))  # wrong for the field square only
+    with pytest.raises(AssertionError, match="argument 0") as info:
+        check_grads(polar, x, modes=("rev",))
+    message = str(info.value)
+    assert "it shows in the output at .square:" in message
+    assert ".double" not in message
+
+
+@pytest.mark.parametrize("modes", [("rev",), ("fwd",)])
+def test_a_wrong_rule_in_a_record_field_is_named_in_both_modes(
+    monkeypatch: pytest.MonkeyPatch, modes: tuple[str, ...]
+) -> None:
+    f = lambda x: Polar(x * 2.0, ng.sin(x) * x)
+    x = np.array([0.5, -1.0, 2.0])
+    check_grads(f, x, modes=modes)
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * 1.01)
+    with pytest.raises(AssertionError, match=f"mode '{modes[0]}'") as info:
+        check_grads(f, x, modes=modes)
+    assert "it shows in the output at .square:" in str(info.value)
+    assert ".double" not in str(info.value)
+
+
+# -- arguments ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", [0, 3, True, 1.5, "2", None])
+def test_rejects_bad_order(order: Any) -> None:
+    with pytest.raises(ValueError, match="order must be 1 or 2"):
+        check_grads(ng.sin, 0.5, order=order)
+
+
+@pytest.mark.parametrize("modes", [(), ("rev", "rev"), ("reverse",), ("fwd", "sideways"), "rev", None, (1,)])
+def test_rejects_bad_modes(modes: Any) -> None:
+    with pytest.raises(ValueError, match="modes must be a non-empty tuple"):
+        check_grads(ng.sin, 0.5, modes=modes)

@@ -103,7 +103,7 @@ def test_custom_vjp_on_a_dict_with_structured_cotangents() -> None:
     def bwd(res: Any, g: Any) -> Any:
         p, x = res
         assert isinstance(p, dict) and p["tag"] == "layer"  # bwd sees the plain structure
-        return {"w": g * x, "b": float(np.sum(g)), "tag": None}, g * p["w"]
+        return {"w": g * x, "b": np.sum(g), "tag": None}, g * p["w"]
 
     affine.defvjp(fwd, bwd)
     p = {"w": np.array([1.0, -2.0]), "b": 0.5, "tag": "layer"}
@@ -132,7 +132,7 @@ def linear(layer: Linear, x: Any) -> Any:
 
 linear.defvjp(
     lambda layer, x: (layer.w * x + layer.b, (layer, x)),
-    lambda res, g: (Linear(g * res[1], float(np.sum(g)), "ignored"), g * res[0].w),
+    lambda res, g: (Linear(g * res[1], np.sum(g), "ignored"), g * res[0].w),
 )
 
 

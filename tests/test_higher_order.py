@@ -14,13 +14,16 @@ from typing import Any
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 
 import nodegrad as ng
+from nodegrad.arena import record1
 from nodegrad.errors import NoGradientError
-from nodegrad.ops import REGISTRY
+from nodegrad.ops import REGISTRY, pipeline
 from nodegrad.ops.registry import Op
 from nodegrad.testing import check_grads
+from tests.ops import specs_pipeline
+from tests.ops.harness import Case
 from tests.strategies import BOUND, away_from_zero, float_arrays, floats, shapes
 
 # -- the unary elementwise ops, from the registry ----------------------------------------------
@@ -349,25 +352,278 @@ def test_create_graph_with_a_structured_parameter() -> None:
     assert second["b"] == pytest.approx(3 * (1.0 + 4.0))
 
 
-# -- rules that cannot be differentiated again --------------------------------------------------------
+# -- the pipeline ops and exact gelu: rules written to run on traced values too ---------------------
+#
+# cumprod's and ssm_scan's backward is a reverse linear recurrence, recorded as an ssm_scan node
+# of its own on traced values; exact gelu's records the normal CDF as a node. So second
+# derivatives, hvp and jvp (a transposed VJP: it needs this even at first order) go through them.
 
-NOT_TWICE = [
-    pytest.param("cumprod", lambda y: ng.cumprod(y), id="cumprod"),
-    pytest.param("ssm_scan", lambda y: ng.ssm_scan(y, 1.0, y), id="ssm_scan"),
-    pytest.param("gelu", lambda y: ng.gelu(y, approximate=False), id="gelu-exact"),
-]
+#: Every pipeline op and composite, drawn by its gradient-test spec (tests/ops/specs_pipeline.py).
+PIPELINE_SPECS: dict[str, st.SearchStrategy[Case]] = {
+    **specs_pipeline.SPECS,
+    **specs_pipeline.COMPOSITES,
+    **{f"{name}-broadcast": spec for name, spec in specs_pipeline.BROADCASTING.items()},
+}
 
 
-@pytest.mark.parametrize(("name", "f"), NOT_TWICE)
-def test_a_rule_that_cannot_be_differentiated_again_names_its_op(name: str, f: Callable[[Any], Any]) -> None:
+def test_every_pipeline_op_has_a_higher_order_case() -> None:
+    registered = {name for name, op in REGISTRY.items() if op.family == "pipeline"}
+    assert registered <= set(PIPELINE_SPECS), sorted(registered - set(PIPELINE_SPECS))
+    assert set(pipeline.__all__) <= set(PIPELINE_SPECS), sorted(set(pipeline.__all__) - set(PIPELINE_SPECS))
+
+
+def _like(rng: np.random.Generator, value: Any) -> Any:
+    """A random float64 array (or float) shaped like ``value``."""
+    return rng.normal(size=np.shape(value)) if isinstance(value, np.ndarray) else float(rng.normal())
+
+
+def _moved(args: tuple[Any, ...], tangents: tuple[Any, ...], step: float) -> tuple[Any, ...]:
+    return tuple(a + step * t for a, t in zip(args, tangents, strict=True))
+
+
+def _assert_jvp_matches_finite_differences(f: Callable[..., Any], args: tuple[Any, ...], seed: int = 0) -> None:
+    """``jvp`` against central differences of ``f`` along a random tangent."""
+    rng = np.random.default_rng(seed)
+    tangents = tuple(_like(rng, a) for a in args)
+    out, tangent_out = ng.jvp(f, args, tangents)
+    np.testing.assert_allclose(out, f(*args), rtol=1e-12, atol=1e-12)
+    eps = 1e-6
+    numeric = (np.asarray(f(*_moved(args, tangents, eps))) - np.asarray(f(*_moved(args, tangents, -eps)))) / (2 * eps)
+    assert np.shape(tangent_out) == np.shape(out)
+    np.testing.assert_allclose(tangent_out, numeric, rtol=1e-5, atol=1e-6 * (1 + np.max(np.abs(out), initial=0)))
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINE_SPECS))
+@settings(max_examples=15)  # 15 ops; tests/ops/test_ops.py draws many more at first order
+@given(data=st.data())
+def test_second_derivatives_and_jvp_of_every_pipeline_op(name: str, data: st.DataObject) -> None:
+    case = data.draw(PIPELINE_SPECS[name], label="case")
+    f, args = case.of_args(), case.args
+    nums = tuple(range(len(args)))
+    # sin makes the cotangent reaching the op depend on the inputs, so the rule's own
+    # dependence on g, ans and the inputs is exercised, linear ops included.
+    scalar = lambda *a: ng.sum(ng.sin(f(*a)))
+    # The recorded backward sweep against central differences of the gradient ...
+    check_grads(ng.grad(scalar, argnums=nums), *args)
+    # ... and forward mode (a transposed recorded sweep) against differences of f.
+    _assert_jvp_matches_finite_differences(f, args)
+
+
+def _hvp_by_differences(f: Callable[[Any], Any], x: np.ndarray, v: np.ndarray, eps: float = 1e-5) -> np.ndarray:
+    g = ng.grad(f)
+    return (g(x + eps * v) - g(x - eps * v)) / (2 * eps)
+
+
+def _check_hvp(f: Callable[[Any], Any], x: np.ndarray, v: np.ndarray, rtol: float = 1e-6) -> np.ndarray:
+    """``hvp`` against central differences of the gradient, and against forward over reverse."""
+    hv = ng.hvp(f, x, v)
+    assert hv.shape == x.shape and hv.dtype == x.dtype
+    scale = 1 + np.max(np.abs(hv), initial=0)
+    np.testing.assert_allclose(hv, _hvp_by_differences(f, x, v), rtol=rtol, atol=rtol * scale)
+    # jvp of the gradient transposes a sweep over a recorded sweep: third-order machinery.
+    _, forward_over_reverse = ng.jvp(ng.grad(f), (x,), (v,))
+    np.testing.assert_allclose(forward_over_reverse, hv, rtol=1e-10, atol=1e-12 * scale)
+    return hv
+
+
+# -- cumprod, with zeros -----------------------------------------------------------------------------
+
+
+def _cumprod_derivatives(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradient and Hessian of ``sum(w * cumprod(x))`` for 1-D ``x``, from explicit products
+    (no division: exact where x has zeros)."""
+    n = x.size
+    grad, hess = np.zeros(n), np.zeros((n, n))
+    for k in range(n):  # d^2 (x_0 ... x_k) / dx_i dx_j = the product of the others (i != j <= k)
+        for i in range(k + 1):
+            grad[i] += w[k] * np.prod(np.delete(x[: k + 1], i))
+            for j in range(k + 1):
+                if i != j:
+                    hess[i, j] += w[k] * np.prod(np.delete(x[: k + 1], [i, j]))
+    return grad, hess
+
+
+@st.composite
+def _with_zeros(draw: st.DrawFn) -> np.ndarray:
+    """1-D arrays with up to three entries set to exactly 0."""
+    x = draw(float_arrays(st.integers(1, 6).map(lambda n: (n,)), floats(-1.5, 1.5)))
+    x[draw(st.lists(st.integers(0, x.size - 1), max_size=3))] = 0.0
+    return x
+
+
+@given(x=_with_zeros(), data=st.data())
+def test_cumprod_second_derivatives_with_zeros(x: np.ndarray, data: st.DataObject) -> None:
+    w = data.draw(float_arrays(x.shape), label="w")
+    f = lambda y: ng.sum(w * ng.cumprod(y))
+    grad, hess = _cumprod_derivatives(x, w)
+    np.testing.assert_allclose(ng.grad(f)(x), grad, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ng.hessian(f)(x), hess, rtol=1e-12, atol=1e-12)
+    v = data.draw(float_arrays(x.shape), label="v")
+    np.testing.assert_allclose(_check_hvp(f, x, v), hess @ v, rtol=1e-10, atol=1e-12)
+    _assert_jvp_matches_finite_differences(ng.cumprod, (x,))
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        pytest.param(np.array([2.0, 0.0, 3.0, -0.5]), id="one-zero"),
+        pytest.param(np.array([0.0, 1.5, 0.0, 2.0, 0.0]), id="several-zeros"),
+        pytest.param(np.array([1.2, -0.7, 0.0, 0.0]), id="adjacent-zeros"),
+        pytest.param(np.array([0.0]), id="only-a-zero"),
+    ],
+)
+def test_cumprod_at_zeros_against_closed_forms(x: np.ndarray) -> None:
+    w = np.linspace(1.0, 2.0, x.size)
+    f = lambda y: ng.sum(w * ng.cumprod(y))
+    grad, hess = _cumprod_derivatives(x, w)
+    np.testing.assert_allclose(ng.grad(f)(x), grad, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(ng.hessian(f)(x), hess, rtol=1e-14, atol=0)
+    # Third order: the hvp's own gradient against differences of the hvp.
+    check_grads(lambda y: ng.hvp(f, y, np.ones_like(x)), x)
+    # Along an axis of a 2-D array, and flattened.
+    m = np.stack([x, x[::-1]], axis=1)
+    check_grads(ng.grad(lambda y: ng.sum(ng.sin(ng.cumprod(y, axis=0)))), m)
+    check_grads(ng.grad(lambda y: ng.sum(ng.sin(ng.cumprod(y)))), m)
+
+
+def test_cumprod_of_a_float32_array_keeps_its_dtype_at_second_order() -> None:
+    x = np.array([0.5, 0.0, 2.0, 1.5], dtype=np.float32)
+    f = lambda y: ng.sum(ng.cumprod(y) ** 2.0)
+    hv = ng.hvp(f, x, np.ones_like(x))
+    assert hv.dtype == np.float32
+    np.testing.assert_allclose(hv, ng.hvp(f, x.astype(np.float64), np.ones(4)), rtol=1e-5)
+
+
+# -- ssm_scan: gradients for a, b and x, with broadcasting -------------------------------------------
+
+
+@st.composite
+def _ssm_shapes(draw: st.DrawFn) -> tuple[tuple[int, ...], ...]:
+    """Shapes of a, b and x broadcasting to (T, ...): one is the full shape, the others
+    suffixes of it with some sides set to 1 (constant over time when they lack axis 0)."""
+    full = (draw(st.integers(1, 5)), *draw(shapes(max_dims=2, max_side=3)))
+
+    def part() -> tuple[int, ...]:
+        kept = full[len(full) - draw(st.integers(0, len(full))) :]
+        return tuple(1 if draw(st.booleans()) else n for n in kept)
+
+    which = draw(st.integers(0, 2))
+    return tuple(full if k == which else part() for k in range(3))
+
+
+def _unpack(theta: Any, sizes: tuple[tuple[int, ...], ...]) -> list[Any]:
+    """Split a flat vector (traced or not) into arrays of the given shapes."""
+    parts, start = [], 0
+    for shape in sizes:
+        n = math.prod(shape)
+        parts.append(ng.reshape(theta[start : start + n], shape))
+        start += n
+    return parts
+
+
+@given(sizes=_ssm_shapes(), data=st.data())
+def test_ssm_scan_second_derivatives_for_a_b_and_x(sizes: tuple[tuple[int, ...], ...], data: st.DataObject) -> None:
+    # a, b and x packed in one vector: the Hessian's cross terms between them are checked too.
+    total, na = sum(math.prod(s) for s in sizes), math.prod(sizes[0])
+    theta = data.draw(float_arrays((total,)), label="theta")
+    theta[:na] *= 0.4  # a in [-1.2, 1.2]: growing and decaying steps, b and x in [-3, 3]
+    v = data.draw(float_arrays((total,)), label="v")
+    h = lambda t: ng.ssm_scan(*_unpack(t, sizes))
+    f = lambda t: ng.sum(ng.sin(h(t)))
+    _check_hvp(f, theta, v)
+    check_grads(ng.grad(f), theta)
+    _assert_jvp_matches_finite_differences(h, (theta,))
+
+
+def test_ssm_scan_second_derivatives_for_each_input_alone() -> None:
+    rng = np.random.default_rng(3)
+    a, b, x = rng.uniform(-1, 1, (6, 1)), rng.normal(size=(3,)), rng.normal(size=(6, 3))
+    # Each input traced alone, the other two plain constants: the rules' mixed paths.
+    for k, value in enumerate((a, b, x)):
+
+        def h(y: Any, k: int = k) -> Any:
+            args: list[Any] = [a, b, x]
+            args[k] = y
+            return ng.ssm_scan(*args)
+
+        _assert_jvp_matches_finite_differences(h, (value,), seed=k)
+        _check_hvp(lambda y, h=h: ng.sum(h(y) ** 3.0), value, rng.normal(size=value.shape))
+    # b a Python float, differentiated together with a and x.
+    f = lambda a, b, x: ng.sum(ng.tanh(ng.ssm_scan(a, b, x)))
+    check_grads(ng.grad(f, argnums=(0, 1, 2)), a, 0.7, x)
+
+
+def test_ssm_scan_third_derivative() -> None:
+    rng = np.random.default_rng(4)
+    sizes = ((4, 1), (1,), (4, 2))
+    theta, v = rng.normal(size=13), rng.normal(size=13)
+    theta[:4] *= 0.4
+    f = lambda t: ng.sum(ng.sin(ng.ssm_scan(*_unpack(t, sizes))))
+    check_grads(lambda t: ng.hvp(f, t, v), theta)  # a sweep over a recorded sweep over a recorded sweep
+
+
+# -- exact gelu -----------------------------------------------------------------------------------------
+
+_erf = np.vectorize(math.erf)
+
+
+def _normal_pdf(x: Any) -> Any:
+    return np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _gelu_exact(x: Any) -> Any:
+    return ng.gelu(x, approximate=False)
+
+
+@given(x=float_arrays(shapes(max_dims=2, max_side=3)))
+def test_exact_gelu_derivatives_against_closed_forms(x: np.ndarray) -> None:
+    first = _first(_gelu_exact)
+    second = lambda z: ng.grad(lambda y: ng.sum(first(y)))(z)
+    # gelu' = Phi + x phi, gelu'' = phi (2 - x^2), gelu''' = phi x (x^2 - 4).
+    np.testing.assert_allclose(first(x), 0.5 * (1 + _erf(x / math.sqrt(2))) + x * _normal_pdf(x), rtol=1e-12)
+    np.testing.assert_allclose(second(x), _normal_pdf(x) * (2 - x * x), rtol=1e-9, atol=1e-12)
+    third = ng.grad(lambda y: ng.sum(second(y)))(x)
+    np.testing.assert_allclose(third, _normal_pdf(x) * x * (x * x - 4), rtol=1e-9, atol=1e-12)
+    check_grads(first, x)
+    _, tangent = ng.jvp(_gelu_exact, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, first(x), rtol=1e-12, atol=1e-15)
+
+
+def test_exact_gelu_second_derivative_in_float32_and_at_zero() -> None:
+    x = np.array([-2.0, 0.0, 0.5, 3.0], dtype=np.float32)
+    g2 = ng.grad(lambda z: ng.sum(_first(_gelu_exact)(z)))(x)
+    assert g2.dtype == np.float32
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(g2, _normal_pdf(x64) * (2 - x64 * x64), rtol=1e-5, atol=1e-7)
+    assert ng.grad(ng.grad(_gelu_exact))(0.0) == pytest.approx(2 / math.sqrt(2 * math.pi), rel=1e-14)
+    assert ng.grad(ng.grad(ng.gelu))(0.0) == pytest.approx(_GELU_C, rel=1e-12)  # the tanh form's
+
+
+# -- a rule that cannot be differentiated again ------------------------------------------------------
+
+
+def _inplace_rule(g: Any, ans: Any, x: Any) -> Any:
+    out = np.zeros(np.shape(x))
+    out[...] = g  # an in-place write: fine on arrays, impossible on traced values
+    return out
+
+
+#: Deliberately not registered (the registry holds only real ops): recorded directly.
+_INPLACE = Op("test_inplace_identity", lambda x: np.array(x, copy=True), (_inplace_rule,), "test")
+
+
+def test_a_rule_that_cannot_be_differentiated_again_names_its_op() -> None:
+    name = _INPLACE.name
+    f = lambda y: ng.sin(record1(_INPLACE, y))
     x = np.array([0.3, 0.6, 0.9])
     first = ng.grad(lambda y: ng.sum(f(y)))
-    first(x)  # the first derivative is fine
-    check_grads(f, x)
+    np.testing.assert_allclose(first(x), np.cos(x))  # the first derivative is fine
     with pytest.raises(NoGradientError, match=f"'{name}'.*cannot be differentiated again"):
         ng.grad(lambda z: ng.sum(first(z)))(x)
     with pytest.raises(NoGradientError, match=f"'{name}'"):
         ng.hessian(lambda y: ng.sum(f(y)))(x)
+    with pytest.raises(NoGradientError, match=f"'{name}'"):
+        ng.jvp(f, (x,), (np.ones(3),))  # forward mode transposes a recorded sweep
     arena = ng.Arena()
     p = arena.param(x)
     with pytest.raises(NoGradientError, match=f"'{name}'"):

@@ -174,6 +174,8 @@ UNARY: dict[np.ufunc, st.SearchStrategy[float]] = {
     np.arctanh: _UNIT,
     np.deg2rad: _ANY,
     np.rad2deg: _ANY,
+    np.radians: _ANY,
+    np.degrees: _ANY,
 }
 
 # remainder/fmod jump where x / y is an integer: y is a multiple of 0.1 and x sits half-way
@@ -878,6 +880,18 @@ def test_comparisons_argmax_and_floor_give_plain_arrays() -> None:
     # A piecewise-constant factor is a constant to the gradient; a mask selects.
     g = ng.grad(lambda x: np.sum(x * np.floor(x) + np.where(x > 0, x, 0.0)))(x0)
     np.testing.assert_array_equal(g, np.floor(x0) + (x0 > 0))
+
+
+@pytest.mark.parametrize("ufunc", [np.fmax, np.fmin], ids=_name)
+def test_fmax_and_fmin_let_a_number_win_over_a_nan(ufunc: np.ufunc) -> None:
+    x0 = np.array([np.nan, 1.0, 3.0, np.nan])
+    y0 = np.array([2.0, np.nan, 1.0, np.nan])
+    out, back = ng.vjp(lambda x, y: ufunc(x, y), x0, y0)
+    np.testing.assert_array_equal(out, ufunc(x0, y0))
+    gx, gy = back(np.ones(4))
+    chose_x = np.isnan(y0) | (ufunc(x0, y0) == x0)  # where both are NaN, x (a NaN) is passed on
+    np.testing.assert_array_equal(gx, np.where(chose_x, 1.0, 0.0))
+    np.testing.assert_array_equal(gy, np.where(chose_x, 0.0, 1.0))
 
 
 def test_where_with_only_a_condition_is_nonzero() -> None:

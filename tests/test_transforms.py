@@ -1,5 +1,8 @@
 """grad, value_and_grad and vjp."""
 
+import dataclasses
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -105,3 +108,28 @@ def test_grad_is_wrapped_with_the_functions_name():
 
     assert ng.grad(my_loss).__name__ == "my_loss"
     assert ng.value_and_grad(my_loss).__doc__ == "Docs."
+
+
+def test_a_function_that_replaces_entries_of_its_argument_gets_the_gradient_of_the_input() -> None:
+    def halve_then_dot(d: Any) -> Any:
+        d["x"] = d["x"] / 2.0  # a pipeline stage overwriting a batch entry
+        return ng.sum(d["x"] * d["y"])
+
+    batch = {"x": np.array([2.0, 4.0]), "y": np.ones(2)}
+    g = ng.grad(halve_then_dot)(batch)
+    np.testing.assert_array_equal(g["x"], [0.5, 0.5])
+    np.testing.assert_array_equal(g["y"], [1.0, 2.0])
+    assert batch["x"].tolist() == [2.0, 4.0]  # the caller's dict is untouched
+
+    @dataclasses.dataclass
+    class P:
+        w: float
+        b: float
+
+    def scale_w(m: P) -> Any:
+        m.w = m.w * 3.0
+        return m.w * m.b
+
+    assert ng.grad(scale_w)(P(1.0, 2.0)) == P(6.0, 3.0)
+    _, back = ng.vjp(halve_then_dot, batch)
+    np.testing.assert_array_equal(back(1.0)[0]["x"], [0.5, 0.5])

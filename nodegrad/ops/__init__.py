@@ -104,6 +104,7 @@ from nodegrad.ops.registry import REGISTRY as REGISTRY
 from nodegrad.ops.registry import Op as Op
 from nodegrad.ops.registry import defop as defop
 from nodegrad.ops.shape import (
+    astype,
     broadcast_to,
     cat,
     expand_dims,
@@ -132,6 +133,7 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
+    "astype",
     "at",
     "batch_norm",
     "broadcast_to",

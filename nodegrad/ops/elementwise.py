@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record, record1, record2
+from nodegrad.arena import Traced, record, record1, record2
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
@@ -93,6 +93,9 @@ def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
     # y * x**(y-1), written so that x == 0 with y >= 1 gives a finite value.
     if type(y) in (int, float) and y == 2:
         return g * (x + x)  # squares are the common case: one pass fewer
+    zero = y == 0  # x ** 0 is constant; y * x ** -1 would be 0 * inf = NaN at x == 0
+    if np.any(zero):
+        return np.where(zero, 0.0 * g, g * y * np.power(x, np.where(zero, 1.0, y - 1)))
     return g * y * np.power(x, y - 1)
 
 
@@ -162,21 +165,35 @@ def _erf(x: Any) -> Any:
     return np.asarray(_erf_objects(x), dtype=x.dtype)
 
 
-def _gelu(x: Any, approximate: bool) -> Any:
+# The gelu op's third mode, never reached from the public function: the standard normal
+# CDF Phi(x) itself. The exact rule records Phi this way on traced values (numpy has no
+# erf a traced value could dispatch to), and Phi's own rule is the normal pdf, written
+# with exp: so exact gelu is differentiable to any order.
+_NORMAL_CDF = "normal_cdf"
+
+
+def _normal_pdf(x: Any) -> Any:
+    return np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _gelu(x: Any, approximate: Any) -> Any:
+    if approximate == _NORMAL_CDF:
+        return 0.5 * (1 + _erf(x / math.sqrt(2.0)))
     if approximate:
         return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x**3)))
     return 0.5 * x * (1 + _erf(x / math.sqrt(2.0)))
 
 
-def _gelu_rule(g: Any, ans: Any, x: Any, approximate: bool) -> Any:
+def _gelu_rule(g: Any, ans: Any, x: Any, approximate: Any) -> Any:
+    if approximate == _NORMAL_CDF:
+        return g * _normal_pdf(x)
     if approximate:
         inner = _GELU_C * (x + 0.044715 * x**3)
         t = np.tanh(inner)
         d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
-    pdf = np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
-    return g * (cdf + x * pdf)
+    cdf = record1(GELU, x, _NORMAL_CDF) if type(x) is Traced else 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+    return g * (cdf + x * _normal_pdf(x))
 
 
 SIGMOID = _unary("sigmoid", _sigmoid, lambda g, ans, x: g * ans * (1 - ans), "logistic function")

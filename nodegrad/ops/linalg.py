@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import string
 from typing import Any
 
 import numpy as np
 
 from nodegrad.arena import Traced, composite, record, record2, unwrap
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
 __all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
@@ -107,12 +108,10 @@ def _parse_einsum(subscripts: str, shapes: list[tuple[int, ...]]) -> tuple[list[
 def _einsum_rule(k: int, g: Any, ans: Any, spec: tuple[tuple[str, ...], str], *operands: Any) -> Any:
     inputs, output = spec
     mine = inputs[k - 1]
-    if len(set(mine)) != len(mine):
-        msg = f"einsum: operand {k - 1} repeats an index ({mine!r}, a diagonal): that has no gradient rule"
-        raise NoGradientError(msg)
+    distinct = "".join(dict.fromkeys(mine))  # a repeated index (a diagonal) once
     others = [(s, op) for j, (s, op) in enumerate(zip(inputs, operands, strict=True)) if j != k - 1]
     reachable = set(output).union(*(set(s) for s, _ in others))
-    kept = "".join(c for c in mine if c in reachable)
+    kept = "".join(c for c in distinct if c in reachable)
     g_k = np.einsum(",".join([output, *(s for s, _ in others)]) + "->" + kept, g, *(op for _, op in others))
     # Indices summed inside this operand alone got no axis in g_k, and a size-1 index that
     # broadcast against the other operands may have come out at size 1: give every index
@@ -122,8 +121,27 @@ def _einsum_rule(k: int, g: Any, ans: Any, spec: tuple[tuple[str, ...], str], *o
     for letters, operand in zip(inputs, operands, strict=True):
         for c, n in zip(letters, np.shape(operand), strict=True):
             sizes[c] = max(sizes.get(c, 1), n)
-    shape = tuple(np.shape(g_k)[kept.index(c)] if c in kept else 1 for c in mine)
-    return np.broadcast_to(np.reshape(g_k, shape), tuple(sizes[c] for c in mine))
+    shape = tuple(np.shape(g_k)[kept.index(c)] if c in kept else 1 for c in distinct)
+    g_k = np.broadcast_to(np.reshape(g_k, shape), tuple(sizes[c] for c in distinct))
+    return g_k if distinct == mine else _onto_diagonals(g_k, distinct, mine, sizes)
+
+
+def _onto_diagonals(g: Any, distinct: str, mine: str, sizes: dict[str, int]) -> Any:
+    """Spread ``g`` (indexed by ``distinct``) onto the diagonals of an operand whose
+    subscripts ``mine`` repeat indices: zero off the diagonal. Each repeat of an index gets
+    a fresh letter tied to the first by an identity matrix, so this is one einsum, which
+    also records itself when differentiated again."""
+    free = iter(c for c in string.ascii_letters if c not in mine)
+    spread, ties = [], []
+    for position, c in enumerate(mine):
+        if c in mine[:position]:
+            fresh = next(free)
+            spread.append(fresh)
+            ties.append(c + fresh)
+        else:
+            spread.append(c)
+    eyes = [np.eye(sizes[tie[0]], dtype=np.result_type(g.dtype)) for tie in ties]
+    return np.einsum(",".join([distinct, *ties]) + "->" + "".join(spread), g, *eyes)
 
 
 EINSUM = defop(
@@ -138,8 +156,9 @@ EINSUM = defop(
 
 def einsum(subscripts: str, *operands: Any) -> Any:
     """Einstein summation over ``operands``, as ``np.einsum`` (explicit or implicit output,
-    ``...`` broadcasting). Differentiable in every operand whose subscripts do not repeat
-    an index.
+    ``...`` broadcasting), differentiable in every operand, also one whose subscripts repeat
+    an index (a diagonal, ``"ii->i"``). numpy's interleaved form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` is accepted by ``np.einsum`` on traced values.
 
     Examples
     --------

@@ -4,6 +4,12 @@ Segment ops reduce the rows of ``data`` (axis 0) into ``num_segments`` groups na
 integer ``segment_ids`` array. Scans run along an axis without a Python loop per step:
 ``cumsum``/``cumprod`` use numpy's own, and the linear recurrence of :func:`ssm_scan`
 uses a doubling scan (``log2(T)`` vectorised steps).
+
+Every rule here also runs on traced values (higher-order derivatives, ``jvp``). The
+backward of ``cumprod`` and ``ssm_scan`` is a reverse linear recurrence: on arrays it is
+the in-place doubling scan, on traced values it is recorded as an ``ssm_scan`` node of
+its own (see :func:`_scan`), whose rules are again scans, so both are differentiable to
+any order.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import composite, record, record1, unwrap
+from nodegrad.arena import Traced, composite, record, record1, unwrap
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
 from nodegrad.ops.elementwise import divide, where
 from nodegrad.ops.index import getitem, index_add
@@ -335,13 +341,28 @@ def _linear_scan(a: np.ndarray, u: np.ndarray, reverse: bool = False) -> np.ndar
     return h
 
 
+def _scan(a: Any, u: Any, reverse: bool = False) -> Any:
+    """:func:`_linear_scan` of arrays; of traced values, the same recurrence recorded as an
+    ``ssm_scan`` node (``b = 1``), so a rule written with it can be differentiated again.
+
+    ``a`` and ``u`` have the same shape.
+    """
+    if type(a) is not Traced and type(u) is not Traced:
+        return _linear_scan(a, u, reverse)
+    if reverse:
+        return record(SSM_SCAN, a[::-1], 1.0, u[::-1])[::-1]
+    return record(SSM_SCAN, a, 1.0, u)
+
+
 def _cumprod_rule(g: Any, ans: Any, x: Any, axis: int) -> Any:
     # d/dx_i of sum_j g_j prod_{k<=j} x_k = (prod_{k<i} x_k) * S_i with S_i = g_i + x_{i+1} S_{i+1}:
-    # exact with zeros in x, unlike the usual revcumsum(g * ans) / x.
-    xs, gs = np.moveaxis(x, axis, 0), np.moveaxis(g, axis, 0)
-    before = np.concatenate([np.ones_like(xs[:1]), np.cumprod(xs, axis=0)[:-1]])
+    # exact with zeros in x, unlike the usual revcumsum(g * ans) / x. No division anywhere,
+    # so the derivatives of this rule (traced: ans is a cumprod node, S an ssm_scan node)
+    # are exact with zeros too.
+    xs, gs, prods = np.moveaxis(x, axis, 0), np.moveaxis(g, axis, 0), np.moveaxis(ans, axis, 0)
+    before = np.concatenate([np.ones_like(xs[:1]), prods[:-1]])
     after = np.concatenate([xs[1:], np.zeros_like(xs[:1])])
-    return np.moveaxis(before * _linear_scan(after, gs, reverse=True), 0, axis)
+    return np.moveaxis(before * _scan(after, gs, reverse=True), 0, axis)
 
 
 CUMPROD = defop(
@@ -399,10 +420,11 @@ def _ssm(a: Any, b: Any, x: Any) -> Any:
 
 
 def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
-    """``lam[t] = g[t] + a[t+1] * lam[t+1]``: the cotangent of each hidden state."""
+    """``lam[t] = g[t] + a[t+1] * lam[t+1]``: the cotangent of each hidden state, a scan
+    backwards in time (an ``ssm_scan`` node itself when ``g`` or ``a`` is traced)."""
     a = np.broadcast_to(a, np.shape(g))
     after = np.concatenate([a[1:], np.zeros_like(a[:1])])
-    return _linear_scan(after, g, reverse=True)
+    return _scan(after, g, reverse=True)
 
 
 def _previous(h: Any) -> Any:

@@ -12,6 +12,7 @@ from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
 __all__ = [
+    "astype",
     "broadcast_to",
     "cat",
     "expand_dims",
@@ -40,6 +41,13 @@ RESHAPE = defop(
     lambda g, ans, x, shape: np.reshape(g, np.shape(x)),
     family=_F,
     doc="same data, new shape",
+)
+ASTYPE = defop(
+    "astype",
+    lambda x, dtype: np.asarray(x).astype(dtype),
+    lambda g, ans, x, dtype: g.astype(np.result_type(x)),
+    family=_F,
+    doc="the same values in another float dtype; the gradient is cast back",
 )
 TRANSPOSE = defop(
     "transpose",
@@ -272,6 +280,32 @@ def squeeze(x: Any, axis: Any = None) -> Any:
         msg = f"squeeze: axis {axis!r} of shape {shape} does not have size 1 [called at {user_location()}]"
         raise ShapeError(msg)
     return reshape(x, tuple(n for k, n in enumerate(shape) if k not in axes))
+
+
+def astype(x: Any, dtype: Any) -> Any:
+    """``x`` cast to ``dtype``, as ``ndarray.astype``.
+
+    To another floating dtype the gradient follows (cast back to ``x``'s dtype). To an
+    integer, bool or other dtype the result is plain data: it carries no gradient.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> g = ng.grad(lambda x: ng.sum(ng.astype(x, np.float32) * 2.0))(np.ones(2))
+    >>> g, g.dtype
+    (array([2., 2.]), dtype('float64'))
+    """
+    try:
+        target = np.dtype(dtype)
+    except TypeError as exc:
+        msg = f"astype: {dtype!r} is not a dtype [called at {user_location()}]"
+        raise ShapeError(msg) from exc
+    if target.kind != "f":
+        return np.asarray(unwrap(x)).astype(target)
+    if type(x) is Traced and x.dtype == target:
+        return x
+    return record1(ASTYPE, x, target)
 
 
 def ravel(x: Any) -> Any:

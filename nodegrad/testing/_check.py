@@ -7,34 +7,53 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.errors import NoGradientError
 from nodegrad.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
-from nodegrad.transforms import vjp
-from nodegrad.tree import add, map_floats, scale, vdot
+from nodegrad.transforms import _traced_vdot, grad, jvp, vjp
+from nodegrad.tree import add, map_floats, scale, vdot, zeros_like
 
 __all__ = ["check_grads"]
+
+_MODES = ("rev", "fwd")
 
 # Default (rtol, atol) by the narrowest float dtype among the differentiated arguments and the
 # output (float64 otherwise): the numeric side is always float64, only the analytic side varies.
 _TOLERANCES = {"float16": (3e-2, 1e-2), "float32": (2e-3, 1e-4), "float64": (1e-5, 1e-7)}
+# The same for the derivatives of derivatives (order 2): the analytic side then runs a recorded
+# backward sweep, twice the rounding of the first-order one, which float32 and float16 feel.
+_TOLERANCES_HIGHER = {"float16": (6e-2, 2e-2), "float32": (5e-3, 2e-4), "float64": (1e-5, 1e-7)}
+
+Function = Callable[..., Any]
 
 
 def check_grads(
-    f: Callable[..., Any],
+    f: Function,
     *args: Any,
-    argnums: int | Sequence[int] | None = None,
+    order: int = 1,
+    modes: Sequence[str] = ("rev", "fwd"),
     rtol: float | None = None,
     atol: float | None = None,
+    argnums: int | Sequence[int] | None = None,
     eps: float | None = None,
     seed: int = 0,
 ) -> None:
-    """Check ``f``'s reverse-mode gradients against central finite differences.
+    """Check ``f``'s derivatives against central finite differences, in reverse and forward mode.
 
-    The dot-product test: with a random cotangent ``v`` for the output and a random
-    direction ``u_k`` for each differentiated argument ``x_k``, the analytic
-    ``<vjp(v)_k, u_k>`` must match ``(<v, f(x_k + eps u_k)> - <v, f(x_k - eps u_k)>) / (2 eps)``,
-    computed in float64 (float32 arguments are cast up for this side). Arguments and the
-    output may be structured (records, dicts, lists, tuples); each gradient must have its
-    argument's structure, and each gradient leaf its leaf's shape and dtype.
+    The dot-product test, with a random cotangent ``v`` for the output and a random
+    direction ``u`` for the differentiated arguments ``x``, against the central difference
+    ``(<v, f(x + eps u)> - <v, f(x - eps u)>) / (2 eps)`` computed in float64 (float32
+    arguments are cast up for this side):
+
+    - ``"rev"``: ``<vjp(v)_k, u_k>`` from :func:`nodegrad.vjp`, one argument ``x_k`` at a time;
+      each gradient must also have its argument's structure, and each leaf its shape and dtype.
+    - ``"fwd"``: ``<v, jvp(u)>`` from :func:`nodegrad.jvp`, all the arguments moved together;
+      the tangent must have the output's structure, and each leaf its shape and dtype.
+
+    With ``order=2`` the derivatives of the derivatives are checked too, as HIPS autograd's
+    ``check_grads`` does: the same test, in every mode, of ``(x, v) -> vjp(f, x)(v)`` (for
+    ``"rev"``) and of ``(x, t) -> jvp(f, x, t)`` (for ``"fwd"``). Both are written with
+    :func:`nodegrad.grad`, which nests, so differentiating them differentiates the recorded
+    backward sweep. Arguments and the output may be structured (records, dicts, lists, tuples).
 
     Parameters
     ----------
@@ -43,22 +62,36 @@ def check_grads(
         scalar or a structure of them.
     *args
         The point at which to check.
-    argnums : int or sequence of int, optional
-        Arguments to differentiate; all of them by default. The others are passed as given.
+    order : {1, 2}, default 1
+        How many derivatives deep to check.
+    modes : tuple of {"rev", "fwd"}, default ("rev", "fwd")
+        Reverse mode (VJPs), forward mode (JVPs), or both.
     rtol, atol : float, optional
         Pass when ``|analytic - numeric| <= atol + rtol * scale``, where ``scale`` is the
-        larger of ``|numeric|`` and ``sum(|vjp(v)_k * u_k|)`` (the size of the terms the
-        dot product adds up). Defaults depend on the narrowest float dtype involved.
+        larger of ``|numeric|`` and the sum of the absolute values of the terms the analytic
+        dot product adds up. Defaults depend on the narrowest float dtype involved (looser
+        for float32 and float16 at order 2).
+    argnums : int or sequence of int, optional
+        Arguments to differentiate; all of them by default. The others are passed as given
+        (their float leaves cast to float64 on the numeric side).
     eps : float, optional
-        Finite-difference step along ``u_k``; default ``1e-6``.
+        Finite-difference step along ``u``; default ``1e-6``.
     seed : int, default 0
-        Seeds the ``numpy.random.Generator`` that draws ``u`` and ``v``.
+        Seeds the ``numpy.random.Generator`` that draws the directions and cotangents.
 
     Raises
     ------
     AssertionError
-        Naming the argument and the key paths of the leaves whose gradients are wrong,
-        with the analytic and numeric values and the tolerances.
+        Saying which order and mode failed, naming the arguments and the key paths of the
+        leaves (and of the output leaves) that show it, with the analytic and numeric
+        values and the tolerances.
+    ValueError
+        For an ``order`` other than 1 or 2, ``modes`` other than a non-empty tuple of
+        distinct ``"rev"`` and ``"fwd"``, or bad ``argnums``.
+    nodegrad.errors.NoGradientError
+        When a derivative cannot be taken: at ``order=2`` through a rule that cannot be
+        differentiated again (``custom_vjp``, ``checkpoint``), and in ``"fwd"`` mode through
+        one already at order 1 (:func:`nodegrad.jvp` differentiates a recorded sweep).
 
     Examples
     --------
@@ -67,70 +100,222 @@ def check_grads(
     >>> from nodegrad.testing import check_grads
     >>> check_grads(lambda x, y: ng.sin(x) * y, np.array([0.5, 1.0]), 2.0)
     >>> check_grads(lambda p: ng.sum(p["w"] ** 2.0) * p["s"], {"w": np.ones(3), "s": 2.0, "tag": "t"})
+    >>> check_grads(lambda x: {"y": ng.tanh(x) @ x}, np.array([0.5, -1.0]), order=2)
+    >>> check_grads(ng.sin, 0.5, modes=("rev",), rtol=1e-6)
+
+    A gradient that drops a term:
+
+    >>> check_grads(lambda x: ng.stop_gradient(x) * x, np.array([1.0, 2.0]))
+    Traceback (most recent call last):
+        ...
+    AssertionError: check_grads (order 1, mode 'rev'): the gradient of argument 0 (shape (2,), dtype float64) fails ...
+      analytic <vjp(v), u> = ...
+      numeric  (central difference, eps=1e-06) = ...
+      |difference| = ... > tolerance ... (atol=1e-07 + rtol=1e-05 * scale ...)
     """
+    if isinstance(order, bool) or order not in (1, 2):
+        msg = f"check_grads: order must be 1 or 2, got {order!r}"
+        raise ValueError(msg)
     nums = tuple(range(len(args))) if argnums is None else _normalize(argnums, len(args))
-    eps = 1e-6 if eps is None else eps
-    rng = np.random.default_rng(seed)
+    given = dict(enumerate(args))
+    given64 = {k: map_floats(_as_float64, a) for k, a in given.items()}
 
-    def partial(*diff: Any) -> Any:
-        return f(*(dict(enumerate(args)) | dict(zip(nums, diff, strict=True))).values())
+    def at(values: dict[int, Any]) -> Function:
+        return lambda *diff: f(*(values | dict(zip(nums, diff, strict=True))).values())
 
-    out, back = vjp(partial, *(args[k] for k in nums))
-    rtol, atol = _tolerances(rtol, atol, [out, *(args[k] for k in nums)])
-    v = map_floats(lambda leaf: _random_like(rng, leaf), out)
-    grads = back(v)
-    point = [map_floats(_as_float64, a) for a in args]
-
-    def along(k: int, u: Any, sign: float) -> float:
-        moved = list(point)
-        moved[k] = add(point[k], scale(u, sign * eps))
-        return vdot(v, f(*moved))
-
-    def failure(k: int, g: Any, u: Any) -> str | None:
-        analytic = vdot(g, u)
-        numeric = (along(k, u, 1.0) - along(k, u, -1.0)) / (2 * eps)
-        size = max(abs(numeric), vdot(map_floats(np.abs, g), map_floats(np.abs, u)))
-        tolerance = atol + rtol * size
-        if abs(analytic - numeric) <= tolerance:  # a NaN fails this comparison too
-            return None
-        return (
-            f"  analytic <vjp(v), u> = {analytic!r}\n"
-            f"  numeric  (central difference, eps={eps:g}) = {numeric!r}\n"
-            f"  |difference| = {abs(analytic - numeric):.3g} > tolerance {tolerance:.3g} "
-            f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g})"
-        )
-
-    for k, g in zip(nums, grads, strict=True):
-        _check_like(k, g, args[k])
-        u = map_floats(lambda leaf: _random_like(rng, leaf), point[k])
-        problem = failure(k, g, u)
-        if problem is None:
-            continue
-        # Find the leaves to blame: the same test with the direction on one leaf at a time.
-        paths = [p for p, _ in differentiable_leaves(args[k])]
-        bad = [p for p in paths if len(paths) > 1 and failure(k, g, _only(u, p)) is not None]
-        where = f" at {', '.join(bad)}" if bad else ""
-        if is_differentiable_leaf(args[k]):
-            where = f" (shape {np.shape(args[k])}, dtype {np.asarray(args[k]).dtype})"
-        msg = f"check_grads: the gradient of argument {k}{where} fails the dot-product test (seed={seed}):\n{problem}"
-        raise AssertionError(msg)
+    check = _Check(_normalize_modes(modes), rtol, atol, 1e-6 if eps is None else eps, seed)
+    check.up_to(order, (at(given), at(given64)), [args[k] for k in nums], [f"argument {k}" for k in nums])
 
 
-def _tolerances(rtol: float | None, atol: float | None, values: list[Any]) -> tuple[float, float]:
-    dtypes = [np.asarray(leaf).dtype for value in values for _, leaf in differentiable_leaves(value)]
-    narrowest = min(dtypes, key=lambda d: d.itemsize, default=np.dtype(float))
-    default_rtol, default_atol = _TOLERANCES.get(narrowest.name, _TOLERANCES["float64"])
-    return (default_rtol if rtol is None else rtol), (default_atol if atol is None else atol)
+class _Check:
+    """One ``check_grads`` call: its settings, and the random generator all levels share."""
+
+    def __init__(self, modes: tuple[str, ...], rtol: float | None, atol: float | None, eps: float, seed: int) -> None:
+        self.modes, self.rtol, self.atol, self.eps, self.seed = modes, rtol, atol, eps, seed
+        self.rng = np.random.default_rng(seed)
+
+    def up_to(
+        self, order: int, fs: tuple[Function, Function], xs: list[Any], names: list[str], level: int = 1, of: str = ""
+    ) -> None:
+        """Check the first derivatives of ``fs`` (the function, and the same with its fixed
+        arguments in float64) in every mode, then those of its derivative functions.
+        ``of`` says which derivative of ``f`` ``fs`` is, for the messages."""
+        out = None
+        for mode in self.modes:
+            header = f"check_grads (order {level}, mode {mode!r}{of})"
+            try:
+                out = self.first(mode, fs, xs, names, level, header)
+            except NoGradientError as exc:
+                msg = f"{header}: {exc}"
+                if level > 1:
+                    msg += " (order=1 checks the first derivatives alone)"
+                elif mode == "fwd":
+                    msg += " (nodegrad.jvp differentiates a recorded sweep; modes=('rev',) checks reverse mode alone)"
+                raise NoGradientError(msg) from exc
+        if order == 1:
+            return
+        n = len(xs)
+        for mode in self.modes:
+            if mode == "rev":
+                v = self.random(out)
+                dfs = (_vjp_function(fs[0], n), _vjp_function(fs[1], n))
+                which = " of the 'rev' derivative (x, v) -> vjp(f, x)(v)"
+                self.up_to(order - 1, dfs, [*xs, v], [*names, "the cotangent v"], level + 1, which)
+            else:
+                ts = [self.random(x) for x in xs]
+                w = zeros_like(out)
+                dfs = (_jvp_function(fs[0], n, w), _jvp_function(fs[1], n, map_floats(_as_float64, w)))
+                which = " of the 'fwd' derivative (x, t) -> jvp(f, x, t)"
+                tangents = [f"the tangent of {name}" for name in names]
+                self.up_to(order - 1, dfs, [*xs, *ts], [*names, *tangents], level + 1, which)
+
+    def first(
+        self, mode: str, fs: tuple[Function, Function], xs: list[Any], names: list[str], level: int, header: str
+    ) -> Any:
+        """The dot-product test of ``fs[0]``'s first derivatives in ``mode``; returns its output."""
+        f, f64 = fs
+        point = [map_floats(_as_float64, x) for x in xs]
+        # Caches by id(us), holding on to ``us`` so that the id cannot be reused.
+        moved: dict[tuple[int, float], tuple[list[Any], Any]] = {}  # f64 at point + sign * eps * u
+
+        def numeric(v: Any, us: list[Any]) -> float:
+            def side(sign: float) -> Any:
+                key = (id(us), sign)
+                if key not in moved:
+                    steps = [scale(map_floats(_as_float64, u), sign * self.eps) for u in us]
+                    moved[key] = us, f64(*(add(p, s) for p, s in zip(point, steps, strict=True)))
+                return moved[key][1]
+
+            return (vdot(v, side(1.0)) - vdot(v, side(-1.0))) / (2 * self.eps)
+
+        if mode == "rev":
+            out, back = vjp(f, *xs)
+            v = self.random(out)
+            grads = back(v)
+            for name, g, x in zip(names, grads, xs, strict=True):
+                _check_like(f"{header}: the gradient of {name}", g, x)
+
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+                gs = grads if v_ is v else back(v_)
+                value = sum(vdot(g, u) for g, u in zip(gs, us, strict=True))
+                size = sum(vdot(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
+                return value, size
+
+            groups = [[k] for k in range(len(xs))]  # one argument at a time
+            kind, formula = "the gradient of", "<vjp(v), u>"
+        else:
+            tangents: dict[int, tuple[list[Any], Any]] = {}  # jvp(f, xs, us)[1]
+
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+                if id(us) not in tangents:
+                    out_, tangent = jvp(f, xs, us)
+                    _check_like(f"{header}: the tangent jvp(u) of the output", tangent, out_)
+                    tangents[id(us)] = us, tangent
+                tangent = tangents[id(us)][1]
+                return vdot(v_, tangent), vdot(_abs(v_), _abs(tangent))
+
+            out = f(*xs)
+            v = self.random(out)
+            groups = [list(range(len(xs)))]  # all the arguments together
+            kind, formula = "the forward derivative along", "<v, jvp(u)>"
+        rtol, atol = self.tolerances(out, xs, level)
+
+        def failure(v_: Any, us: list[Any]) -> str | None:
+            value, terms = analytic(v_, us)
+            expected = numeric(v_, us)
+            size = max(abs(expected), terms)
+            tolerance = atol + rtol * size
+            if abs(value - expected) <= tolerance:  # a NaN fails this comparison too
+                return None
+            return (
+                f"  analytic {formula} = {value!r}\n"
+                f"  numeric  (central difference, eps={self.eps:g}) = {expected!r}\n"
+                f"  |difference| = {abs(value - expected):.3g} > tolerance {tolerance:.3g} "
+                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g})"
+            )
+
+        for group in groups:
+            us = [self.random(x) if k in group else _zeros(x) for k, x in enumerate(xs)]
+            problem = failure(v, us)
+            if problem is None:
+                continue
+            # Find the leaves to blame: the same test with the direction on one leaf at a time,
+            # then with the cotangent on one output leaf at a time.
+            blamed = [
+                _describe(names[k], xs[k], path)
+                for k in group
+                for path, _ in differentiable_leaves(xs[k])
+                if failure(v, [_only(u, path) if j == k else _zeros(u) for j, u in enumerate(us)]) is not None
+            ]
+            where = ", ".join(blamed or [_describe(names[k], xs[k], None) for k in group])
+            outputs = [path for path, _ in differentiable_leaves(out) if path and failure(_only(v, path), us)]
+            shows = f"; it shows in the output at {', '.join(outputs)}" if outputs else ""
+            msg = f"{header}: {kind} {where} fails the dot-product test (seed={self.seed}){shows}:\n{problem}"
+            raise AssertionError(msg)
+        return out
+
+    def tolerances(self, out: Any, xs: list[Any], level: int) -> tuple[float, float]:
+        dtypes = [np.asarray(leaf).dtype for value in [out, *xs] for _, leaf in differentiable_leaves(value)]
+        narrowest = min(dtypes, key=lambda d: d.itemsize, default=np.dtype(float))
+        table = _TOLERANCES if level == 1 else _TOLERANCES_HIGHER
+        default_rtol, default_atol = table.get(narrowest.name, table["float64"])
+        return (default_rtol if self.rtol is None else self.rtol), (default_atol if self.atol is None else self.atol)
+
+    def random(self, like: Any) -> Any:
+        """Standard normal draws shaped like the float leaves of ``like``, in their dtypes."""
+
+        def draw(leaf: Any) -> Any:
+            if isinstance(leaf, float):
+                return float(self.rng.standard_normal())
+            return self.rng.standard_normal(np.shape(leaf)).astype(np.asarray(leaf).dtype)
+
+        return map_floats(draw, like)
 
 
-def _random_like(rng: np.random.Generator, leaf: Any) -> Any:
-    if isinstance(leaf, float):
-        return float(rng.standard_normal())
-    return rng.standard_normal(np.shape(leaf)).astype(np.asarray(leaf).dtype)
+def _vjp_function(f: Function, n: int) -> Function:
+    """``(x_1, ..., x_n, v) -> vjp(f, x_1, ..., x_n)(v)`` (the one gradient when ``n == 1``),
+    written as the gradient of ``<v, f(x)>`` so that it can be differentiated again:
+    ``nodegrad.grad`` nests inside an enclosing differentiation, ``nodegrad.vjp`` does not."""
+
+    def vjp_of_f(*args: Any) -> Any:
+        *xs, v = args
+        grads = grad(lambda *ys: _traced_vdot(f(*ys), v), argnums=tuple(range(n)))(*xs)
+        return grads[0] if n == 1 else grads
+
+    return vjp_of_f
+
+
+def _jvp_function(f: Function, n: int, w: Any) -> Function:
+    """``(x_1, ..., x_n, t_1, ..., t_n) -> jvp(f, xs, ts)[1]``, written so that it can be
+    differentiated again: the gradient, at ``w`` (any point shaped like the output), of
+    ``u -> <vjp(f, xs)(u), ts>``, which is linear in ``u`` with gradient ``jvp(f, xs, ts)``."""
+
+    def jvp_of_f(*args: Any) -> Any:
+        xs, ts = args[:n], args[n:]
+        pulled = lambda u: grad(lambda *ys: _traced_vdot(f(*ys), u), argnums=tuple(range(n)))(*xs)
+        return grad(lambda u: _traced_vdot(pulled(u), ts))(w)
+
+    return jvp_of_f
+
+
+def _normalize_modes(modes: Any) -> tuple[str, ...]:
+    ok = isinstance(modes, (tuple, list)) and modes and len(set(modes)) == len(modes)
+    if not ok or any(not isinstance(m, str) or m not in _MODES for m in modes):
+        msg = f"check_grads: modes must be a non-empty tuple of distinct 'rev' and 'fwd', got {modes!r}"
+        raise ValueError(msg)
+    return tuple(modes)
 
 
 def _as_float64(leaf: Any) -> Any:
     return leaf if isinstance(leaf, float) else np.asarray(leaf, dtype=np.float64)
+
+
+def _abs(value: Any) -> Any:
+    return map_floats(np.abs, value)
+
+
+def _zeros(value: Any) -> Any:
+    return map_floats(lambda leaf: leaf * 0, value)
 
 
 def _only(direction: Any, path: str) -> Any:
@@ -139,11 +324,18 @@ def _only(direction: Any, path: str) -> Any:
     return map_floats(lambda leaf: leaf if flat.get(path) is leaf else leaf * 0, direction)
 
 
-def _check_like(k: int, g: Any, x: Any) -> None:
+def _describe(name: str, x: Any, path: str | None) -> str:
+    if is_differentiable_leaf(x):
+        return f"{name} (shape {np.shape(x)}, dtype {np.asarray(x).dtype})"
+    return name if path is None else f"{name} at {path}"
+
+
+def _check_like(what: str, g: Any, x: Any) -> None:
+    """``g`` must have ``x``'s structure, and its leaves their shapes and dtypes."""
     try:
         pairs = list(zip_leaves(x, g))
     except Exception as exc:
-        msg = f"check_grads: the gradient of argument {k} does not have its structure: {exc}"
+        msg = f"{what} does not have its structure: {exc}"
         raise AssertionError(msg) from exc
     differentiable = {path for path, _ in differentiable_leaves(x)}  # fields marked static excluded
     for path, leaf, g_leaf in pairs:
@@ -151,9 +343,9 @@ def _check_like(k: int, g: Any, x: Any) -> None:
             continue
         same = np.shape(g_leaf) == np.shape(leaf) and np.asarray(g_leaf).dtype == np.asarray(leaf).dtype
         if g_leaf is None or not same:
-            what = f"argument {k}{path} (shape {np.shape(leaf)}, dtype {np.asarray(leaf).dtype})"
+            expected = f"{path} (shape {np.shape(leaf)}, dtype {np.asarray(leaf).dtype})"
             got = "None" if g_leaf is None else f"shape {np.shape(g_leaf)} and dtype {np.asarray(g_leaf).dtype}"
-            msg = f"check_grads: the gradient of {what} has {got}"
+            msg = f"{what}{expected} has {got}"
             raise AssertionError(msg)
 
 

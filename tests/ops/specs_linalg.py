@@ -43,6 +43,10 @@ _EINSUM = [
     "...i,...i->...",
     "i...,i->...",  # an index before the ellipsis
     "...,...->...",  # a broadcast elementwise product
+    "ii->i",  # a diagonal
+    "ii",  # a trace (implicit output)
+    "iij,jk->ik",  # a diagonal inside a product
+    "ij,jj->i",  # the other operand's diagonal
 ]
 
 

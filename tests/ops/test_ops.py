@@ -209,7 +209,7 @@ def test_gradients_are_fresh_arrays(name: str, data: st.DataObject) -> None:
             assert not np.shares_memory(g, other), f"gradient {k} shares memory with an input, the seed or the output"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "astype"])  # astype's job is to change the dtype
 @given(data=st.data())
 def test_float32_in_float32_out(name: str, data: st.DataObject) -> None:
     case = data.draw(ALL_SPECS[name], label="case")
