@@ -16,6 +16,8 @@ from typing import Any
 
 import nodegrad
 import nodegrad.testing
+import nodegrad.testing.pytest_plugin
+import nodegrad.testing.strategies
 from nodegrad.ops import REGISTRY
 
 DOCS = Path(__file__).parent
@@ -105,7 +107,15 @@ def api_page() -> str:
             directive = "autoclass" if inspect.isclass(obj) else "autofunction"
             options = "\n:members:" if directive == "autoclass" else ""
             lines += [f"```{{{directive}}} nodegrad.{name}{options}", "```", ""]
-    for module in (nodegrad.tree, nodegrad.optim, nodegrad.testing, nodegrad.display):
+    for module in (
+        nodegrad.tree,
+        nodegrad.optim,
+        nodegrad.errors,
+        nodegrad.testing,
+        nodegrad.testing.strategies,
+        nodegrad.testing.pytest_plugin,
+        nodegrad.display,
+    ):
         lines += [f"## `{module.__name__}`", "", f"```{{automodule}} {module.__name__}", ":members:", "```", ""]
     return "\n".join(lines).rstrip() + "\n"
 

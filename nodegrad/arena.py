@@ -164,19 +164,25 @@ class Arena:
         ('Traced', 'layer', ['param', 'map_lookup'])
         """
         if handler_for(value) is None:
-            handle = self._push(PARAM, (), (), (), _as_float_array(value, name or "Arena.param"))
+            value = _as_float_array(value, name or "Arena.param")
         else:
             for path, leaf in flatten_with_paths(value, name):
                 if type(leaf) is Traced:
                     msg = f"Arena.param: {path} is already traced; pass plain values"
                     raise ArenaError(msg)
-            handle = self._push(PARAM, (), (), (), value)
+        index = len(self._nodes)
         if name:
-            self._paths[handle.index] = name
+            self._paths[index] = name  # before the push: a checking arena names the leaf
+        try:
+            handle = self._push(PARAM, (), (), (), value)
+        except NodegradError:
+            self._paths.pop(index, None)
+            raise
         return view(handle)
 
     def input(self, value: Any) -> Traced:
-        """Add a leaf holding data (any dtype); it is differentiable only if floating."""
+        """Add a leaf holding data (any dtype: ops on it say what they cannot use); it is
+        differentiable only if floating."""
         try:
             array = np.asarray(value)
         except ValueError as exc:  # ragged nested lists, say
@@ -227,8 +233,9 @@ class Arena:
             Record the sweep itself into the arena: the gradients are traced values that
             can be differentiated again (second derivatives, Hessian-vector products).
         retain : bool, default True
-            ``False`` releases the forward values of every non-leaf node after the sweep
-            (see :attr:`nbytes`); a later ``backward`` on this arena then raises.
+            ``False`` releases the forward values of every non-leaf node: each as soon as
+            the sweep has used it (so the sweep's peak memory falls too), the rest after it
+            (see :attr:`nbytes`). A later ``backward`` on this arena then raises.
         check_finite : bool, default False
             Check from now on, as an arena made with ``check_finite=True`` does: the
             forward values already recorded, every cotangent of this sweep and every later
@@ -262,7 +269,7 @@ class Arena:
         # While checking, numpy's floating-point warnings only repeat, less precisely, what
         # the check reports.
         with np.errstate(all="ignore") if self.check_finite else contextlib.nullcontext():
-            result = gradients(self, output, wrt, seed, options, create_graph=create_graph)
+            result = gradients(self, output, wrt, seed, options, create_graph=create_graph, retain=retain)
         if not retain:
             self._release()
         return result
@@ -280,11 +287,14 @@ class Arena:
 
     def _release(self) -> None:
         """Drop the forward values and arguments of every non-leaf node."""
-        nodes = self._nodes
-        for i, (op, parents, argnums, _, _) in enumerate(nodes):
-            if parents:
-                nodes[i] = (op, parents, argnums, (), _RELEASED)
+        for i in range(len(self._nodes)):
+            self._release_node(i)
         self._released = True
+
+    def _release_node(self, i: int) -> None:
+        op, parents, argnums, _, _ = self._nodes[i]
+        if parents:
+            self._nodes[i] = (op, parents, argnums, (), _RELEASED)
 
     @property
     def nbytes(self) -> int:

@@ -95,6 +95,10 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         """Set the forward ``fwd(*args) -> (output, residuals)`` and the backward
         ``bwd(residuals, g) -> tuple of cotangents, one per argument``."""
         name = getattr(self.fun, "__qualname__", "custom_vjp")
+        for role, given in (("fwd", fwd), ("bwd", bwd)):
+            if not callable(given):
+                msg = f"custom_vjp {name}: defvjp needs a function for {role}, got {type(given).__name__}"
+                raise ArgumentError(msg)
 
         def forward(box: _Residuals, *values: Any) -> Any:
             result = fwd(*values)

@@ -105,7 +105,9 @@ class CheckedNodes(list):
         self.locations.append(user_location())
         super().append(node)
         op, parents, _, args, value = node
-        if parents and not _finite(value):
+        if not parents:
+            self._check_leaf(value)
+        elif not _finite(value):
             index = len(self) - 1
             msg = (
                 f"{op.name} (node {index}) produced a non-finite value in the forward pass; "
@@ -118,6 +120,22 @@ class CheckedNodes(list):
                 )
             del self[index:]  # the arena stays as it was before the op
             raise NonFiniteError(msg)
+
+    def _check_leaf(self, value: Any) -> None:
+        """A leaf (parameter or input) that already holds a NaN is the origin itself: say so
+        rather than blame the first op that reads it."""
+        from nodegrad.structure import flatten_with_paths
+
+        index = len(self) - 1
+        root = self.arena._paths.get(index, "")
+        for path, leaf in flatten_with_paths(value):
+            if not _finite(leaf):
+                msg = (
+                    f"the leaf {root}{path or ''} (node {index}) holds a non-finite value "
+                    f"[recorded at {self.locations[index]}]"
+                )
+                del self[index:]
+                raise NonFiniteError(msg)
 
     def check_all(self, nodes: Any, locations: Any, whose: str) -> None:
         """Check the values of nodes recorded without checking (merged in, or recorded before

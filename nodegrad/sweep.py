@@ -101,11 +101,12 @@ def fit_cotangent(g: Any, like: Any) -> Any:
     return g
 
 
-def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int]) -> tuple[dict[int, Any], int]:
+def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any = None) -> tuple[dict[int, Any], int]:
     """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
 
     Returns the cotangent reaching each ``wrt`` index (absent: no path) and the number of
-    nodes visited.
+    nodes visited. ``release(i)``, if given, is called once node ``i``'s rules have run:
+    nothing later in the sweep reads its forward value or arguments again.
     """
     if not seeds or not wrt:
         return {}, 0
@@ -145,6 +146,8 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int]) -> tuple[dict
                     gp = fit_cotangent(gp, nodes[p][4])
                 prev = pending.get(p)
                 pending[p] = gp if prev is None else prev + gp
+        if release is not None:
+            release(i)
     return grads, visited
 
 
@@ -183,6 +186,10 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     """Pair each traced leaf of ``output`` with its seed: node index -> cotangent."""
 
     seeds: dict[int, Any] = {}
+    if seed is None and type(output) is Traced and output.arena is arena:
+        value = output.value  # the common case: a scalar loss
+        if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
+            return {output.index: np.ones_like(value)}
     if seed is None:
         leaves = [output] if type(output) is Traced else _traced_leaves(output, [])
         if not leaves:
@@ -364,6 +371,7 @@ def gradients(
     finish: Any = None,
     create_graph: bool = False,
     seed_only: bool = False,
+    retain: bool = True,
 ) -> Any:
     """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
 
@@ -373,9 +381,10 @@ def gradients(
     caller gets arrays that nothing else holds. With ``create_graph`` the sweep records
     itself into the arena and the gradients are traced values; ``seed_only`` says they will
     be differentiated with respect to a traced seed alone (``jvp``), which custom rules allow.
+    ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
     """
     options = _check_options(options)
-    targets = _traced_leaves(wrt, [])
+    targets = list(wrt) if type(wrt) is tuple and all(type(t) is Traced for t in wrt) else _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
     if isinstance(arena._nodes, CheckedNodes):
@@ -388,7 +397,8 @@ def gradients(
         nodes = arena._nodes
     size = len(arena._nodes)
     try:
-        found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets])
+        release = None if retain or create_graph else arena._release_node
+        found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets], release)
     except BaseException:
         arena._truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
         raise
@@ -422,6 +432,8 @@ def gradients(
         raise NoGradientError(msg)
     if type(wrt) is Traced:
         return results[id(wrt)]
+    if type(wrt) is tuple and all(type(leaf) is Traced for leaf in wrt):  # grad's common case
+        return tuple(results[id(leaf)] for leaf in wrt)
     return map_unless_static(lambda leaf: results.get(id(leaf)), wrt)
 
 

@@ -44,9 +44,11 @@ def _normalize_argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any]) -> tuple[int, ...]:
-    name = getattr(fun, "__name__", repr(fun))
+    if nums == (0,) and nargs:
+        return nums  # the common case
     for k in nums:
         if not -nargs <= k < nargs:
+            name = getattr(fun, "__name__", repr(fun))
             msg = f"argnums {k} is out of range: {name} was called with {nargs} positional argument(s)"
             raise ArgumentError(msg)
     return tuple(k % nargs for k in nums)
@@ -106,6 +108,8 @@ def _split_output(out: Any, has_aux: bool) -> tuple[Any, Any]:
 
 def _check_scalar(out: Any) -> None:
     value = out.value if isinstance(out, Traced) else out
+    if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
+        return  # the common case: a float scalar
     if not isinstance(value, (np.ndarray, np.generic, int, float)) or np.result_type(value).kind not in "biuf":
         msg = f"grad needs a function returning a real scalar, got {type(value).__name__}"
         if isinstance(value, (np.ndarray, np.generic)):
@@ -214,9 +218,12 @@ def value_and_grad(
     return value_and_grad_fun
 
 
+_NOT_QUIET = contextlib.nullcontext()
+
+
 def _quiet(checking: bool) -> Any:
     """While checking for NaNs ourselves, numpy's floating-point warnings only repeat it."""
-    return np.errstate(all="ignore") if checking else contextlib.nullcontext()
+    return np.errstate(all="ignore") if checking else _NOT_QUIET
 
 
 def _enclosing_arena(arguments: Any) -> Arena | None:
@@ -224,6 +231,8 @@ def _enclosing_arena(arguments: Any) -> Arena | None:
     the arena entered with ``with``. Transforms nested in one record into its arena.
     """
     for argument in arguments:
+        if type(argument) is np.ndarray or type(argument) is float:
+            continue  # the common case: nothing to look inside
         leaves = _traced_leaves(argument)
         if leaves:
             return leaves[0].arena
@@ -434,6 +443,12 @@ def jacobian(fun: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     @functools.wraps(fun)
     def jacobian_fun(*args: Any) -> Any:
         (position,) = _resolve_argnums((argnums,), len(args), fun)
+        if handler_for(args[position]) is not None:
+            msg = (
+                f"jacobian: argument {position} is a {type(args[position]).__name__}; the Jacobian is taken with "
+                "respect to an array (use vjp or jvp for structured arguments)"
+            )
+            raise ArgumentError(msg)
         out, back = vjp(lambda x: fun(*args[:position], x, *args[position + 1 :]), args[position])
         out = np.asarray(out)
         rows = []
@@ -476,8 +491,8 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     >>> import nodegrad as ng
     >>> ng.jvp(lambda x: x ** 2.0, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
     (array([1., 9.]), array([2., 6.]))
-    >>> ng.jvp(lambda p: {"y": p["w"] * 3.0}, ({"w": 1.0},), ({"w": 2.0},))
-    ({'y': 3.0}, {'y': 6.0})
+    >>> ng.jvp(lambda p: {"y": p["w"] * 3.0}, ({"w": np.array([1.0])},), ({"w": np.array([2.0])},))
+    ({'y': array([3.])}, {'y': array([6.])})
     """
     _check_callable(fun, "jvp")
     for name, value in (("primals", primals), ("tangents", tangents)):

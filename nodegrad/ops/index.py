@@ -151,6 +151,8 @@ def _along(axis: int, indices: Any) -> tuple[Any, ...]:
 
 def _static_index(index: Any, op_name: str = "getitem") -> Any:
     """Replace traced values inside an index by their values; lists become arrays."""
+    if type(index) is tuple and builtins.all(isinstance(p, _BASIC) for p in index):
+        return index  # ints and slices: the common case
     if isinstance(index, tuple):
         return tuple(_static_index(p, op_name) for p in index)
     index = unwrap(index)
