@@ -119,6 +119,7 @@ from nodegrad.ops.shape import (
     swapaxes,
     transpose,
 )
+from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
 
 FAMILIES = (elementwise, reduce, linalg, shape, index, nn, pipeline, structured)
 
@@ -170,6 +171,7 @@ __all__ = [
     "logaddexp",
     "logaddexp2",
     "logsumexp",
+    "map_lookup",
     "masked_mean",
     "masked_sum",
     "matmul",
@@ -184,6 +186,7 @@ __all__ = [
     "norm",
     "one_hot",
     "outer",
+    "pack",
     "pad",
     "positive",
     "power",
@@ -198,6 +201,7 @@ __all__ = [
     "segment_max",
     "segment_mean",
     "segment_sum",
+    "seq_index",
     "sigmoid",
     "silu",
     "sin",
@@ -211,6 +215,7 @@ __all__ = [
     "ssm_scan",
     "stack",
     "std",
+    "struct_field",
     "subtract",
     "sum",
     "swapaxes",
@@ -220,5 +225,6 @@ __all__ = [
     "tensordot",
     "transpose",
     "var",
+    "view",
     "where",
 ]

@@ -75,6 +75,12 @@ _MAKE_OPS = {"record": MAKE_RECORD, "map": MAKE_MAP, "sequence": MAKE_SEQUENCE}
 
 
 def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int, total: int) -> Traced:
+    if type(parent) is not Traced:
+        msg = (
+            f"{kind}: needs the handle of a structured node (from nodegrad.pack), got {type(parent).__name__} "
+            f"[called at {user_location()}]"
+        )
+        raise StructureError(msg)
     value = parent.value
     handler = handler_for(value)
     path = parent.arena._paths.get(parent.index, "")
@@ -103,33 +109,38 @@ def _read_node(parent: Traced, kind: str, index: int, total: int, key: Hashable,
 def struct_field(parent: Traced, field_index: int, total_fields: int) -> Traced:
     """Read field ``field_index`` of a record node that has ``total_fields`` fields.
 
+    Its VJP sends the cotangent to that field alone; the other fields get a symbolic zero
+    that costs nothing in the sweep. Attribute access on a traced record records this op.
+
     Examples
     --------
     >>> import collections, numpy as np
     >>> import nodegrad as ng
-    >>> from nodegrad.ops.structured import struct_field
     >>> P = collections.namedtuple("P", "w b")
     >>> a = ng.Arena()
-    >>> node = a._push(ng.ops.registry.PARAM, (), (), (), P(np.ones(2), np.zeros(2)))
-    >>> b = struct_field(node, 1, 2)
-    >>> a[b.index].op, b.shape
-    ('struct_field', (2,))
+    >>> w, b = a.param(np.ones(2)), a.param(np.zeros(3))
+    >>> node = ng.pack(P(w, b))  # a record node built in the graph
+    >>> field = ng.struct_field(node, 1, 2)
+    >>> a[field.index].op, field.shape
+    ('struct_field', (3,))
+    >>> a.backward(ng.sum(field * 2.0), wrt=[w, b])
+    [array([0., 0.]), array([2., 2., 2.])]
     """
     return _read_entry(parent, "struct_field", "record", field_index, total_fields)
 
 
 def map_lookup(map_node: Traced, key_index: int, total_keys: int) -> Traced:
-    """Read entry ``key_index`` (in insertion order) of a map node with ``total_keys`` keys.
+    """Read entry ``key_index`` (keys in insertion order) of a map node with ``total_keys`` keys.
 
     Examples
     --------
     >>> import numpy as np
     >>> import nodegrad as ng
-    >>> from nodegrad.ops.structured import map_lookup
     >>> a = ng.Arena()
-    >>> node = a._push(ng.ops.registry.PARAM, (), (), (), {"w": np.ones(3), 7: np.zeros(1)})
-    >>> map_lookup(node, 1, 2).shape
-    (1,)
+    >>> x = a.param(np.ones(3))
+    >>> node = ng.pack({"w": x * 2.0, 7: x})  # keys of any hashable type
+    >>> ng.map_lookup(node, 1, 2).shape
+    (3,)
     """
     return _read_entry(map_node, "map_lookup", "map", key_index, total_keys)
 
@@ -141,11 +152,11 @@ def seq_index(seq_node: Traced, index: int, total: int) -> Traced:
     --------
     >>> import numpy as np
     >>> import nodegrad as ng
-    >>> from nodegrad.ops.structured import seq_index
     >>> a = ng.Arena()
-    >>> node = a._push(ng.ops.registry.PARAM, (), (), (), [np.ones(2), np.ones(5)])
-    >>> seq_index(node, 1, 2).shape
-    (5,)
+    >>> x = a.param(np.ones(2))
+    >>> node = ng.pack([x, ng.cat([x, x])])
+    >>> ng.seq_index(node, 1, 2).shape
+    (4,)
     """
     return _read_entry(seq_node, "seq_index", "sequence", index, total)
 

@@ -98,7 +98,11 @@ _OPS = {
 SPECS: dict[str, st.SearchStrategy[Case]] = {
     name: _structured_cases(kind) for kind, names in _OPS.items() for name in names
 }
-COMPOSITES: dict[str, st.SearchStrategy[Case]] = {}
+# pack and view are what every case above goes through: any container kind exercises them.
+COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
+    "pack": st.sampled_from(list(_OPS)).flatmap(_structured_cases),
+    "view": st.sampled_from(list(_OPS)).flatmap(_structured_cases),
+}
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {}
 
 BAD_CALLS = [
