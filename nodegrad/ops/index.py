@@ -280,10 +280,11 @@ def getitem(x: Any, index: Any) -> Any:
     return record1(GETITEM, x, _static_index(index))
 
 
-def gather(x: Any, indices: Any, axis: int = 0) -> Any:
+def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
     """Take entries of ``x`` at integer ``indices`` along ``axis``, as ``np.take``.
 
-    The result has shape ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``.
+    The result has shape ``x.shape[:axis] + indices.shape + x.shape[axis + 1:]``;
+    ``axis=None`` takes from the flattened ``x``.
     Negative indices count from the end; out-of-range indices raise. Repeated indices
     accumulate their gradients.
 
@@ -303,9 +304,13 @@ def gather(x: Any, indices: Any, axis: int = 0) -> Any:
     if indices.dtype.kind not in "iu":
         msg = f"gather: indices must be integers, got dtype {indices.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)
+    if axis is None:
+        from nodegrad.ops.shape import ravel
+
+        return gather(ravel(x), indices, 0)
     ndim = np.ndim(unwrap(x))
-    axis = as_ints("gather", "axis", axis)[0] if not isinstance(axis, (tuple, list)) else None
-    if axis is None or not -ndim <= axis < ndim:
+    given = as_ints("gather", "axis", axis) if not isinstance(axis, (tuple, list)) else ()
+    if len(given) != 1 or not -ndim <= given[0] < ndim:
         msg = f"gather: axis {axis} is out of range for shape {np.shape(unwrap(x))} [called at {user_location()}]"
         raise ShapeError(msg)
-    return record1(GATHER, x, indices, int(axis) % ndim)
+    return record1(GATHER, x, indices, given[0] % ndim)

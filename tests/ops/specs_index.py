@@ -54,8 +54,8 @@ def _getitem_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _gather_cases(draw: st.DrawFn) -> Case:
     shape = draw(shapes(min_dims=1))
-    axis = draw(single_axis(len(shape)))
-    n = shape[axis]
+    axis = draw(st.one_of(single_axis(len(shape)), st.none()))  # None: from the flattened array
+    n = int(np.prod(shape)) if axis is None else shape[axis]
     indices = draw(hnp.arrays(np.int64, shapes(max_dims=2), elements=st.integers(-n, n - 1)))
     x = draw(float_arrays(shape))
     return Case(
