@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import attrs
 import numpy as np
 
-from nodegrad.errors import ArenaError, DtypeError, NodegradError, ShapeError, user_location
+from nodegrad.errors import ArenaError, DtypeError, NodegradError, ShapeError, StructureError, user_location
 
 if TYPE_CHECKING:
     from nodegrad.ops.registry import Op
@@ -166,7 +167,11 @@ class Arena:
         if handler_for(value) is None:
             value = _as_float_array(value, name or "Arena.param")
         else:
-            for path, leaf in flatten_with_paths(value, name):
+            try:
+                leaves = list(flatten_with_paths(value, name))
+            except RecursionError:
+                raise too_deep("Arena.param", name) from None
+            for path, leaf in leaves:
                 if type(leaf) is Traced:
                     msg = f"Arena.param: {path} is already traced; pass plain values"
                     raise ArenaError(msg)
@@ -178,7 +183,11 @@ class Arena:
         except NodegradError:
             self._paths.pop(index, None)
             raise
-        return view(handle)
+        try:
+            return view(handle)
+        except RecursionError:
+            self._truncate(index)
+            raise too_deep("Arena.param", name) from None
 
     def input(self, value: Any) -> Traced:
         """Add a leaf holding data (any dtype: ops on it say what they cannot use); it is
@@ -428,6 +437,15 @@ class Arena:
 
     def __exit__(self, *exc: object) -> None:
         _state.stack.remove(self)
+
+
+def too_deep(where: str, name: str) -> StructureError:
+    """The error for a structure nested deeper than Python's recursion limit allows."""
+    msg = (
+        f"{where}: {name or 'the value'} is nested deeper than Python's recursion limit ({sys.getrecursionlimit()}) "
+        "allows; flatten it, or raise the limit with sys.setrecursionlimit"
+    )
+    return StructureError(msg)
 
 
 def _holds_traced_or_nothing(value: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.arena import Arena, Traced, current_arena
+from nodegrad.arena import Arena, Traced, current_arena, too_deep
 from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths, zip_leaves
 from nodegrad.sweep import GradOptions, gradients
@@ -57,7 +57,11 @@ def _resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any])
 def _trace_argument(arena: Arena, value: Any, position: int) -> Any:
     if type(value) is np.ndarray or type(value) is float:
         return arena.param(value, name=f"args[{position}]")
-    for path, leaf in flatten_with_paths(value, f"args[{position}]"):
+    try:
+        leaves = list(flatten_with_paths(value, f"args[{position}]"))
+    except RecursionError:
+        raise too_deep("grad", f"args[{position}]") from None
+    for path, leaf in leaves:
         if isinstance(leaf, Traced):
             msg = (
                 f"{path} is already traced: differentiating inside a differentiated "
@@ -240,7 +244,10 @@ def _enclosing_arena(arguments: Any) -> Arena | None:
 
 
 def _traced_leaves(value: Any) -> list[Traced]:
-    return [leaf for _, leaf in flatten_with_paths(value) if isinstance(leaf, Traced)]
+    try:
+        return [leaf for _, leaf in flatten_with_paths(value) if isinstance(leaf, Traced)]
+    except RecursionError:
+        raise too_deep("grad", "an argument") from None
 
 
 def _nested_leaves(arena: Arena, value: Any, position: int) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+import sys
 from typing import Any
 
 import attrs
@@ -397,3 +398,30 @@ def test_sgd_and_adam_step_structured_parameters() -> None:
     assert float(ng.value_and_grad(loss)(params)[0]) < 1e-6 * first
     assert float(ng.value_and_grad(loss)(adam_params)[0]) < 0.05 * first
     assert state is not None and state.step == 50
+
+
+def test_a_structure_nested_past_the_recursion_limit_is_a_structure_error() -> None:
+    deep: Any = {"x": np.ones(2)}
+    for _ in range(5 * sys.getrecursionlimit()):
+        deep = {"a": deep}
+    for call in (lambda: ng.grad(lambda d: 1.0)(deep), lambda: ng.vjp(lambda d: 1.0, deep)):
+        with pytest.raises(StructureError, match="recursion limit"):
+            call()
+    arena = ng.Arena()
+    with pytest.raises(StructureError, match="recursion limit"):
+        arena.param(deep)
+    assert len(arena) == 0
+
+
+def test_a_structure_nested_a_hundred_deep_differentiates() -> None:
+    deep: Any = {"x": np.ones(2)}
+    for _ in range(100):
+        deep = {"a": deep}
+
+    def innermost(d: Any) -> Any:
+        for _ in range(100):
+            d = d["a"]
+        return d
+
+    g = ng.grad(lambda d: ng.sum(innermost(d)["x"] * 3.0))(deep)
+    np.testing.assert_array_equal(innermost(g)["x"], [3.0, 3.0])
