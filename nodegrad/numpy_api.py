@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.arena import call_atomically, unwrap
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.arena import Traced, call_atomically, unwrap
+from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
+from nodegrad.ops.reduce import normalize_axis
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
@@ -38,6 +39,98 @@ def _nan_ignoring(name: str, pick: Callable[..., Any]) -> Callable[..., Any]:
 
     fn.__name__ = name
     return fn
+
+
+def _conjugate(x: Any) -> Any:
+    """``np.conjugate`` / ``np.conj``: the value itself, for the real values nodegrad
+    differentiates."""
+    if np.iscomplexobj(unwrap(x)):
+        msg = (
+            f"np.conjugate: complex values have no gradient rule (nodegrad differentiates real values, whose "
+            f"conjugate is the value itself) [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
+    return ops.positive(x)
+
+
+def _ldexp(x: Any, n: Any) -> Any:
+    """``np.ldexp``: ``x * 2**n`` for integer ``n``; differentiable in ``x`` only."""
+    exponent = np.asarray(unwrap(n))
+    if exponent.dtype.kind not in "iu":
+        msg = f"np.ldexp: the exponent must be integers, got dtype {exponent.dtype} [called at {user_location()}]"
+        raise DtypeError(msg)
+    dtype = np.ldexp(np.ones((), np.result_type(unwrap(x))), np.zeros((), exponent.dtype)).dtype
+    with np.errstate(over="ignore"):  # checked next
+        factor = np.ldexp(np.ones(exponent.shape, dtype), exponent)
+    if np.all(np.isfinite(factor) & (factor != 0)):
+        return ops.multiply(x, factor)  # a power of two: the product is exact, as ldexp's
+    # 2**n itself overflows or underflows where x * 2**n need not: two exact halves.
+    half = exponent // 2
+    return ops.multiply(
+        ops.multiply(x, np.ldexp(np.ones(half.shape, dtype), half)),
+        np.ldexp(np.ones(half.shape, dtype), exponent - half),
+    )
+
+
+def _copysign(x: Any, y: Any) -> Any:
+    """``np.copysign``: ``|x|`` with the sign bit of ``y``. Differentiable in ``x``; the
+    gradient of ``y`` is 0 (only its sign is read)."""
+    negative = np.signbit(unwrap(y))
+    size = ops.astype(ops.abs(x), np.result_type(unwrap(x), unwrap(y)))
+    out = ops.where(negative, ops.negative(size), size)
+    if type(y) is Traced:  # the result still depends on y, with a zero gradient
+        out = ops.where(np.zeros(np.shape(negative), bool), y, out)
+    return out
+
+
+def _float_power(x: Any, y: Any) -> Any:
+    """``np.float_power``: ``x ** y`` computed in float64."""
+    return ops.power(ops.astype(x, np.float64), ops.astype(y, np.float64))
+
+
+def _core_last(name: str, x: Any, axis: Any, what: str) -> Any:
+    """``x`` with its core axis ``axis`` moved last, or a ShapeError naming ``name``."""
+    ndim = np.ndim(unwrap(x))
+    if ndim == 0:
+        msg = f"np.{name}: {what} needs at least one dimension, got a scalar [called at {user_location()}]"
+        raise ShapeError(msg)
+    axis = normalize_axis(name, axis, ndim)[0]  # type: ignore[index]
+    return x if axis == ndim - 1 else ops.moveaxis(x, axis, -1)
+
+
+def _vecdot(x1: Any, x2: Any, **kw: Any) -> Any:
+    """``np.vecdot``: the dot product of vectors along ``axis`` (last by default), with
+    broadcasting over the other axes."""
+    axis = kw.pop("axis", -1)
+    _no_extras("vecdot", **kw)
+    a, b = _core_last("vecdot", x1, axis, "x1"), _core_last("vecdot", x2, axis, "x2")
+    n, m = np.shape(unwrap(a))[-1], np.shape(unwrap(b))[-1]
+    if n != m:
+        msg = f"np.vecdot: the vectors have {n} and {m} entries [called at {user_location()}]"
+        raise ShapeError(msg)
+    return ops.sum(ops.multiply(a, b), -1)
+
+
+def _matvec(x1: Any, x2: Any) -> Any:
+    """``np.matvec``: matrices ``(..., m, n)`` times vectors ``(..., n)``."""
+    _at_least("matvec", x1, 2, x2, 1)
+    return ops.squeeze(ops.matmul(x1, ops.expand_dims(x2, -1)), -1)
+
+
+def _vecmat(x1: Any, x2: Any) -> Any:
+    """``np.vecmat``: vectors ``(..., n)`` times matrices ``(..., n, m)``."""
+    _at_least("vecmat", x1, 1, x2, 2)
+    return ops.squeeze(ops.matmul(ops.expand_dims(x1, -2), x2), -2)
+
+
+def _at_least(name: str, x1: Any, d1: int, x2: Any, d2: int) -> None:
+    for which, x, d in (("x1", x1, d1), ("x2", x2, d2)):
+        if np.ndim(unwrap(x)) < d:
+            msg = (
+                f"np.{name}: {which} needs at least {d} dimension(s), got shape {np.shape(unwrap(x))} [called at "
+                f"{user_location()}]"
+            )
+            raise ShapeError(msg)
 
 
 UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
@@ -88,7 +181,17 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.remainder: ops.remainder,
     np.fmod: ops.fmod,
     np.matmul: ops.matmul,
+    np.conjugate: _conjugate,
+    np.ldexp: _ldexp,
+    np.copysign: _copysign,
+    np.float_power: _float_power,
 }
+# Added in numpy 2.0 (vecdot) and 2.2 (matvec, vecmat): mapped where this numpy has them.
+_NEWER_UFUNCS = {"vecdot": _vecdot, "matvec": _matvec, "vecmat": _vecmat}
+UFUNCS.update({u: impl for name, impl in _NEWER_UFUNCS.items() if isinstance(u := getattr(np, name, None), np.ufunc)})
+
+# Ufuncs whose entry takes numpy's keyword arguments itself (and refuses those it cannot honour).
+_KEYWORD_UFUNCS = {u for u in (getattr(np, "vecdot", None),) if isinstance(u, np.ufunc)}
 
 # Ufuncs whose results are masks or integers, or are piecewise constant (zero derivative
 # almost everywhere): computed on the values, never differentiated.
@@ -129,10 +232,18 @@ def _reduction(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _var(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def spread(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, **kw: Any) -> Any:
-        keepdims = kw.pop("keepdims", False)
+    # numpy's signature: (a, axis, dtype, out, ddof, keepdims, *, where, mean, correction).
+    def spread(
+        a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False, **kw: Any
+    ) -> Any:
+        correction = kw.pop("correction", np._NoValue)
+        if correction is not np._NoValue:
+            if ddof != 0:
+                msg = f"np.{name}: ddof and correction can't be provided simultaneously [called at {user_location()}]"
+                raise ArgumentError(msg)
+            ddof = correction
         _no_extras(name, dtype=dtype, out=out, **kw)
-        return fn(a, axis, ddof, keepdims)
+        return fn(a, axis, ddof, False if keepdims is np._NoValue else keepdims)
 
     return spread
 
@@ -149,11 +260,14 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, **kw: Any) -> Any:
     return ops.stack(arrays, axis)
 
 
-def _where(condition: Any, x: Any = None, y: Any = None) -> Any:
-    if x is None and y is None:
+def _where(condition: Any, *branches: Any) -> Any:
+    if not branches:
         return np.nonzero(unwrap(condition))
+    if len(branches) != 2:
+        msg = f"np.where: either both or neither of x and y should be given [called at {user_location()}]"
+        raise ShapeError(msg)
     # numpy reads any nonzero condition as true (ng.where itself insists on masks).
-    return ops.where(np.asarray(unwrap(condition)).astype(bool), x, y)
+    return ops.where(np.asarray(unwrap(condition)).astype(bool), *branches)
 
 
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
@@ -288,6 +402,8 @@ def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
         op = UFUNCS.get(ufunc)
         if op is not None:
             return op(*inputs)
+    if method == "__call__" and ufunc in _KEYWORD_UFUNCS:
+        return call_atomically(UFUNCS[ufunc], inputs, kwargs)
     what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     extra = f" with keyword arguments {sorted(kwargs)}" if kwargs else ""
     msg = f"{what}{extra} has no gradient rule for traced values [called at {user_location()}]"

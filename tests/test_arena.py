@@ -154,8 +154,8 @@ def test_numpy_function_without_a_rule_raises_naming_it():
     x = ng.Arena().param(np.ones(3))
     with pytest.raises(ng.errors.NoGradientError, match=r"np\.linalg\.det"):
         np.linalg.det(x.reshape(1, 3)[:, :1])
-    with pytest.raises(ng.errors.NoGradientError, match=r"np\.copysign"):
-        np.copysign(x, 1.0)
+    with pytest.raises(ng.errors.NoGradientError, match=r"np\.median"):
+        np.median(x)
 
 
 def test_every_error_is_a_nodegrad_error():

@@ -27,11 +27,11 @@ import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, note
+from hypothesis import assume, given, note
 
 import nodegrad as ng
 from nodegrad.arena import Traced
-from nodegrad.errors import ArenaError, NoGradientError
+from nodegrad.errors import ArenaError, DtypeError, NoGradientError, ShapeError
 from nodegrad.numpy_api import FUNCTIONS, UFUNCS, VALUE_FUNCTIONS, VALUE_UFUNCS
 from nodegrad.testing import check_grads
 from tests import plain_numpy_model
@@ -176,6 +176,7 @@ UNARY: dict[np.ufunc, st.SearchStrategy[float]] = {
     np.rad2deg: _ANY,
     np.radians: _ANY,
     np.degrees: _ANY,
+    np.conjugate: _ANY,  # the identity on real values
 }
 
 # remainder/fmod jump where x / y is an integer: y is a multiple of 0.1 and x sits half-way
@@ -197,6 +198,8 @@ BINARY: dict[np.ufunc, tuple[st.SearchStrategy[float], st.SearchStrategy[float]]
     np.fmin: (grid(), grid(offset=0.005)),
     np.remainder: (grid(offset=0.005), _DIVISOR),
     np.fmod: (grid(offset=0.005), _DIVISOR),
+    np.copysign: (away_from_zero(), away_from_zero()),  # |x| has a kink at 0, the sign of y jumps there
+    np.float_power: (_POSITIVE, _ANY),
 }
 
 
@@ -231,11 +234,59 @@ def _matmul_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda a, b: fn(a, b), (a, b), diff, f"{_name(fn)} of {shape_a} and {shape_b}")
 
 
+@st.composite
+def _ldexp_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # x * 2**n: the integer exponent n is data, never differentiated.
+    shape_x, shape_n = draw(broadcastable_shapes(2)).input_shapes
+    x = _operand(draw, shape_x)
+    n: Any = draw(hnp.arrays(draw(st.sampled_from([np.int64, np.int32])), shape_n, elements=st.integers(-40, 12)))
+    if shape_n == () and draw(st.booleans()):
+        n = int(n)
+    return Case(lambda x: fn(x, n), (x,), (True,), f"np.ldexp(x {shape_x}, n={n!r})")
+
+
+def _numpy_ufunc(name: str) -> Any:
+    """``np.<name>`` if this numpy has it as a ufunc (vecdot: numpy 2.0; matvec, vecmat: 2.2)."""
+    found = getattr(np, name, None)
+    return found if isinstance(found, np.ufunc) else None
+
+
+@st.composite
+def _vecdot_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # The vectors lie along `axis` (the last by default) of each operand; the other axes broadcast.
+    n = draw(st.integers(1, 4))
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    depth = draw(st.integers(1, 1 + min(len(batch_a), len(batch_b))))  # the vectors along axis -depth
+    place = lambda batch: (*batch[: len(batch) - depth + 1], n, *batch[len(batch) - depth + 1 :])
+    shape_a, shape_b = place(batch_a), place(batch_b)
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+    kwargs = _kw(axis=-depth if depth > 1 or draw(st.booleans()) else _OMIT)
+    return Case(
+        lambda a, b: fn(a, b, **kwargs), (a, b), draw(_diff_mask(2)), f"np.vecdot({shape_a}, {shape_b}, **{kwargs})"
+    )
+
+
+@st.composite
+def _matvec_cases(draw: st.DrawFn, fn: Any) -> Case:
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    if fn is _numpy_ufunc("matvec"):  # matrices (..., m, n) times vectors (..., n)
+        shape_a, shape_b = (*batch_a, m, n), (*batch_b, n)
+    else:  # vecmat: vectors (..., n) times matrices (..., n, m)
+        shape_a, shape_b = (*batch_a, n), (*batch_b, n, m)
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+    return Case(lambda a, b: fn(a, b), (a, b), draw(_diff_mask(2)), f"{_name(fn)} of {shape_a} and {shape_b}")
+
+
 UFUNC_SPECS: dict[np.ufunc, st.SearchStrategy[Case]] = {
     **{u: _unary_cases(u) for u in UNARY},
     **{u: _binary_cases(u) for u in BINARY},
     np.matmul: _matmul_cases(np.matmul),
+    np.ldexp: _ldexp_cases(np.ldexp),
 }
+for _make, _names in ((_vecdot_cases, ("vecdot",)), (_matvec_cases, ("matvec", "vecmat"))):
+    for _ufunc in filter(None, map(_numpy_ufunc, _names)):
+        UFUNC_SPECS[_ufunc] = _make(_ufunc)
 
 # -- function specs ----------------------------------------------------------------------------------
 
@@ -303,9 +354,26 @@ def _spread_cases(draw: st.DrawFn, fn: Any) -> Case:
     x = draw(separated_arrays(shape))  # distinct entries: a spread over two or more is positive
     axis = draw(axes(len(shape)).filter(lambda a: a != ()))
     ddof = _maybe(draw, st.sampled_from([0, 1]))
-    kwargs = _kw(axis=axis, ddof=ddof, keepdims=_maybe(draw, st.booleans()))
+    keepdims = _maybe(draw, st.booleans())
     assert _reduced_count(shape, axis) >= 2
+    if draw(st.booleans()):  # numpy's positional order: a, axis, dtype, out, ddof, keepdims
+        args = (axis, None, None, 0 if ddof is _OMIT else ddof, False if keepdims is _OMIT else keepdims)
+        return Case(lambda x: fn(x, *args), (x,), (True,), f"{_name(fn)}(x {shape}, *{args})")
+    kwargs = _kw(axis=axis, ddof=ddof, keepdims=keepdims)
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+def _line_sums_are_separated(x: np.ndarray, order: Any, axis: tuple[int, int]) -> bool:
+    """Whether the column (ord 1, -1) or row (inf, -inf) sums of ``|x|`` that a matrix norm
+    takes the max/min of have a unique extremum, at least 0.01 from the next."""
+    rows, cols = axis
+    by_column = order in (1, -1)
+    sums = np.sum(np.abs(x), axis=rows if by_column else cols, keepdims=True)
+    lines = np.sort(np.moveaxis(sums, cols if by_column else rows, -1), axis=-1)
+    if lines.shape[-1] < 2:
+        return True
+    gap = lines[..., 1] - lines[..., 0] if order in (-1, -np.inf) else lines[..., -1] - lines[..., -2]
+    return bool(np.all(gap >= 0.01))
 
 
 @spec(np.linalg.norm)
@@ -314,13 +382,15 @@ def _norm_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(_signed_separated(shape))  # no zeros (|x|, |x|**p), no ties in |x| (inf norms)
     ndim = len(shape)
-    if ndim >= 2 and draw(st.booleans()):  # a matrix norm: Frobenius
+    if ndim >= 2 and draw(st.booleans()):  # a matrix norm: Frobenius, or induced by the 1- or inf-norm
         pair = draw(st.permutations(range(-ndim, 0)).map(lambda p: tuple(p[:2])))
         axis = draw(st.sampled_from([pair, None] if ndim == 2 else [pair]))
-        order = draw(st.sampled_from([None, "fro"]))
-    else:  # a vector norm
+        order = draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
+        if order not in (None, "fro"):  # the max/min line sum of |x| is unique: no kink
+            assume(_line_sums_are_separated(x, order, (-2, -1) if axis is None else axis))
+    else:  # a vector norm; ord 0 counts the nonzeros (gradient 0), numpy integers work as ord
         axis = draw(single_axis(ndim)) if ndim > 1 or draw(st.booleans()) else None
-        order = draw(st.sampled_from([None, 1, 2, 3, 0.5, -1, np.inf, -np.inf]))
+        order = draw(st.sampled_from([None, 1, 2, 3, 0.5, -1, 0, np.int64(3), np.inf, -np.inf]))
     keepdims = _maybe(draw, st.booleans())
     if order is None and draw(st.booleans()):
         kwargs = _kw(axis=axis, keepdims=keepdims)
@@ -910,8 +980,8 @@ UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
     ("inv", lambda x: np.linalg.inv(x), "np.linalg.inv"),
     ("det", lambda x: np.linalg.det(x), "np.linalg.det"),
     ("median", lambda x: np.median(x), "np.median"),
-    ("copysign", lambda x: np.copysign(x, -1.0), "np.copysign"),
-    ("copysign-plain-first", lambda x: np.copysign(np.ones(3), x), "np.copysign"),
+    ("copysign-out", lambda x: np.copysign(x, -1.0, out=_BUF), "np.copysign"),
+    ("ldexp-out", lambda x: np.ldexp(x, 2, out=_BUF), "np.ldexp"),
     ("add.reduce", lambda x: np.add.reduce(x), "np.add.reduce"),
     ("add.accumulate", lambda x: np.add.accumulate(x, axis=1), "np.add.accumulate"),
     ("multiply.outer", lambda x: np.multiply.outer(x, x), "np.multiply.outer"),
@@ -929,7 +999,7 @@ UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
     ("concatenate-dtype", lambda x: np.concatenate([x, x], dtype=np.float32), "np.concatenate"),
     ("norm-nuclear", lambda x: np.linalg.norm(x, "nuc"), "norm"),
     ("norm-spectral", lambda x: np.linalg.norm(x, 2), "norm"),
-    ("norm-vector-0", lambda x: np.linalg.norm(x, 0, axis=0), "norm"),
+    ("norm-spectral-min", lambda x: np.linalg.norm(x, -2), "norm"),
 ]
 
 
@@ -966,6 +1036,9 @@ HONOURED_OR_REFUSED: list[tuple[str, Callable[[Any], Any], str]] = [
     ("std-where", lambda x: np.std(x, axis=1, where=np.array([True, False, True])), "np.std"),
     ("var-correction", lambda x: np.var(x, axis=0, correction=1), "np.var"),
     ("mean-keepdims-positional-dtype", lambda x: np.mean(x, 0, None, None, True), "np.mean"),
+    ("var-all-positional", lambda x: np.var(x, 0, None, None, 1, True), "np.var"),
+    ("std-all-positional", lambda x: np.std(x, 1, None, None, 0, True), "np.std"),
+    ("var-correction-keepdims", lambda x: np.var(x, axis=1, correction=1, keepdims=True), "np.var"),
     ("pad-per-side-constants", lambda x: np.pad(x, ((0, 1), (2, 0)), constant_values=(1.0, 2.0)), "np.pad"),
     ("reshape-order-F", lambda x: np.reshape(x, (3, 2), order="F"), "np.reshape"),
     ("ravel-order-F", lambda x: np.ravel(x, order="F"), "np.ravel"),
@@ -1127,3 +1200,103 @@ def test_unmodified_numpy_soft_mean_matches_the_hand_derived_gradient() -> None:
     np.testing.assert_allclose(g_weights, batch.T @ du, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(g_bias, du.sum(axis=0), rtol=1e-12, atol=1e-15)
     check_grads(plain_numpy_model.soft_mean, weights, bias, batch, argnums=(0, 1))
+
+
+# -- argument forms and edge cases of dispatched entries ----------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [np.var, np.std], ids=_name)
+def test_var_and_std_take_numpy_s_positional_arguments(fn: Any) -> None:
+    # numpy's order: a, axis, dtype, out, ddof, keepdims
+    x0 = np.array([[0.5, -1.25, 2.0], [1.5, 0.25, -0.75]])
+    call = lambda x: fn(x, 0, None, None, 0, True)
+    out, _ = ng.vjp(call, x0)
+    _assert_same_as_numpy(out, call(x0))
+    check_grads(call, x0)
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":  # correction= came with numpy 2
+        with pytest.raises(ValueError, match="simultaneously"):
+            ng.grad(lambda x: ng.sum(fn(x, ddof=1, correction=1)))(x0)
+
+
+def test_where_with_one_branch_raises_numpy_s_error() -> None:
+    mask, x0 = np.array([True, False]), np.array([1.0, 2.0])
+    with pytest.raises(ValueError, match="either both or neither of x and y should be given"):
+        np.where(mask, x0)
+    with ng.Arena() as arena:
+        x = arena.param(x0)
+        size = len(arena)
+        with pytest.raises(ShapeError, match="either both or neither of x and y should be given") as info:
+            np.where(mask, x)
+        assert len(arena) == size
+    assert isinstance(info.value, ValueError)
+
+
+def test_ldexp_is_exact_where_the_power_of_two_alone_overflows() -> None:
+    x0 = np.array([3e-300, 1.5, 5e300, 0.75])
+    n = np.array([1100, -3, -1100, 2])
+    out, back = ng.vjp(lambda x: np.ldexp(x, n), x0)
+    np.testing.assert_array_equal(out, np.ldexp(x0, n))
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(back(np.ones(4))[0], np.ldexp(1.0, n))  # 2**1100 is inf itself
+    x32 = np.array([1.5, -2.0], dtype=np.float32)
+    out32, back32 = ng.vjp(lambda x: np.ldexp(x, 3), x32)
+    assert out32.dtype == np.float32 and back32(np.ones(2, np.float32))[0].dtype == np.float32
+    with pytest.raises(DtypeError, match="integers"):
+        ng.grad(lambda x: ng.sum(np.ldexp(x, x)))(x0)
+
+
+def test_copysign_takes_the_sign_bit_of_y_and_gives_y_no_gradient() -> None:
+    x0, y0 = np.array([1.5, -2.0, 3.0, -0.5]), np.array([-0.0, 0.0, -1.0, np.inf])
+    out, back = ng.vjp(lambda x, y: np.copysign(x, y), x0, y0)
+    np.testing.assert_array_equal(out, np.copysign(x0, y0))
+    np.testing.assert_array_equal(np.signbit(out), np.signbit(y0))
+    gx, gy = back(np.ones(4))
+    np.testing.assert_array_equal(gx, np.sign(x0) * np.where(np.signbit(y0), -1.0, 1.0))
+    np.testing.assert_array_equal(gy, np.zeros(4))
+    # Only y traced: still a traced result, with a zero gradient.
+    out_y, back_y = ng.vjp(lambda y: np.copysign(2.0, y), y0)
+    np.testing.assert_array_equal(out_y, np.copysign(2.0, y0))
+    np.testing.assert_array_equal(back_y(np.ones(4))[0], np.zeros(4))
+
+
+def test_conjugate_of_real_values_is_the_value() -> None:
+    x0 = np.array([1.5, -2.0])
+    assert np.conj is np.conjugate
+    out, back = ng.vjp(lambda x: np.conj(x) * 2.0, x0)
+    np.testing.assert_array_equal(out, 2.0 * x0)
+    np.testing.assert_array_equal(back(np.ones(2))[0], [2.0, 2.0])
+
+
+def test_norm_ord_0_counts_nonzeros_with_zero_gradient() -> None:
+    x0 = np.array([[1.5, 0.0, -2.0], [0.0, 0.0, 3.0]])
+    for axis in (None, 0, 1):
+        if axis is None:
+            call = lambda x: np.linalg.norm(np.ravel(x), 0)
+        else:
+            call = lambda x, axis=axis: np.linalg.norm(x, 0, axis=axis, keepdims=True)
+        out, back = ng.vjp(call, x0)
+        _assert_same_as_numpy(out, call(x0))
+        np.testing.assert_array_equal(back(np.ones(np.shape(out)))[0], np.zeros_like(x0))
+
+
+@pytest.mark.parametrize("order", [1, -1, np.inf, -np.inf])
+def test_induced_matrix_norms_share_the_gradient_at_ties(order: Any) -> None:
+    # Every column (row) sum of |x| is 3: the tied lines share the gradient evenly.
+    x0 = np.array([[1.0, -2.0, 0.5], [2.0, 1.0, 2.5]]) if order in (1, -1) else np.array([[1.0, -2.0], [2.5, 0.5]])
+    g = ng.grad(lambda x: np.linalg.norm(x, order))(x0)
+    assert np.linalg.norm(x0, order) == 3.0
+    lines = x0.shape[1] if order in (1, -1) else x0.shape[0]
+    np.testing.assert_allclose(g, np.sign(x0) / lines, rtol=1e-15)
+
+
+@pytest.mark.skipif(_numpy_ufunc("vecdot") is None, reason="np.vecdot needs numpy >= 2.0")
+def test_vecdot_refuses_keywords_it_cannot_honour() -> None:
+    x0 = np.ones((2, 3))
+    with ng.Arena() as arena:
+        x = arena.param(x0)
+        size = len(arena)
+        with pytest.raises(NoGradientError, match=r"np\.vecdot"):
+            np.vecdot(x, x, keepdims=True)
+        with pytest.raises(ShapeError, match="3 and 2 entries"):
+            np.vecdot(x, np.ones(2))
+        assert len(arena) == size

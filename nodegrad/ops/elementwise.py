@@ -232,19 +232,36 @@ ARCTAN2 = _binary(
     lambda g, ans, y, x: -g * y / (x * x + y * y),
     "the angle of the point (x, y): arctan2(y, x)",
 )
+
+
+def _logaddexp_weight(exp: Any, x: Any, y: Any, ans: Any) -> Any:
+    """The weight ``exp(x - ans)`` of ``x`` in ``logaddexp(x, y)`` (the softmax of the
+    pair), also where ``ans`` is infinite: 0 when both are -inf, and when ``ans`` is +inf
+    an even share among the +inf inputs. Those weights are constants, and the exponent is
+    masked before ``exp``, so no order of derivative sees inf - inf."""
+    finite = np.isfinite(ans)
+    if np.all(finite):
+        return exp(x - ans)
+    x_inf, y_inf = np.asarray(x == np.inf), np.asarray(y == np.inf)
+    share = np.where(x_inf, np.where(y_inf, 0.5, 1.0), 0.0)
+    share = np.where(np.isnan(ans), np.nan, share)
+    top = np.where(finite, x, 0) - np.where(finite, ans, 0)
+    return np.where(finite, exp(top), share.astype(np.result_type(ans.dtype)))
+
+
 LOGADDEXP = _binary(
     "logaddexp",
     np.logaddexp,
-    lambda g, ans, x, y: g * np.exp(x - ans),
-    lambda g, ans, x, y: g * np.exp(y - ans),
-    "log(exp(x) + exp(y)), without overflow",
+    lambda g, ans, x, y: g * _logaddexp_weight(np.exp, x, y, ans),
+    lambda g, ans, x, y: g * _logaddexp_weight(np.exp, y, x, ans),
+    "log(exp(x) + exp(y)), without overflow (at -inf, -inf: gradient 0)",
 )
 LOGADDEXP2 = _binary(
     "logaddexp2",
     np.logaddexp2,
-    lambda g, ans, x, y: g * np.exp2(x - ans),
-    lambda g, ans, x, y: g * np.exp2(y - ans),
-    "log2(2**x + 2**y), without overflow",
+    lambda g, ans, x, y: g * _logaddexp_weight(np.exp2, x, y, ans),
+    lambda g, ans, x, y: g * _logaddexp_weight(np.exp2, y, x, ans),
+    "log2(2**x + 2**y), without overflow (at -inf, -inf: gradient 0)",
 )
 REMAINDER = _binary(
     "remainder",

@@ -14,6 +14,7 @@ any order.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -82,8 +83,18 @@ def _segment_sum(data: Any, ids: np.ndarray, num: int) -> Any:
     return out
 
 
+def _lowest(dtype: np.dtype) -> Any:
+    """The identity of a maximum in ``dtype``: -inf, the least integer, or False."""
+    if dtype.kind in "iu":
+        return np.iinfo(dtype).min
+    if dtype.kind == "b":
+        return False
+    return -np.inf
+
+
 def _segment_max(data: Any, ids: np.ndarray, num: int) -> Any:
-    out = np.full((num, *np.shape(data)[1:]), -np.inf, dtype=np.result_type(data))
+    dtype = np.result_type(data)
+    out = np.full((num, *np.shape(data)[1:]), _lowest(dtype), dtype=dtype)
     np.maximum.at(out, ids, data)
     return out
 
@@ -111,7 +122,7 @@ SEGMENT_MAX = defop(
     None,
     None,
     family=_F,
-    doc="maximum over the rows of each segment (-inf when empty); ties share the gradient",
+    doc="maximum over the rows of each segment (-inf when empty, or the integer minimum); ties share the gradient",
 )
 
 
@@ -156,6 +167,10 @@ def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -
 
 def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
     """Maximum of the rows of ``data`` by group; an empty segment gives ``-inf``.
+
+    For integer data (no gradient) an empty segment gives the dtype's minimum
+    (``np.iinfo(dtype).min``, 0 for unsigned), and for booleans False: the value a
+    maximum starts from.
 
     Rows tied for a segment's maximum share its gradient evenly.
 
@@ -328,16 +343,55 @@ def _linear_scan(a: np.ndarray, u: np.ndarray, reverse: bool = False) -> np.ndar
     A doubling scan: after the step with offset ``d`` every ``h[t]`` holds the recurrence
     over the ``2d`` steps ending at ``t``, so ``log2(T)`` vectorised steps do it all, with
     no division (stable for any ``a``, zeros included).
+
+    The scan multiplies ``a`` over windows of up to ``T`` steps, and such a product can
+    overflow where the recurrence itself stays finite (``a = 2`` for 1100 steps with
+    ``u = 0`` until the last one: ``inf * 0`` is NaN). So when the result is not finite
+    although ``a`` and ``u`` are, the scan is run again treating a zero factor as an exact
+    zero (``0 * inf = 0``: the product it meets is finite in exact arithmetic), and should
+    that still not be finite (terms cancelling after an overflow), one step at a time,
+    vectorised over the other axes: the result is then the step-by-step recurrence's.
     """
     if reverse:
         return _linear_scan(a[::-1], u[::-1])[::-1]
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = _doubling_scan(a, u, exact_zeros=False)
+    if np.isfinite(h).all() or not (np.isfinite(a).all() and np.isfinite(u).all()):
+        return h
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = _doubling_scan(a, u, exact_zeros=True)
+    if np.isfinite(h).all():
+        return h
+    return _stepwise_scan(a, u)
+
+
+def _doubling_scan(a: np.ndarray, u: np.ndarray, exact_zeros: bool) -> np.ndarray:
     h = np.array(u, copy=True)
     a = np.array(a, copy=True)
-    d = 1
-    while d < h.shape[0]:
-        h[d:] = h[d:] + a[d:] * h[:-d]
-        a[d:] = a[d:] * a[:-d]
+    n, d = h.shape[0], 1
+    while d < n:
+        if exact_zeros:
+            carried = a[d:] * h[:-d]
+            carried[h[:-d] == 0] = 0
+            h[d:] += carried
+        else:
+            h[d:] += a[d:] * h[:-d]
+        # h[t] for t < 2d is final after this step: the window products a[d:2d] that no
+        # later step reads are not formed.
+        if 2 * d < n:
+            window = a[2 * d :] * a[d:-d]
+            if exact_zeros:
+                window[(a[2 * d :] == 0) | (a[d:-d] == 0)] = 0
+            a[2 * d :] = window
         d *= 2
+    return h
+
+
+def _stepwise_scan(a: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """The recurrence one step at a time (a Python loop over axis 0 only)."""
+    h = np.array(u, copy=True)
+    for t in range(1, h.shape[0]):
+        h[t] = a[t] * h[t - 1] + h[t]
     return h
 
 
@@ -415,16 +469,57 @@ def cumprod(x: Any, axis: int | None = None) -> Any:
 
 
 def _ssm(a: Any, b: Any, x: Any) -> Any:
-    a, u = np.broadcast_arrays(a, b * x)
+    # The scan runs in the dtype of the result (integer x with a fractional a is float).
+    a, u = np.broadcast_arrays(a, np.asarray(b * x, dtype=np.result_type(a, b, x)))
     return _linear_scan(a, u)
 
 
 def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
     """``lam[t] = g[t] + a[t+1] * lam[t+1]``: the cotangent of each hidden state, a scan
-    backwards in time (an ``ssm_scan`` node itself when ``g`` or ``a`` is traced)."""
-    a = np.broadcast_to(a, np.shape(g))
-    after = np.concatenate([a[1:], np.zeros_like(a[:1])])
-    return _scan(after, g, reverse=True)
+    backwards in time (an ``ssm_scan`` node itself when ``g`` or ``a`` is traced).
+
+    The sweep calls the rules of one node one after another with the same cotangent
+    object, and all three need ``lam``: on arrays it is computed once and kept for as long
+    as that cotangent lives (see :class:`_SharedAdjoint`).
+    """
+    shared = type(g) is np.ndarray and type(a) is not Traced
+    if shared:
+        lam = _SHARED_ADJOINT.get(g, a)
+        if lam is not None:
+            return lam
+    full = np.broadcast_to(a, np.shape(g))
+    after = np.concatenate([full[1:], np.zeros_like(full[:1])])
+    lam = _scan(after, g, reverse=True)
+    if shared:
+        _SHARED_ADJOINT.put(g, a, lam)
+    return lam
+
+
+class _SharedAdjoint:
+    """The last adjoint computed, keyed on the identity of its cotangent ``g`` (held by a
+    weak reference, so an id is never mistaken for a new object's) and of ``a``; dropped
+    when ``g`` is. Rules never write into what they are given, so sharing is safe."""
+
+    def __init__(self) -> None:
+        self._entry: tuple[Any, ...] | None = None
+
+    def get(self, g: np.ndarray, a: Any) -> Any:
+        entry = self._entry
+        if entry is not None and entry[0]() is g and entry[1] is a:
+            return entry[2]
+        return None
+
+    def put(self, g: np.ndarray, a: Any, lam: Any) -> None:
+        entry = (weakref.ref(g), a, lam)
+        self._entry = entry
+        weakref.finalize(g, self._forget, entry)
+
+    def _forget(self, entry: tuple[Any, ...]) -> None:
+        if self._entry is entry:
+            self._entry = None
+
+
+_SHARED_ADJOINT = _SharedAdjoint()
 
 
 def _previous(h: Any) -> Any:
@@ -448,7 +543,11 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
 
     ``a``, ``b`` and ``x`` broadcast together to ``(T, ...)``; all three are
     differentiable. Forward and backward are each one vectorised scan (``log2(T)`` numpy
-    steps), not a Python loop over time.
+    steps), not a Python loop over time; the backward computes the adjoint scan once for
+    all three inputs. The result is the step-by-step recurrence's also where products of
+    ``a`` over long windows overflow (``|a| > 1`` for many steps): such a scan is redone
+    with exact zeros, or in the rare case that terms cancel after an overflow, one step
+    at a time. Integer inputs are scanned in the result's dtype (float with a float ``a``).
 
     Examples
     --------
@@ -479,14 +578,27 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
 def _logsumexp(x: Any, axis: Any, keepdims: bool) -> Any:
     top = np.max(x, axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
-    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    with np.errstate(divide="ignore"):  # log(0) = -inf: every entry is -inf (or none)
+        out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
 def _logsumexp_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
+    # The softmax exp(x - ans), where ans is finite. Where it is not: 0 for a -inf result
+    # (every entry -inf); for +inf, the limit of the softmax, an even share among the +inf
+    # entries; NaN for NaN. Those weights are constants (their own derivative is 0), and
+    # the exponent is masked before exp, so neither order of derivative sees inf - inf.
     if not keepdims and axis is not None:
         g, ans = np.expand_dims(g, axis), np.expand_dims(ans, axis)
-    return g * np.exp(x - ans)
+    finite = np.isfinite(ans)
+    if np.all(finite):
+        return g * np.exp(x - ans)
+    finite = np.broadcast_to(finite, np.shape(x))
+    top = np.where(finite, x, 0) - np.where(finite, ans, 0)
+    big = np.asarray(x == np.inf)
+    share = big / np.maximum(np.sum(big, axis=axis, keepdims=True), 1)
+    share = np.where(np.isnan(unwrap(ans)), np.nan, share).astype(np.result_type(unwrap(x)))
+    return g * np.where(finite, np.exp(top), share)
 
 
 LOGSUMEXP = defop(
@@ -502,6 +614,10 @@ LOGSUMEXP = defop(
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(x), axis))`` computed without overflow; its gradient is the softmax.
+
+    At infinities: a slice of only ``-inf`` gives ``-inf`` with gradient 0; a slice
+    holding ``+inf`` gives ``+inf``, its gradient shared evenly by the ``+inf`` entries
+    (the limit of the softmax).
 
     Examples
     --------

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import composite, record1, unwrap
+from nodegrad.arena import Traced, composite, record1, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
@@ -249,14 +249,36 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     return sqrt(var(x, axis, ddof, keepdims))
 
 
+def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...] | None:
+    """``axis`` for :func:`norm`: validated, in the order given (a matrix norm's first axis
+    holds the rows), and as a tuple."""
+    axes = normalize_axis("norm", axis, ndim)
+    if axes is None or not isinstance(axis, (tuple, list)):
+        return axes
+    return tuple(int(a) % builtins.max(ndim, 1) for a in axis)
+
+
+def _is_number(ord: Any) -> bool:  # noqa: A002
+    return isinstance(ord, (int, float, np.integer, np.floating)) and not isinstance(ord, (bool, np.bool_))
+
+
 @composite
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy's name)
-    """Vector norms and the Frobenius norm, as ``np.linalg.norm``.
+    """Vector and matrix norms, as ``np.linalg.norm``.
 
-    Supported: ``ord`` None/2 (Euclidean; Frobenius over two axes), ``'fro'``, 1, ``inf``,
-    ``-inf`` and any other number ``p`` for vectors (``sum(|x|**p)**(1/p)``). Matrix
-    norms other than Frobenius (spectral, nuclear, induced 1/inf) have no gradient rule.
-    The gradient of a Euclidean norm at the zero vector is not defined (NaN).
+    Vectors (one axis, or a 1-D ``x``): ``ord`` None/2 (Euclidean), ``inf``, ``-inf``,
+    0 (the number of nonzero entries: piecewise constant, so its gradient is 0) and any
+    other number ``p`` (``sum(|x|**p)**(1/p)``). numpy integer and float scalars work as
+    ``ord`` like Python numbers.
+
+    Matrices (two axes, or a 2-D ``x``): ``ord`` None/``'fro'`` (Frobenius), 1 and -1
+    (the largest / smallest column sum of ``|x|``), ``inf`` and ``-inf`` (the largest /
+    smallest row sum). The spectral and nuclear norms (``ord`` 2, -2, ``'nuc'``) need
+    singular values and have no gradient rule: they raise :class:`NoGradientError`.
+
+    Gradients: at a tie for a max/min norm the tied entries share it evenly; the gradient
+    of ``|x|`` at 0 is 0; the gradient of a Euclidean norm at the zero vector is not
+    defined (NaN).
 
     Examples
     --------
@@ -264,23 +286,47 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     >>> import nodegrad as ng
     >>> ng.grad(ng.norm)(np.array([3.0, 4.0]))
     array([0.6, 0.8])
+    >>> ng.grad(lambda m: ng.norm(m, 1))(np.array([[1.0, -2.0], [3.0, 4.0]]))
+    array([[ 0., -1.],
+           [ 0.,  1.]])
     """
     from nodegrad.ops.elementwise import abs as absolute
-    from nodegrad.ops.elementwise import power, sqrt
+    from nodegrad.ops.elementwise import power, sqrt, where
 
     ndim = np.ndim(unwrap(x))
-    axes = normalize_axis("norm", axis, ndim)
+    axes = _norm_axes(axis, ndim)
     vector = (axes is not None and len(axes) == 1) or (axes is None and ndim == 1)
-    if ord is None or (ord == "fro" and not vector) or (ord == 2 and vector):
-        return sqrt(sum(x * x, axes, keepdims))
-    if vector and isinstance(ord, (int, float)) and ord != 0:
+    matrix = (axes is not None and len(axes) == 2) or (axes is None and ndim == 2)
+    number = _is_number(ord)
+    if not (vector or matrix) and (ord is not None or (axes is not None and len(axes) > 2)):
+        msg = (
+            f"norm: ord={ord!r} needs one axis (a vector norm) or two (a matrix norm), got {len(axes or ())} of an "
+            f"array of {ndim} dimensions: pass axis= [called at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    if ord is None or (isinstance(ord, str) and ord == "fro" and not vector) or (number and ord == 2 and vector):
+        reduced = None if axes is None else tuple(sorted(axes))
+        return sqrt(sum(x * x, reduced, keepdims))
+    if vector and number:
         if ord == np.inf:
             return max(absolute(x), axes, keepdims)
         if ord == -np.inf:
             return min(absolute(x), axes, keepdims)
+        if ord == 0:
+            # The count of nonzeros, as a value recorded from x with a zero gradient.
+            value = x if type(x) is not Traced else x.value
+            nonzero = np.asarray(value != 0).astype(np.result_type(value))
+            return sum(where(np.zeros(np.shape(nonzero), bool), x, nonzero), axes, keepdims)
         if ord == 1:
             return sum(absolute(x), axes, keepdims)
-        return power(sum(power(absolute(x), float(ord)), axes, keepdims), 1.0 / ord)
+        return power(sum(power(absolute(x), float(ord)), axes, keepdims), 1.0 / float(ord))
+    if matrix and number and ord in (1, -1, np.inf, -np.inf):
+        rows, cols = (0, 1) if axes is None else axes
+        # ord 1: the sums down each column (over the rows), then their max; inf: the sums
+        # along each row, then their max. Both axes are kept until the end.
+        sums = sum(absolute(x), rows if ord in (1, -1) else cols, keepdims=True)
+        pick = max if ord in (1, np.inf) else min
+        return pick(sums, (rows, cols), keepdims)
     msg = (
         f"norm: ord={ord!r} over {'a vector' if vector else 'a matrix'} has no gradient rule [called at "
         f"{user_location()}]"

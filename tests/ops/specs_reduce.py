@@ -8,6 +8,7 @@ from typing import Any
 import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
+from hypothesis import assume
 
 import nodegrad as ng
 from nodegrad.errors import NoGradientError, ShapeError
@@ -78,6 +79,18 @@ def _var_cases(draw: st.DrawFn, name: str) -> Case:
     )
 
 
+def _sums_are_separated(x: np.ndarray, ord_: Any, axis: tuple[int, int]) -> bool:
+    """Whether the line sums of ``|x|`` a matrix norm picks the max/min of have a unique
+    extremum, at least 0.01 from the next (finite differences stay on one side of the kink)."""
+    rows, cols = axis
+    sums = np.sum(np.abs(x), axis=rows if ord_ in (1, -1) else cols, keepdims=True)
+    lines = np.sort(np.moveaxis(sums, cols if ord_ in (1, -1) else rows, -1), axis=-1)
+    if lines.shape[-1] < 2:
+        return True
+    gap = lines[..., 1] - lines[..., 0] if ord_ in (-1, -np.inf) else lines[..., -1] - lines[..., -2]
+    return bool(np.all(gap >= 0.01))
+
+
 @st.composite
 def _norm_cases(draw: st.DrawFn) -> Case:
     # Entries away from 0 (abs has a kink there) with distinct |x| (inf-norms take a max).
@@ -87,11 +100,17 @@ def _norm_cases(draw: st.DrawFn) -> Case:
     x = magnitudes * draw(hnp.arrays(np.float64, shape, elements=st.sampled_from([-1.0, 1.0])))
     axis: Any = None
     if kind == "vector":
-        ord_ = draw(st.sampled_from([None, 2, 1, 3.0, 0.5, np.inf, -np.inf]))
+        # ord 0 counts the nonzeros (gradient 0); a numpy integer works as a Python one.
+        ord_ = draw(st.sampled_from([None, 2, 1, 3.0, 0.5, -1, 0, np.int64(3), np.inf, -np.inf]))
         axis = draw(single_axis(len(shape))) if len(shape) > 1 or draw(st.booleans()) else None
     elif kind == "matrix":
-        ord_ = draw(st.sampled_from([None, "fro"]))
+        # Induced norms: the max/min over columns (1, -1) or rows (inf, -inf) of |x| sums.
+        ord_ = draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
         axis = tuple(draw(st.permutations(range(-len(shape), 0)))[:2])
+        if len(shape) == 2 and draw(st.booleans()):
+            axis = None  # rows along axis 0, columns along axis 1
+        if ord_ not in (None, "fro"):
+            assume(_sums_are_separated(x, ord_, (-2, -1) if axis is None else axis))
     else:  # the 2-norm of all entries
         ord_ = None
     keepdims = draw(st.booleans()) and axis is not None
@@ -100,7 +119,7 @@ def _norm_cases(draw: st.DrawFn) -> Case:
         lambda x: np.linalg.norm(x, ord=ord_, axis=axis, keepdims=keepdims),
         (x,),
         (True,),
-        desc=f"norm ord={ord_} axis={axis} keepdims={keepdims}",
+        desc=f"norm ord={ord_!r} axis={axis} keepdims={keepdims}",
     )
 
 
@@ -122,5 +141,7 @@ BAD_CALLS = [
       for name in _REDUCTIONS),
     BadCall("var", (_M23,), lambda x: ng.var(x, axis=3), ShapeError, ("axis 3",)),
     BadCall("norm", (_M23,), lambda x: ng.norm(x, ord="nuc"), NoGradientError, ("'nuc'", "matrix")),
-    BadCall("norm", (_M23,), lambda x: ng.norm(x, ord=0, axis=1), NoGradientError, ("ord=0", "vector")),
+    BadCall("norm", (_M23,), lambda x: ng.norm(x, ord=2), NoGradientError, ("ord=2", "matrix")),
+    BadCall("norm", (_M23,), lambda x: ng.norm(x, ord=-2, axis=(1, 0)), NoGradientError, ("ord=-2", "matrix")),
+    BadCall("norm", (np.ones((2, 2, 2)),), lambda x: ng.norm(x, ord=1), ShapeError, ("ord=1", "axis=")),
 ]  # fmt: skip

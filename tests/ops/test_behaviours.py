@@ -322,3 +322,142 @@ def test_ndarray_methods_on_traced_values_record_ops() -> None:
         assert x.argmax() == 5 and x.argmin(axis=1).tolist() == [0, 0] and x.argsort()[0].tolist() == [0, 1, 2]
         np.testing.assert_array_equal(x // 2.0, x0 // 2.0)
         assert x.tolist() == x0.tolist()
+
+
+# -- ssm_scan where products of a overflow -------------------------------------------------------------------
+# The doubling scan multiplies a over ever longer windows; those products can overflow to
+# inf while the recurrence itself stays finite (inf * 0 gave NaN). Reference: one step at a time.
+
+
+def test_ssm_scan_is_finite_where_the_products_of_a_overflow() -> None:
+    from tests.ops.specs_pipeline import ssm_ref
+
+    t = 1100  # 2 ** 1024 overflows
+    a, x = np.full(t, 2.0), np.zeros(t)
+    x[-1] = 1.0
+    out = ng.ssm_scan(a, 1.0, x)
+    np.testing.assert_array_equal(out, ssm_ref(a, 1.0, x))
+    assert out[-1] == 1.0
+    # Vectorised over a second axis, with a zero in a and a second pulse late in time.
+    a2 = np.stack([a, np.where(np.arange(t) == 50, 0.0, 2.0)], axis=1)
+    x2 = np.zeros((t, 2))
+    x2[-3:, :] = [[1.0, -1.0], [0.0, 0.5], [2.0, 0.0]]
+    np.testing.assert_array_equal(ng.ssm_scan(a2, 1.0, x2), ssm_ref(a2, 1.0, x2))
+
+
+def test_ssm_scan_backward_is_finite_where_the_products_of_a_overflow() -> None:
+    # d h[0] / d x = e_0: the adjoint is a reverse scan with the same overflowing windows.
+    t = 1100
+    a, x = np.full(t, 2.0), np.zeros(t)
+    g_a, g_b, g_x = ng.grad(lambda a, b, x: ng.ssm_scan(a, b, x)[0], argnums=(0, 1, 2))(a, 1.0, x)
+    expected = np.zeros(t)
+    expected[0] = 1.0
+    np.testing.assert_array_equal(g_x, expected)
+    np.testing.assert_array_equal(g_a, np.zeros(t))
+    assert g_b == 0.0
+
+
+def test_ssm_scan_matches_the_steps_when_terms_cancel_after_an_overflow() -> None:
+    # h = 1, 0, 0, ...: the windows starting at step 1 alone overflow (-2 * 2 ** k).
+    from tests.ops.specs_pipeline import ssm_ref
+
+    t = 1100
+    a, x = np.full((t, 3), 2.0), np.zeros((t, 3))
+    x[0], x[1] = 1.0, -2.0
+    out = ng.ssm_scan(a, 1.0, x)
+    np.testing.assert_array_equal(out, ssm_ref(a, 1.0, x))
+    assert np.all(out[1:] == 0.0)
+
+
+def test_ssm_scan_backward_runs_one_adjoint_scan_for_all_three_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from nodegrad.ops import pipeline
+
+    calls: list[int] = []
+    scan = pipeline._scan  # the backward's reverse scans (the forward calls _linear_scan directly)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        return scan(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_scan", counted)
+    rng = np.random.default_rng(0)
+    a, b, x = rng.uniform(-1, 1, (6, 2)), rng.normal(size=(6, 2)), rng.normal(size=(6, 2))
+    grads = ng.grad(lambda a, b, x: ng.sum(ng.sin(ng.ssm_scan(a, b, x))), argnums=(0, 1, 2))(a, b, x)
+    assert len(calls) == 1, f"{len(calls)} adjoint scans for one ssm_scan node"
+    check_grads(lambda a, b, x: ng.sum(ng.sin(ng.ssm_scan(a, b, x))), a, b, x)
+    assert all(np.all(np.isfinite(g)) for g in grads)
+
+
+# -- logsumexp and logaddexp at infinities -------------------------------------------------------------------
+
+
+def test_logsumexp_of_an_all_minus_inf_row_is_minus_inf_with_zero_gradient() -> None:
+    z = np.zeros((3, 4))
+    z[2, :] = -np.inf
+    out = ng.logsumexp(z, axis=1)
+    np.testing.assert_array_equal(out, [np.log(4.0), np.log(4.0), -np.inf])
+    unused = ng.grad(lambda q: ng.sum(ng.logsumexp(q, axis=1)[:2]))(z)
+    np.testing.assert_allclose(unused, [[0.25] * 4, [0.25] * 4, [0.0] * 4], rtol=1e-15)
+    used = ng.grad(lambda q: ng.sum(ng.logsumexp(q, axis=1, keepdims=True)))(z)
+    np.testing.assert_allclose(used, [[0.25] * 4, [0.25] * 4, [0.0] * 4], rtol=1e-15)
+    # Second order: the Hessian-vector product is finite, zero on the -inf row.
+    hv = ng.hvp(lambda q: ng.sum(ng.logsumexp(q, axis=1)[:2] ** 2.0), z, np.ones((3, 4)))
+    assert np.all(np.isfinite(hv)) and np.all(hv[2] == 0.0)
+
+
+def test_logsumexp_gradient_at_plus_inf_goes_to_the_infinite_entries() -> None:
+    x = np.array([[np.inf, 0.0, np.inf, 1.0], [np.inf, -np.inf, 2.0, 3.0], [0.0, -np.inf, np.log(3.0), -np.inf]])
+    out, back = ng.vjp(lambda x: ng.logsumexp(x, axis=1), x)
+    np.testing.assert_allclose(out, [np.inf, np.inf, np.log(4.0)], rtol=1e-15)
+    expected = [[0.5, 0.0, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0], [0.25, 0.0, 0.75, 0.0]]
+    np.testing.assert_allclose(back(np.ones(3))[0], expected, rtol=1e-15)
+    np.testing.assert_allclose(ng.grad(ng.logsumexp)(np.array([np.inf, 1.0, np.inf])), [0.5, 0.0, 0.5], rtol=0)
+
+
+@pytest.mark.parametrize("f", [ng.logaddexp, ng.logaddexp2], ids=["logaddexp", "logaddexp2"])
+def test_logaddexp_gradient_at_infinities(f: Callable[..., Any]) -> None:
+    inf = np.inf
+    x = np.array([-inf, inf, inf, inf, -inf, 0.0])
+    y = np.array([-inf, 1.0, inf, -inf, 2.0, 0.0])
+    out, back = ng.vjp(f, x, y)  # outputs -inf and +inf: seeded, not summed
+    np.testing.assert_array_equal(out, np.logaddexp(x, y) if f is ng.logaddexp else np.logaddexp2(x, y))
+    gx, gy = back(np.ones(6))
+    np.testing.assert_allclose(gx, [0.0, 1.0, 0.5, 1.0, 0.0, 0.5], rtol=0)
+    np.testing.assert_allclose(gy, [0.0, 0.0, 0.5, 0.0, 1.0, 0.5], rtol=0)
+    # Broadcast against a scalar, and through numpy's ufunc.
+    ufunc = np.logaddexp if f is ng.logaddexp else np.logaddexp2
+    _, back = ng.vjp(lambda x: ufunc(x, -inf), x)
+    np.testing.assert_allclose(back(np.ones(6))[0], [0.0, 1.0, 1.0, 1.0, 0.0, 1.0], rtol=0)
+    # Second order through the masked weights: finite, and 0 on the infinite entries.
+    hv = ng.hvp(lambda x: ng.sum(f(x, y)[5:] ** 2.0), x, np.ones(6))
+    assert np.all(np.isfinite(hv)) and np.all(hv[:5] == 0.0)
+
+
+# -- segment_max of integer data ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.int8])
+def test_segment_max_of_integers_fills_an_empty_segment_with_the_dtype_minimum(dtype: Any) -> None:
+    data = np.array([[1, 2], [3, 0], [5, 1]], dtype=dtype)
+    out = ng.segment_max(data, np.array([0, 2, 0]), num_segments=3)
+    assert out.dtype == dtype
+    low = np.iinfo(dtype).min
+    np.testing.assert_array_equal(out, np.array([[5, 2], [low, low], [3, 0]], dtype=dtype))
+
+
+def test_segment_max_of_booleans_fills_an_empty_segment_with_false() -> None:
+    out = ng.segment_max(np.array([True, False, False]), np.array([0, 2, 2]), num_segments=3)
+    assert out.dtype == bool
+    np.testing.assert_array_equal(out, [True, False, False])
+
+
+def test_ssm_scan_of_integer_inputs_runs_in_the_result_dtype() -> None:
+    from tests.ops.specs_pipeline import ssm_ref
+
+    a, x = np.full(3, 0.5), np.array([1, 0, 0])
+    out = ng.ssm_scan(a, 1, x)
+    assert out.dtype == np.float64
+    np.testing.assert_array_equal(out, [1.0, 0.5, 0.25])
+    np.testing.assert_array_equal(ng.ssm_scan(np.array([1, 2, 3]), 2, x), ssm_ref(np.array([1, 2, 3]), 2, x))
+    # Python scalars stay weak: float32 data gives a float32 result.
+    assert ng.ssm_scan(0.5, 1.0, x.astype(np.float32)).dtype == np.float32
