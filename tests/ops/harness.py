@@ -28,7 +28,7 @@ import hypothesis.strategies as st
 import numpy as np
 
 from nodegrad.errors import NodegradError
-from tests.strategies import broadcastable_shapes, float_arrays
+from tests.strategies import broadcastable_shapes, float_arrays, floats
 
 __all__ = [
     "BadCall",
@@ -110,8 +110,9 @@ class BadCall:
 # -- drawing helpers ------------------------------------------------------------------------
 
 
-def draw_operand(draw: st.DrawFn, shape: tuple[int, ...], elements: st.SearchStrategy[float]) -> Any:
+def draw_operand(draw: st.DrawFn, shape: tuple[int, ...], elements: st.SearchStrategy[float] | None = None) -> Any:
     """An array of ``shape``; for shape ``()`` sometimes a plain Python float instead."""
+    elements = floats() if elements is None else elements
     if shape == () and draw(st.booleans()):
         return draw(elements)
     return draw(float_arrays(shape, elements))
