@@ -20,6 +20,7 @@ from nodegrad.structure import (
     handler_for,
     is_differentiable_leaf,
     map_unless_static,
+    map_with_paths,
     zip_leaves,
 )
 
@@ -120,15 +121,24 @@ def _zero(x: Any) -> Any:
 
 
 def add(a: Any, b: Any) -> Any:
-    """Leafwise ``a + b``.
+    """Leafwise ``a + b``. ``None`` in a gradient slot is a zero: ``None + y`` is ``y``.
 
     Examples
     --------
     >>> import nodegrad as ng
-    >>> ng.tree.add([1.0, None], [2.0, None])
-    [3.0, None]
+    >>> ng.tree.add([1.0, None, None], [2.0, None, 5.0])
+    [3.0, None, 5.0]
     """
-    return map_floats(lambda x, y: x + y, a, b)
+    others = iter([y for _, _, y in zip_leaves(a, b)])  # the same structure, or an error naming the place
+    return map_with_paths(lambda _, x: _add_slot(x, next(others)), a)
+
+
+def _add_slot(x: Any, y: Any) -> Any:
+    if is_differentiable_leaf(x) and is_differentiable_leaf(y):
+        return x + y
+    if x is None and is_differentiable_leaf(y):
+        return y
+    return x  # a float plus None, or a static leaf: kept as it is
 
 
 def vdot(a: Any, b: Any) -> float:
@@ -191,6 +201,8 @@ def global_norm(tree: Any) -> float:
     leaves = [np.asarray(x, dtype=np.float64) for _, x in differentiable_leaves(tree)]
     if not leaves:
         return 0.0
+    if any(np.isnan(x).any() for x in leaves):
+        return math.nan  # NaN wins over Inf, as in np.linalg.norm
     largest = max(float(np.max(np.abs(x))) if x.size else 0.0 for x in leaves)
     if largest == 0.0 or not math.isfinite(largest):
         return largest

@@ -425,3 +425,14 @@ def test_a_structure_nested_a_hundred_deep_differentiates() -> None:
 
     g = ng.grad(lambda d: ng.sum(innermost(d)["x"] * 3.0))(deep)
     np.testing.assert_array_equal(innermost(g)["x"], [3.0, 3.0])
+
+
+def test_tree_add_reads_none_as_a_zero_gradient() -> None:
+    got = ng.tree.add({"a": None, "b": 1.0, "c": None, "tag": "x"}, {"a": 2.0, "b": None, "c": None, "tag": "x"})
+    assert got == {"a": 2.0, "b": 1.0, "c": None, "tag": "x"}
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_global_norm_is_nan_when_any_entry_is_nan(order: int) -> None:
+    leaves = [np.array([np.inf, 1.0]), np.array([np.nan])]
+    assert math.isnan(ng.tree.global_norm(leaves[::-1] if order else leaves))
