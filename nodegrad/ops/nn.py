@@ -7,6 +7,7 @@ than a second stored copy of it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -229,6 +230,12 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
     lshape, tshape = np.shape(logits_value), np.shape(target_value)
     if len(lshape) == 0:
         msg = f"cross_entropy: logits must have a class axis, got shape {lshape} [called at {user_location()}]"
+        raise ShapeError(msg)
+    if math.prod(lshape[:-1]) == 0 or lshape[-1] == 0:
+        msg = (
+            f"cross_entropy: the mean over an empty batch is undefined (logits of shape {lshape}) "
+            f"[called at {user_location()}]"
+        )
         raise ShapeError(msg)
     if target_value.dtype.kind in "iu":
         if tshape != lshape[:-1]:

@@ -140,6 +140,7 @@ BAD_CALLS = [
       for name in ("softmax", "log_softmax")),
     *(BadCall(name, (_M23,), lambda x, n=name: getattr(ng, n)(x, axis=-3), ShapeError, ("-3",))
       for name in ("softmax", "log_softmax")),
+    BadCall("cross_entropy", (np.zeros((0, 3)), np.zeros(0, int)), ng.cross_entropy, ShapeError, ("empty batch",)),
     BadCall("cross_entropy", (_M23, np.array([0, 3])), ng.cross_entropy, OpIndexError, ("[0, 3)",)),
     BadCall("cross_entropy", (_M23, np.array([-1, 0])), ng.cross_entropy, OpIndexError, ("-1",)),
     BadCall("cross_entropy", (_M23, np.array([0, 1, 2])), ng.cross_entropy, ShapeError, ("(2,)", "(3,)")),
