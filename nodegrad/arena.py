@@ -453,7 +453,11 @@ def _holds_traced_or_nothing(value: Any) -> bool:
     return not leaves or any(type(leaf) is Traced for leaf in leaves)
 
 
-def _as_float_array(value: Any, where: str) -> np.ndarray:
+def _as_float_array(value: Any, where: str) -> Any:
+    if type(value) is float:
+        # Kept a Python float: like a Python scalar in numpy, it is weakly typed, so
+        # float32 arrays it meets stay float32. Its gradient is a float64 scalar.
+        return value
     array = np.asarray(value)
     if array.dtype.kind != "f":
         hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""
@@ -652,8 +656,9 @@ class Traced:
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        """Dtype of the value."""
-        return self.value.dtype
+        """Dtype of the value (float64 for a leaf made from a Python float)."""
+        value = self.value
+        return value.dtype if type(value) is not float else np.dtype(np.float64)
 
     @property
     def ndim(self) -> int:

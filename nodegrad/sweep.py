@@ -93,7 +93,11 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
 
 
 def fit_cotangent(g: Any, like: Any) -> Any:
-    """Reduce a broadcast cotangent to the shape of ``like`` and cast it to its dtype."""
+    """Reduce a broadcast cotangent to the shape of ``like`` and cast it to its dtype
+    (``like`` may be a Python float: a weakly typed leaf, whose cotangent is float64)."""
+    if type(like) is float:
+        g = unbroadcast(g, ()) if np.ndim(g) else g
+        return g if g.dtype == np.float64 else g.astype(np.float64)
     if g.shape != like.shape:
         g = unbroadcast(g, like.shape)
     if g.dtype != like.dtype and like.dtype.kind == "f":

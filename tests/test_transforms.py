@@ -133,3 +133,20 @@ def test_a_function_that_replaces_entries_of_its_argument_gets_the_gradient_of_t
     assert ng.grad(scale_w)(P(1.0, 2.0)) == P(6.0, 3.0)
     _, back = ng.vjp(halve_then_dot, batch)
     np.testing.assert_array_equal(back(1.0)[0]["x"], [0.5, 0.5])
+
+
+def test_a_python_float_argument_is_weakly_typed_like_numpy_scalars() -> None:
+    # float32 arrays stay float32 when they meet a differentiated Python float, as they do
+    # when they meet a plain one; the float's own gradient is a Python float.
+    w32 = np.ones(3, np.float32)
+    value, (g_s, g_w) = ng.value_and_grad(lambda s, w: ng.sum(w * s), argnums=(0, 1))(0.5, w32)
+    assert value.dtype == np.float32 and g_w.dtype == np.float32
+    assert type(g_s) is float and g_s == 3.0
+
+    @dataclasses.dataclass(frozen=True)
+    class Scaled:
+        w: np.ndarray
+        scale: float
+
+    value, g = ng.value_and_grad(lambda m: ng.sum(ng.tanh(m.w * m.scale)))(Scaled(w32, 0.5))
+    assert value.dtype == np.float32 and g.w.dtype == np.float32 and type(g.scale) is float

@@ -82,7 +82,7 @@ def _count(x: Any, axis: tuple[int, ...] | None) -> int:
 def _extremum_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     # Every position equal to the extremum shares the gradient evenly.
     hit = x == _expand(ans, x, axis, keepdims)
-    share = (hit / np.sum(hit, axis=axis, keepdims=True)).astype(x.dtype)
+    share = (hit / np.sum(hit, axis=axis, keepdims=True)).astype(np.result_type(x))
     return _expand(g, x, axis, keepdims) * share
 
 

@@ -18,8 +18,6 @@ import copy
 from collections.abc import Hashable
 from typing import Any
 
-import numpy as np
-
 from nodegrad.arena import Traced, record, record1
 from nodegrad.errors import StructureError, user_location
 from nodegrad.ops.registry import defop, same_rule_for_all
@@ -36,9 +34,9 @@ _F = "structured"
 
 
 def _read(parent: Any, index: int, total: int, key: Hashable) -> Any:
-    child = handler_for(parent).get(parent, key)  # type: ignore[union-attr]
-    # A Python float leaf becomes a 0-d array so every traced leaf is an array.
-    return np.asarray(child) if isinstance(child, float) else child
+    # A Python float field stays a Python float: weakly typed, as numpy treats Python
+    # scalars, so a float32 array it meets stays float32.
+    return handler_for(parent).get(parent, key)  # type: ignore[union-attr]
 
 
 def _read_rule(g: Any, ans: Any, parent: Any, index: int, total: int, key: Hashable) -> StructCotangent:
