@@ -30,12 +30,15 @@ def _has_traced(value: Any) -> bool:
 
 
 class _Residuals:
-    """Where a custom op's forward leaves its residuals for its backward."""
+    """Where a custom op's forward leaves its residuals for its backward, and where the
+    backward keeps its last answer: the sweep asks once per input with the same cotangent,
+    and ``bwd`` should run once. (The answer is held until the next cotangent comes.)"""
 
-    __slots__ = ("value",)
+    __slots__ = ("answer", "value")
 
     def __init__(self) -> None:
         self.value: Any = None
+        self.answer: tuple[Any, Any] | None = None
 
 
 def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
@@ -70,6 +73,11 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
     ``(output, residuals)``; ``bwd(residuals, g)`` returns a tuple with one cotangent per
     argument (``None`` for "no gradient"), each shaped like its argument -- records,
     dicts and lists included. ``f`` runs as a single node; its body is not traced.
+
+    ``bwd`` runs once per sweep. When the sweep records itself (second derivatives,
+    ``hvp``, ``hessian``), ``fwd`` runs again on the traced inputs, so a ``bwd`` written with
+    nodegrad ops (or numpy calls on traced values) is differentiated again; one that leaves
+    nodegrad (``np.asarray``, ``float()``) raises :class:`~nodegrad.errors.NoGradientError`.
 
     Examples
     --------
@@ -108,20 +116,32 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             out, box.value = result
             return out
 
-        def rule(k: int, g: Any, ans: Any, box: _Residuals, *values: Any) -> Any:
-            if handler_for(ans) is not None:  # a structured output: hand bwd the structure
-                g = materialize(g, ans, "", [], True)
-            cotangents = bwd(box.value, g)
+        def backward(g: Any, ans: Any, box: _Residuals, values: tuple[Any, ...]) -> tuple[Any, ...]:
+            if box.answer is not None and box.answer[0] is g:
+                return box.answer[1]  # asked again for another input
+            residuals = box.value
+            if any(type(v) is Traced for v in values):
+                # The sweep is recording itself (higher order): run fwd again on the traced
+                # inputs, so the residuals, and bwd's answer, depend on them as they should.
+                _, residuals = fwd(*(view(v) if type(v) is Traced else v for v in values))
+            out = ans.value if type(ans) is Traced else ans
+            shaped_g = materialize(g, out, "", [], True) if handler_for(out) is not None else g
+            cotangents = bwd(residuals, shaped_g)
             if not isinstance(cotangents, tuple) or len(cotangents) != len(values):
                 count = len(cotangents) if isinstance(cotangents, tuple) else type(cotangents).__name__
                 msg = f"custom_vjp {name}: bwd must return a tuple of {len(values)} cotangents, got {count}"
                 raise StructureError(msg)
-            ct = cotangents[k - 1]
+            box.answer = (g, cotangents)
+            return cotangents
+
+        def rule(k: int, g: Any, ans: Any, box: _Residuals, *values: Any) -> Any:
+            ct = backward(g, ans, box, values)[k - 1]
             if ct is None:
                 return None
-            if handler_for(values[k - 1]) is not None:
-                return cotangent_for(ct, values[k - 1], f"{name} argument {k - 1}")
-            return _fitted(name, k - 1, ct, values[k - 1])
+            value = values[k - 1].value if type(values[k - 1]) is Traced else values[k - 1]
+            if handler_for(value) is not None:
+                return cotangent_for(ct, value, f"{name} argument {k - 1}")
+            return _fitted(name, k - 1, ct, value)
 
         self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(rule), "custom")
 
@@ -153,8 +173,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         return fun(*args), args
 
     def bwd(args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
-        traced = [leaf for _, leaf in flatten_with_paths(g) if isinstance(leaf, Traced)]
-        if traced:  # a recorded sweep, differentiated in its cotangent alone (jvp)
+        traced = [leaf for _, leaf in flatten_with_paths((args, g)) if isinstance(leaf, Traced)]
+        if traced:  # a recorded sweep (higher order, or jvp): recompute in its arena
             return _recompute_in(traced[0].arena, fun, args, g)
         _, back = vjp(fun, *args)
         return back(g)
@@ -165,13 +185,15 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _recompute_in(arena: Any, fun: Callable[..., Any], args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
-    """``checkpoint``'s backward with a traced cotangent ``g``: run ``fun`` again in ``g``'s
-    arena and record the sweep there, so the result is a traced value linear in ``g``."""
+    """``checkpoint``'s backward in a recorded sweep: run ``fun`` again in that arena and
+    record its sweep there too, so the result can be differentiated again."""
     from nodegrad.sweep import gradients
 
-    params = tuple(arena.param(a) for a in args)
+    # Traced arguments are used as they are (their dependence is what higher order needs);
+    # plain ones become leaves of that arena.
+    params = tuple(a if _has_traced(a) else arena.param(a) for a in args)
     out = fun(*params)
-    return tuple(gradients(arena, out, params, seed=g, create_graph=True, seed_only=True))
+    return tuple(gradients(arena, out, params, seed=g, create_graph=True))
 
 
 def stop_gradient(value: Any) -> Any:

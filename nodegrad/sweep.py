@@ -292,22 +292,18 @@ class _RecordingRules:
     that cannot run on traced values (it writes into arrays, say) is reported by op name.
     """
 
-    _cache: ClassVar[dict[tuple[str, bool], _RecordingRules]] = {}
+    _cache: ClassVar[dict[str, _RecordingRules]] = {}
 
-    def __init__(self, op: Any, seed_only: bool) -> None:
+    def __init__(self, op: Any) -> None:
         self.name = op.name
         self.broadcasts = op.broadcasts
         self._rules = op.vjps
-        # A custom bwd sees plain residuals, so a recorded sweep would silently drop its
-        # dependence on the inputs: refused, unless only the seed will be differentiated
-        # (jvp), in which a bwd fed a traced cotangent is exact (it is linear in it).
-        self._refused = op.family == "custom" and not seed_only
 
     @classmethod
-    def of(cls, op: Any, seed_only: bool = False) -> _RecordingRules:
-        found = cls._cache.get((op.name, seed_only))
+    def of(cls, op: Any) -> _RecordingRules:
+        found = cls._cache.get(op.name)
         if found is None or found._rules is not op.vjps:
-            found = cls._cache[op.name, seed_only] = cls(op, seed_only)
+            found = cls._cache[op.name] = cls(op)
         return found
 
     @property
@@ -317,13 +313,6 @@ class _RecordingRules:
     def __getitem__(self, k: int) -> Any:
         rule = self._rules[k]
         name = self.name
-        if self._refused:
-
-            def refuse(*args: Any) -> Any:
-                msg = f"op {name!r}: a custom VJP (custom_vjp, checkpoint) cannot be differentiated again"
-                raise NoGradientError(msg)
-
-            return refuse
 
         def recording_rule(*args: Any) -> Any:
             try:
@@ -359,7 +348,9 @@ class _RecordingNodes:
         if not parents:
             return op, parents, argnums, args, Traced(self._arena, i, value)
         if self._seed_only and op.family == "custom":
-            return _RecordingRules.of(op, seed_only=True), parents, argnums, args, value
+            # Differentiated in the seed alone (jvp): bwd fed a traced cotangent and the
+            # stored residuals is exact (it is linear in the cotangent), and cheaper.
+            return _RecordingRules.of(op), parents, argnums, args, value
         lifted = list(args)
         for p, k in zip(parents, argnums, strict=True):
             lifted[k] = Traced(self._arena, p, self._nodes[p][4])
