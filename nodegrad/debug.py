@@ -87,6 +87,9 @@ def _shapes(args: tuple[Any, ...]) -> str:
     return ", ".join(described) or "no array inputs"
 
 
+# How many nodes a search for the key paths behind an error looks at, at most.
+_ANCESTOR_LIMIT = 10_000
+
 # Ops whose value is not finite outside a domain: the ones a where usually guards.
 _DOMAIN_LIMITED = frozenset(
     {"log", "log2", "log10", "log1p", "sqrt", "power", "divide", "reciprocal", "arcsin", "arccos", "arctanh"}
@@ -159,8 +162,25 @@ class CheckedNodes(list):
         del self.locations[len(self) :]
 
     def paths_of(self, indices: Any) -> str:
-        paths = [self.arena._paths[i] for i in indices if i in self.arena._paths]
-        return f" from {', '.join(paths)}" if paths else ""
+        """The key paths the inputs ``indices`` were computed from: each input's own path,
+        else the nearest named ancestors' (``sqrt(p.w * 2)`` still names ``.w``). Runs
+        only when an error is being written."""
+        paths = self.arena._paths
+        found: list[str] = []
+        seen: set[int] = set()
+        frontier = list(indices)  # breadth first, so nearer inputs come first
+        for i in frontier:
+            if len(seen) >= _ANCESTOR_LIMIT:
+                break
+            if i in seen:
+                continue
+            seen.add(i)
+            if i in paths:
+                found.append(paths[i])
+            else:
+                frontier.extend(self[i][1])
+        unique = sorted(set(found), key=found.index)
+        return f" from {', '.join(unique)}" if unique else ""
 
 
 class CheckedSweep:

@@ -1126,3 +1126,12 @@ def test_backward_wrt_without_traced_values_is_refused(wrt: Any) -> None:
     with pytest.raises(ArenaError, match="wrt must hold traced values"):
         arena.backward(ng.sum(x), wrt=wrt)
     assert arena.backward(ng.sum(x), wrt=[]) == []
+
+
+def test_a_nan_names_the_key_paths_its_inputs_were_computed_from() -> None:
+    params = {"w": np.array([0.0, 4.0]), "b": 1.0, "unused": np.ones(2)}
+    with pytest.raises(NonFiniteError) as info:
+        ng.grad(lambda p: ng.sum(ng.sqrt(p["w"] * p["b"] * 2.0)), check_finite=True)(params)
+    message = str(info.value)
+    assert "from args[0]['w'], args[0]['b']" in message
+    assert "unused" not in message
