@@ -58,12 +58,23 @@ class Node:
         Indices of the nodes it read.
     value : Any
         Its forward value.
+    path : str
+        The key path of the structured input it reads or holds (``args[0]['w']``), or ``""``.
+    source : str
+        ``file:line`` of the user code that recorded it; noted only while the arena checks
+        for NaNs (:func:`nodegrad.debug_nans`, ``check_finite=True``), ``""`` otherwise.
+    gradient : Any
+        Its gradient from the last ``backward`` if it was one of the requested inputs, else
+        ``None``.
     """
 
     index: int
     op: str
     parents: tuple[int, ...]
     value: Any = attrs.field(repr=False)
+    path: str = attrs.field(default="", repr=False)
+    source: str = attrs.field(default="", repr=False)
+    gradient: Any = attrs.field(default=None, repr=False)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -381,8 +392,12 @@ class Arena:
         return len(self._nodes)
 
     def __getitem__(self, index: int) -> Node:
-        op, parents, _, _, value = self._nodes[self._check_index(index)]
-        return Node(index % len(self._nodes), op.name, parents, value)
+        i = self._check_index(index) % len(self._nodes)
+        op, parents, _, _, value = self._nodes[i]
+        locations = getattr(self._nodes, "locations", None)
+        source = locations[i] if locations is not None else ""
+        gradient = self._last_gradients.get(i)
+        return Node(i, op.name, parents, value, self._paths.get(i, ""), source, gradient)
 
     def __iter__(self) -> Iterator[Node]:
         for i in range(len(self._nodes)):

@@ -99,3 +99,24 @@ def test_progress_falls_back_to_plain_iteration(monkeypatch: pytest.MonkeyPatch)
 
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
     assert list(ng.display.progress(range(3))) == [0, 1, 2]
+
+
+def test_a_node_shows_its_key_path_source_line_and_gradient() -> None:
+    with ng.debug_nans():
+        arena = ng.Arena()
+        p = arena.param({"w": np.ones(2)}, name="p")
+        y = ng.sum(p["w"] * 2.0)  # node-line
+        arena.backward(y, wrt=p)
+    read = arena[1]
+    assert read.path == "p['w']" and read.source.endswith("test_display.py:" + str(_line_of("node-line") - 1))
+    np.testing.assert_array_equal(read.gradient, [2.0, 2.0])
+    assert arena[2].gradient is None and arena[2].source.endswith(f"test_display.py:{_line_of('node-line')}")
+    page = read._repr_html_()
+    assert "p[&#x27;w&#x27;]" in page and "gradient" in page and "[2, 2]" in page
+
+
+def _line_of(marker: str) -> int:
+    from pathlib import Path
+
+    lines = Path(__file__).read_text().splitlines()
+    return next(n for n, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))

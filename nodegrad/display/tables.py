@@ -91,7 +91,10 @@ def node_html(node: Any) -> str:
         "parents": ", ".join(map(str, node.parents)) or "(leaf)",
         "shape": _shape(node.value),
         "dtype": _dtype(node.value),
+        "key path": html.escape(node.path),
+        "source": html.escape(node.source),
         "value": describe_value(node.value, limit=8),
+        "gradient": "" if node.gradient is None else describe_value(node.gradient, limit=8),
     }
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in fields.items())
     return f'{_STYLE}<table class="ng-table">{rows}</table>'
