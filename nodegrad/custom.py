@@ -38,7 +38,7 @@ class _Residuals:
 
     def __init__(self) -> None:
         self.value: Any = None
-        self.answer: tuple[Any, Any] | None = None
+        self.answer: tuple[Any, bool, Any] | None = None
 
 
 def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
@@ -117,10 +117,11 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             return out
 
         def backward(g: Any, ans: Any, box: _Residuals, values: tuple[Any, ...]) -> tuple[Any, ...]:
-            if box.answer is not None and box.answer[0] is g:
-                return box.answer[1]  # asked again for another input
+            recording = any(type(v) is Traced for v in values)
+            if box.answer is not None and box.answer[0] is g and box.answer[1] is recording:
+                return box.answer[2]  # asked again for another input
             residuals = box.value
-            if any(type(v) is Traced for v in values):
+            if recording:
                 # The sweep is recording itself (higher order): run fwd again on the traced
                 # inputs, so the residuals, and bwd's answer, depend on them as they should.
                 _, residuals = fwd(*(view(v) if type(v) is Traced else v for v in values))
@@ -131,7 +132,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 count = len(cotangents) if isinstance(cotangents, tuple) else type(cotangents).__name__
                 msg = f"custom_vjp {name}: bwd must return a tuple of {len(values)} cotangents, got {count}"
                 raise StructureError(msg)
-            box.answer = (g, cotangents)
+            box.answer = (g, recording, cotangents)
             return cotangents
 
         def rule(k: int, g: Any, ans: Any, box: _Residuals, *values: Any) -> Any:

@@ -482,3 +482,19 @@ def test_merging_a_released_arena_raises() -> None:
     with pytest.raises(ArenaError, match="released"):
         a.merge(b)
     assert len(a) == 0
+
+
+def test_a_recorded_sweep_after_a_plain_one_with_the_same_seed_differentiates_again() -> None:
+    @ng.custom_vjp
+    def square(x: Any) -> Any:
+        return x * x
+
+    square.defvjp(lambda x: (x * x, x), lambda x, g: (2.0 * x * g,))
+    arena = ng.Arena()
+    x = arena.param(np.array([1.0, 3.0]))
+    y = square(x)
+    seed = np.ones(2)
+    np.testing.assert_array_equal(arena.backward(y, wrt=x, seed=seed), [2.0, 6.0])
+    g = arena.backward(y, wrt=x, seed=seed, create_graph=True)  # the same seed object again
+    assert isinstance(g, ng.Traced)
+    np.testing.assert_array_equal(arena.backward(ng.sum(g), wrt=x), [2.0, 2.0])
