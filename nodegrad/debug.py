@@ -134,7 +134,7 @@ class CheckedNodes(list):
         for path, leaf in flatten_with_paths(value):
             if not _finite(leaf):
                 msg = (
-                    f"the leaf {root}{path or ''} (node {index}) holds a non-finite value "
+                    f"the leaf {root}{path} (node {index}) holds a non-finite value "
                     f"[recorded at {self.locations[index]}]"
                 )
                 del self[index:]
@@ -179,7 +179,7 @@ class CheckedNodes(list):
                 found.append(paths[i])
             else:
                 frontier.extend(self[i][1])
-        unique = sorted(set(found), key=found.index)
+        unique = list(dict.fromkeys(found))
         return f" from {', '.join(unique)}" if unique else ""
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad import ops
+from nodegrad import ops, tree
 from nodegrad.arena import Arena, Traced, current_arena, too_deep
 from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths, zip_leaves
@@ -528,14 +528,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
 
 def _zero_tangent(value: Any) -> Any:
     """Zeros shaped like each float leaf of ``value``; ``None`` at its other leaves."""
-    if handler_for(value) is None:
-        if not is_differentiable_leaf(value):
-            msg = f"jvp: the output must hold floating-point values, got {type(value).__name__}"
-            raise DtypeError(msg)
-        return value * 0.0 if isinstance(value, float) else np.zeros_like(value)
-    return map_with_paths(
-        lambda _, leaf: (
-            (leaf * 0.0 if isinstance(leaf, float) else np.zeros_like(leaf)) if is_differentiable_leaf(leaf) else None
-        ),
-        value,
-    )
+    if handler_for(value) is None and not is_differentiable_leaf(value):
+        msg = f"jvp: the output must hold floating-point values, got {type(value).__name__}"
+        raise DtypeError(msg)
+    return tree.zeros_like(value)

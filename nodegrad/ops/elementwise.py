@@ -91,8 +91,10 @@ POSITIVE = _unary("positive", np.positive, lambda g, ans, x: g, "+x: a new node 
 
 def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
     # y * x**(y-1), written so that x == 0 with y >= 1 gives a finite value.
-    if type(y) in (int, float) and y == 2:
-        return g * (x + x)  # squares are the common case: one pass fewer
+    if type(y) in (int, float):  # a constant exponent: the common case, no array checks
+        if y == 2:
+            return g * (x + x)  # squares are the commonest: one pass fewer
+        return g * 0.0 if y == 0 else g * y * np.power(x, y - 1)
     zero = y == 0  # x ** 0 is constant; y * x ** -1 would be 0 * inf = NaN at x == 0
     if np.any(zero):
         return np.where(zero, 0.0 * g, g * y * np.power(x, np.where(zero, 1.0, y - 1)))
