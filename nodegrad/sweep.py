@@ -105,6 +105,11 @@ def fit_cotangent(g: Any, like: Any) -> Any:
     return g
 
 
+def _fits_in_place(total: Any, g: Any) -> bool:
+    """True when ``total += g`` gives what ``total + g`` would: same shape and dtype."""
+    return type(total) is np.ndarray and type(g) is np.ndarray and total.shape == g.shape and total.dtype == g.dtype
+
+
 def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any = None) -> tuple[dict[int, Any], int]:
     """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
 
@@ -130,11 +135,16 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any 
 
     grads: dict[int, Any] = {}
     pending = {i: g for i, g in seeds.items() if i >= lo and mark[i]}
+    # Sums this sweep made and no rule has seen yet (ids): only pending refers to them, so
+    # a further cotangent may be added in place. Whatever a rule returns may alias its
+    # input or a forward value, so a first cotangent is never written to.
+    owned: set[int] = set()
     visited = 0
     for i in range(out, lo - 1, -1):
         g = pending.pop(i, None)
         if g is None:
             continue
+        owned.discard(id(g))
         visited += 1
         if mark[i] == 2:
             # Structured cotangents are merged in place later on: keep a copy.
@@ -149,7 +159,13 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any 
                 if op.broadcasts:
                     gp = fit_cotangent(gp, nodes[p][4])
                 prev = pending.get(p)
-                pending[p] = gp if prev is None else prev + gp
+                if prev is None:
+                    pending[p] = gp
+                elif id(prev) in owned and _fits_in_place(prev, gp):
+                    np.add(prev, gp, out=prev)
+                else:
+                    pending[p] = total = prev + gp
+                    owned.add(id(total))
         if release is not None:
             release(i)
     return grads, visited

@@ -43,6 +43,29 @@ def test_fan_out_accumulates():
     np.testing.assert_allclose(a.backward(y, wrt=x), 2 * x.value + np.cos(x.value) + 1)
 
 
+def test_sums_are_added_to_in_place_only_where_nothing_else_sees_them():
+    # Several cotangents meet at y, u and x. y's sum is handed on, as one array, to u and
+    # v by the add rule, and u then gets one more (from cos): adding that in place would
+    # change v's too. Every path must count once; no forward value or seed may change.
+    a = ng.Arena()
+    x = a.param(np.array([1.0, -2.0, 0.5]))
+    u, v = x * 2.0, x * 3.0
+    t = ng.cos(u)
+    y = u + v
+    s = y + y + y * y + ng.sin(y)
+    out = (s + t + x).sum()
+    seed = np.array(1.0)
+    forward = [(n, n.value.copy()) for n in (x, u, v, t, y, s)]
+    g = a.backward(out, wrt=x, seed=seed)
+    yv = 5.0 * x.value
+    dy = 2.0 + 2.0 * yv + np.cos(yv)
+    np.testing.assert_allclose(g, 5.0 * dy - 2.0 * np.sin(2.0 * x.value) + 1.0)
+    np.testing.assert_array_equal(a.backward(out, wrt=x, seed=seed), g)
+    for node, value in forward:
+        np.testing.assert_array_equal(node.value, value)
+    assert seed == 1.0
+
+
 def test_backward_is_idempotent_and_seed_is_not_mutated():
     a = ng.Arena()
     x = a.param(np.array([1.0, 2.0, 3.0]))

@@ -331,7 +331,8 @@ CLAMP = defop(
 
 def _keep_bits(mask: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     """The mask as integers of ``dtype``'s width: all ones where true, all zeros where not."""
-    return -mask.view(np.int8).astype(np.dtype(f"i{dtype.itemsize}"))
+    # Negate the one-byte mask before widening it: the same result from a pass over bytes.
+    return np.negative(mask.view(np.int8)).astype(np.dtype(f"i{dtype.itemsize}"))
 
 
 def _usable(keep: Any, *arrays: Any) -> bool:
@@ -344,7 +345,11 @@ def _where(mask: Any, a: Any, b: Any, keep: Any) -> Any:
     if _usable(keep, a, b) and a.dtype == b.dtype:
         keep, a, b = np.broadcast_arrays(keep, a, b)
         bits = keep.dtype
-        return ((a.view(bits) & keep) | (b.view(bits) & ~keep)).view(a.dtype)
+        # b ^ ((a ^ b) & keep): a where keep is all ones, b where it is zero; three passes.
+        out = np.bitwise_xor(a.view(bits), b.view(bits), out=np.empty(keep.shape, bits))
+        np.bitwise_and(out, keep, out=out)
+        np.bitwise_xor(out, b.view(bits), out=out)
+        return out.view(a.dtype)
     return np.where(mask, a, b)
 
 

@@ -55,7 +55,10 @@ def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:
     """Zeros of ``shape`` with ``v`` added at ``index`` (``np.add.at`` semantics)."""
     out = np.zeros(shape, dtype=np.result_type(v))
     if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and shape:
-        _scatter_rows(out, index, v)
+        if len(shape) == 1 and np.shape(v) == index.shape:
+            np.add.at(out, index, v)  # 1-D: numpy's own fast path
+        else:
+            _scatter_rows(out, index, v)
     elif _is_basic(index):
         out[index] = v  # each element is selected at most once
     else:

@@ -21,11 +21,12 @@ def _matmul_rule_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     if x.ndim == 1:
         return np.matmul(g[..., None, :], np.swapaxes(y, -1, -2))[..., 0, :]
     if np.shape(g)[-1] == 1:
-        # A product with one output column: its VJP is an outer product, which a
-        # broadcast multiply does faster than a matmul with a contraction of 1 -- and
-        # fastest with the long axis innermost.
+        # A product with one output column: its VJP is an outer product. For 2-D, BLAS
+        # (np.dot) writes it row-major several times faster than np.matmul or a broadcast
+        # multiply; row-major matters, because the cotangent meets x's other (row-major)
+        # arrays downstream, and mixed layouts make every later elementwise pass slow.
         if np.ndim(g) == 2 and np.ndim(y) == 2:
-            return (y * g.T).T
+            return np.dot(g, y.T)
         return g * np.swapaxes(y, -1, -2)
     return np.matmul(g, np.swapaxes(y, -1, -2))
 
