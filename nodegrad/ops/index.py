@@ -41,8 +41,10 @@ def _scatter_rows(out: np.ndarray, index: np.ndarray, v: Any) -> None:
     """
     rows, inner = out.shape[0], math.prod(out.shape[1:])
     flat_out = out.reshape(rows, inner)
-    flat_v = np.ascontiguousarray(np.broadcast_to(v, index.shape + out.shape[1:]), dtype=out.dtype)
-    flat_v = flat_v.reshape(index.size, inner)
+    full = index.shape + out.shape[1:]
+    if type(v) is not np.ndarray or v.shape != full:
+        v = np.broadcast_to(v, full)
+    flat_v = np.ascontiguousarray(v, dtype=out.dtype).reshape(index.size, inner)
     flat_index = index.reshape(-1)
     pair = _PAIRS.get(out.dtype)
     if pair is not None and flat_out.shape[1] % 2 == 0 and flat_out.shape[1] > 1:

@@ -14,7 +14,6 @@ any order.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,7 @@ from nodegrad.ops.elementwise import divide, where
 from nodegrad.ops.index import getitem, index_add
 from nodegrad.ops.reduce import normalize_axis
 from nodegrad.ops.reduce import sum as reduce_sum
-from nodegrad.ops.registry import as_ints, defop
+from nodegrad.ops.registry import PerCotangent, as_ints, defop
 from nodegrad.ops.shape import broadcast_to
 
 __all__ = [
@@ -480,7 +479,7 @@ def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
 
     The sweep calls the rules of one node one after another with the same cotangent
     object, and all three need ``lam``: on arrays it is computed once and kept for as long
-    as that cotangent lives (see :class:`_SharedAdjoint`).
+    as that cotangent lives (see :class:`~nodegrad.ops.registry.PerCotangent`).
     """
     shared = type(g) is np.ndarray and type(a) is not Traced
     if shared:
@@ -495,31 +494,7 @@ def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
     return lam
 
 
-class _SharedAdjoint:
-    """The last adjoint computed, keyed on the identity of its cotangent ``g`` (held by a
-    weak reference, so an id is never mistaken for a new object's) and of ``a``; dropped
-    when ``g`` is. Rules never write into what they are given, so sharing is safe."""
-
-    def __init__(self) -> None:
-        self._entry: tuple[Any, ...] | None = None
-
-    def get(self, g: np.ndarray, a: Any) -> Any:
-        entry = self._entry
-        if entry is not None and entry[0]() is g and entry[1] is a:
-            return entry[2]
-        return None
-
-    def put(self, g: np.ndarray, a: Any, lam: Any) -> None:
-        entry = (weakref.ref(g), a, lam)
-        self._entry = entry
-        weakref.finalize(g, self._forget, entry)
-
-    def _forget(self, entry: tuple[Any, ...]) -> None:
-        if self._entry is entry:
-            self._entry = None
-
-
-_SHARED_ADJOINT = _SharedAdjoint()
+_SHARED_ADJOINT = PerCotangent()
 
 
 def _previous(h: Any) -> Any:

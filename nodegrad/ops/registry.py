@@ -15,6 +15,7 @@ traced values when the sweep records itself (higher-order derivatives).
 from __future__ import annotations
 
 import operator
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,7 +24,18 @@ import numpy as np
 
 from nodegrad.errors import NoGradientError, ShapeError, user_location
 
-__all__ = ["INPUT", "PARAM", "REGISTRY", "Op", "Rule", "as_ints", "defop", "missing_rule", "same_rule_for_all"]
+__all__ = [
+    "INPUT",
+    "PARAM",
+    "REGISTRY",
+    "Op",
+    "PerCotangent",
+    "Rule",
+    "as_ints",
+    "defop",
+    "missing_rule",
+    "same_rule_for_all",
+]
 
 Rule = Callable[..., Any]
 
@@ -111,6 +123,40 @@ class _AllPositions(Sequence[Rule]):
 def same_rule_for_all(rule: Callable[..., Any]) -> Any:
     """Wrap ``rule(k, g, ans, *args)`` as the VJP of every input of a variadic op."""
     return _AllPositions(rule)
+
+
+class PerCotangent:
+    """Work that several rules of one node share, done once per sweep.
+
+    The sweep calls a node's rules one after another with the same cotangent object, so a
+    rule can keep what it computed from ``g`` for the next rule of that node to find. The
+    entry is keyed on the identity of ``g`` (held by a weak reference, so an id is never
+    mistaken for a new object's) and of ``key`` (an argument of the node), and dropped as
+    soon as ``g`` is. Rules never write into what they are given, so sharing is safe.
+    Only plain arrays are kept: a traced ``g`` (a recorded sweep) recomputes.
+    """
+
+    def __init__(self) -> None:
+        self._entry: tuple[Any, ...] | None = None
+
+    def get(self, g: Any, key: Any) -> Any:
+        """What :meth:`put` kept for this ``g`` and ``key``, or None."""
+        entry = self._entry
+        if entry is not None and entry[0]() is g and entry[1] is key:
+            return entry[2]
+        return None
+
+    def put(self, g: Any, key: Any, value: Any) -> None:
+        """Keep ``value`` for as long as ``g`` lives (only for a plain array ``g``)."""
+        if type(g) is not np.ndarray:
+            return
+        entry = (weakref.ref(g), key, value)
+        self._entry = entry
+        weakref.finalize(g, self._forget, entry)
+
+    def _forget(self, entry: tuple[Any, ...]) -> None:
+        if self._entry is entry:
+            self._entry = None
 
 
 def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
