@@ -461,3 +461,34 @@ def test_ssm_scan_of_integer_inputs_runs_in_the_result_dtype() -> None:
     np.testing.assert_array_equal(ng.ssm_scan(np.array([1, 2, 3]), 2, x), ssm_ref(np.array([1, 2, 3]), 2, x))
     # Python scalars stay weak: float32 data gives a float32 result.
     assert ng.ssm_scan(0.5, 1.0, x.astype(np.float32)).dtype == np.float32
+
+
+# -- where: the branch cotangents are exact selections ------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["contiguous", "column block", "transposed"])
+def test_where_gives_each_branch_exactly_its_share_of_any_cotangent(dtype: Any, layout: str) -> None:
+    # Both rules of one node share a pass over the cotangent; the cotangent may be strided
+    # (one block of a concatenation's) or transposed, and may hold inf, nan and -0.0, which
+    # must reach the chosen branch bit for bit and never leak into the other one.
+    rng = np.random.default_rng(3)
+    m = rng.random((5, 4)) > 0.5
+    x, y = (rng.standard_normal((5, 4)).astype(dtype) for _ in range(2))
+    g = rng.standard_normal((5, 4)).astype(dtype)
+    g.flat[[0, 5, 9, 13]] = [np.inf, np.nan, -0.0, -np.inf]
+
+    def f(x: Any, y: Any) -> Any:
+        out = np.where(m, x, y)
+        if layout == "column block":
+            return np.concatenate([x * 2.0, out], axis=1)
+        return out.T if layout == "transposed" else out
+
+    seed = {"contiguous": g, "column block": np.concatenate([np.ones_like(g), g], axis=1), "transposed": g.T}[layout]
+    _, pullback = ng.vjp(f, x, y)
+    gx, gy = pullback(seed)
+    expected_x = np.where(m, g, dtype(0.0)) + (2.0 if layout == "column block" else 0.0)
+    assert gx.dtype == gy.dtype == dtype
+    np.testing.assert_array_equal(gx, expected_x.astype(dtype))
+    np.testing.assert_array_equal(gy, np.where(m, dtype(0.0), g))
+    np.testing.assert_array_equal(np.signbit(gy), np.signbit(np.where(m, dtype(0.0), g)))
