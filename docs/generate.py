@@ -110,6 +110,7 @@ def api_page() -> str:
     for module in (
         nodegrad.tree,
         nodegrad.optim,
+        nodegrad.parallel,
         nodegrad.errors,
         nodegrad.testing,
         nodegrad.testing.strategies,

@@ -8,7 +8,7 @@ Examples
 array([0., 0., 0.])
 """
 
-from nodegrad import display, errors, ops, optim, tree
+from nodegrad import display, errors, ops, optim, parallel, tree
 from nodegrad.arena import Arena, Node, Traced
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
@@ -38,6 +38,7 @@ __all__ = [
     "jacobian",
     "jvp",
     "optim",
+    "parallel",
     "register_container",
     "replace",
     "stop_gradient",
