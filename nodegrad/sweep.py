@@ -209,7 +209,7 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     if seed is None and type(output) is Traced and output.arena is arena:
         value = output.value  # the common case: a scalar loss
         if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
-            return {output.index: np.ones_like(value)}
+            return {output.index: np.ones(value.shape, value.dtype)}
     if seed is None:
         leaves = [output] if type(output) is Traced else _traced_leaves(output, [])
         if not leaves:
