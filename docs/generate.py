@@ -33,13 +33,15 @@ def ops_page() -> str:
         "the function that holds it. Inputs without a rule carry no gradient (indices, masks).",
         "Every op keeps float32 as float32 and supports float64; float16 works where numpy's",
         "own kernels do. *Broadcasts*: the cotangent is summed back to each input's shape in",
-        "one central place, the sweep.",
+        "one central place, the sweep. A rule marked *first order only* reads its inputs as",
+        "numbers (a decomposition numpy computes): forward mode (`jvp`) works through it, and",
+        "a second derivative raises an error naming the op.",
         "",
         "| op | family | what it computes | VJP | dtypes | broadcasts |",
         "|---|---|---|---|---|---|",
     ]
     for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name)):
-        vjp = _vjp_summary(op).replace("|", "\\|")
+        vjp = _vjp_summary(op).replace("|", "\\|") + ("<br>*first order only*" if op.first_order else "")
         broadcasts = "yes" if op.broadcasts else "no"
         lines.append(f"| `{op.name}` | {op.family} | {op.doc} | {vjp} | float32, float64 | {broadcasts} |")
     return "\n".join(lines) + "\n"

@@ -299,6 +299,16 @@ def _from_sublists(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     return (subscripts if output is None else f"{subscripts}->{output}"), tuple(pairs[0::2])
 
 
+def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    if compute_uv:
+        msg = (
+            "np.linalg.svd with compute_uv=True has no gradient rule for traced values (only the singular values "
+            f"have one); pass compute_uv=False for them [called at {user_location()}]"
+        )
+        raise NoGradientError(msg)
+    return ops.svdvals(a)
+
+
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
     _no_extras("sort", order=order, **kw)
     return ops.sort(ops.ravel(a), 0) if axis is None else ops.sort(a, axis)
@@ -375,7 +385,11 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.pad: ops.pad,
     np.flip: ops.flip,
     np.copy: lambda a, **kw: a,  # values are never written in place: a copy is the value itself
+    np.linalg.svd: _svd,
 }
+# Added in numpy 2.0: mapped where this numpy has it.
+if hasattr(np.linalg, "svdvals"):
+    FUNCTIONS[np.linalg.svdvals] = ops.svdvals
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {

@@ -308,18 +308,22 @@ class _RecordingRules:
     that cannot run on traced values (it writes into arrays, say) is reported by op name.
     """
 
-    _cache: ClassVar[dict[str, _RecordingRules]] = {}
+    _cache: ClassVar[dict[tuple[str, bool], _RecordingRules]] = {}
 
-    def __init__(self, op: Any) -> None:
+    def __init__(self, op: Any, seed_only: bool) -> None:
         self.name = op.name
         self.broadcasts = op.broadcasts
+        # A first-order rule reads its inputs as numbers: exact when only the seed is
+        # differentiated (jvp), refused when the inputs are.
+        self.first_order = op.first_order and not seed_only
         self._rules = op.vjps
 
     @classmethod
-    def of(cls, op: Any) -> _RecordingRules:
-        found = cls._cache.get(op.name)
+    def of(cls, op: Any, seed_only: bool = False) -> _RecordingRules:
+        key = (op.name, seed_only)
+        found = cls._cache.get(key)
         if found is None or found._rules is not op.vjps:
-            found = cls._cache[op.name] = cls(op)
+            found = cls._cache[key] = cls(op, seed_only)
         return found
 
     @property
@@ -329,8 +333,15 @@ class _RecordingRules:
     def __getitem__(self, k: int) -> Any:
         rule = self._rules[k]
         name = self.name
+        first_order = self.first_order
 
         def recording_rule(*args: Any) -> Any:
+            if first_order:
+                msg = (
+                    f"op {name!r} has a gradient for first derivatives only: forward mode (jvp) works through it, "
+                    "a second derivative does not"
+                )
+                raise NoGradientError(msg)
             try:
                 return rule(*args)
             except NonFiniteError as exc:
@@ -363,10 +374,11 @@ class _RecordingNodes:
         op, parents, argnums, args, value = self._nodes[i]
         if not parents:
             return op, parents, argnums, args, Traced(self._arena, i, value)
-        if self._seed_only and op.family == "custom":
-            # Differentiated in the seed alone (jvp): bwd fed a traced cotangent and the
-            # stored residuals is exact (it is linear in the cotangent), and cheaper.
-            return _RecordingRules.of(op), parents, argnums, args, value
+        if self._seed_only and (op.family == "custom" or op.first_order):
+            # Differentiated in the seed alone (jvp): a rule fed a traced cotangent and the
+            # recorded values (a custom bwd: its residuals) is exact, being linear in the
+            # cotangent, and cheaper.
+            return _RecordingRules.of(op, seed_only=True), parents, argnums, args, value
         lifted = list(args)
         for p, k in zip(parents, argnums, strict=True):
             lifted[k] = Traced(self._arena, p, self._nodes[p][4])

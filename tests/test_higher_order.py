@@ -630,3 +630,22 @@ def test_a_rule_that_cannot_be_differentiated_again_names_its_op() -> None:
         arena.backward(ng.sum(f(p)), wrt=p, create_graph=True)
     # The arena is still usable, for first derivatives at least.
     np.testing.assert_allclose(arena.backward(ng.sum(p * p), wrt=p), 2 * x)
+
+
+def test_svdvals_is_first_order_only_and_says_so() -> None:
+    # Forward mode runs its rule on the recorded values (exact: linear in the tangent); a
+    # second derivative through the singular values raises naming the op, never a value
+    # that treats the singular vectors as constants.
+    rng = np.random.default_rng(4)
+    x, t = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+
+    def f(m: Any) -> Any:
+        return np.linalg.norm(m, "nuc") + ng.svdvals(m)[0] ** 2.0
+
+    _, tangent = ng.jvp(f, (x,), (t,))
+    eps = 1e-6
+    np.testing.assert_allclose(tangent, (f(x + eps * t) - f(x - eps * t)) / (2 * eps), rtol=1e-6)
+    with pytest.raises(NoGradientError, match="'svdvals' has a gradient for first derivatives only"):
+        ng.hessian(f)(x)
+    with pytest.raises(NoGradientError, match="'svdvals'"):
+        ng.hvp(f, x, t)

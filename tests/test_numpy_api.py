@@ -35,7 +35,7 @@ from nodegrad.errors import ArenaError, DtypeError, NoGradientError, ShapeError
 from nodegrad.numpy_api import FUNCTIONS, UFUNCS, VALUE_FUNCTIONS, VALUE_UFUNCS
 from nodegrad.testing import check_grads
 from tests import plain_numpy_model
-from tests.ops.harness import diff_mask, draw_operand
+from tests.ops.harness import diff_mask, draw_operand, well_separated_matrices
 from tests.strategies import (
     BOUND,
     away_from_zero,
@@ -364,11 +364,19 @@ def _norm_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(_signed_separated(shape))  # no zeros (|x|, |x|**p), no ties in |x| (inf norms)
     ndim = len(shape)
-    if ndim >= 2 and draw(st.booleans()):  # a matrix norm: Frobenius, or induced by the 1- or inf-norm
+    if ndim >= 2 and draw(st.booleans()):  # a matrix norm: Frobenius, induced, or of singular values
         pair = draw(st.permutations(range(-ndim, 0)).map(lambda p: tuple(p[:2])))
         axis = draw(st.sampled_from([pair, None] if ndim == 2 else [pair]))
-        order = draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
-        if order not in (None, "fro"):  # the max/min line sum of |x| is unique: no kink
+        order = draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf, 2, -2, "nuc"]))
+        if order in (2, -2, "nuc"):  # simple, nonzero singular values: smooth where drawn
+            rows, cols = (-2, -1) if axis is None else axis
+            others = [a for a in range(ndim) if a not in (rows % ndim, cols % ndim)]
+            x = np.moveaxis(
+                well_separated_matrices(draw, (*(shape[a] for a in others), shape[rows], shape[cols])),
+                (-2, -1),
+                (rows, cols),
+            )
+        elif order not in (None, "fro"):  # the max/min line sum of |x| is unique: no kink
             assume(_line_sums_are_separated(x, order, (-2, -1) if axis is None else axis))
     else:  # a vector norm; ord 0 counts the nonzeros (gradient 0), numpy integers work as ord
         axis = draw(single_axis(ndim)) if ndim > 1 or draw(st.booleans()) else None
@@ -379,6 +387,18 @@ def _norm_cases(draw: st.DrawFn, fn: Any) -> Case:
         return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.linalg.norm(x {shape}, **{kwargs})")
     kwargs = _kw(axis=axis, keepdims=keepdims)
     return Case(lambda x: fn(x, order, **kwargs), (x,), (True,), f"np.linalg.norm(x {shape}, {order!r}, **{kwargs})")
+
+
+@st.composite
+def _svdvals_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = (*draw(shapes(max_dims=1, max_side=3)), draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    x = well_separated_matrices(draw, shape)
+    if fn is np.linalg.svd:
+        return Case(lambda x: fn(x, compute_uv=False), (x,), (True,), f"np.linalg.svd(x {shape}, compute_uv=False)")
+    return Case(fn, (x,), (True,), f"np.linalg.svdvals(x {shape})")
+
+
+spec(*filter(None, (np.linalg.svd, getattr(np.linalg, "svdvals", None))))(_svdvals_cases)
 
 
 @spec(np.cumsum, np.cumprod)
@@ -979,9 +999,7 @@ UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
     ("cumsum-dtype", lambda x: np.cumsum(x, dtype=np.float32), "np.cumsum"),
     ("take-wrap", lambda x: np.take(x, [7], mode="wrap"), "np.take"),
     ("concatenate-dtype", lambda x: np.concatenate([x, x], dtype=np.float32), "np.concatenate"),
-    ("norm-nuclear", lambda x: np.linalg.norm(x, "nuc"), "norm"),
-    ("norm-spectral", lambda x: np.linalg.norm(x, 2), "norm"),
-    ("norm-spectral-min", lambda x: np.linalg.norm(x, -2), "norm"),
+    ("svd-vectors", lambda x: np.linalg.svd(x), "np.linalg.svd"),
 ]
 
 

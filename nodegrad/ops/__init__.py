@@ -66,6 +66,7 @@ from nodegrad.ops.linalg import (
     einsum,
     matmul,
     outer,
+    svdvals,
     tensordot,
 )
 from nodegrad.ops.nn import (
@@ -218,6 +219,7 @@ __all__ = [
     "struct_field",
     "subtract",
     "sum",
+    "svdvals",
     "swapaxes",
     "take_along_axis",
     "tan",

@@ -1,4 +1,5 @@
-"""Linear algebra: matrix products (1-D, 2-D and batched, as ``np.matmul``)."""
+"""Linear algebra: matrix products (1-D, 2-D and batched, as ``np.matmul``), einsum and
+the products built on it, and singular values."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from nodegrad.arena import Traced, composite, record, record2, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
-__all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
+__all__ = ["dot", "einsum", "matmul", "outer", "svdvals", "tensordot"]
 
 
 def _matmul_rule_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
@@ -252,3 +253,52 @@ def outer(a: Any, b: Any) -> Any:
     from nodegrad.ops.shape import reshape
 
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+# -- singular values ----------------------------------------------------------------------------
+
+
+def _svdvals_rule(g: Any, ans: Any, x: Any) -> Any:
+    # d(s_i) = u_i^T dX v_i for each simple singular value, so the VJP is U diag(g) V^T.
+    # The signs of a singular pair cancel in u_i v_i^T; the decomposition is redone here
+    # rather than kept from the forward, which needs the values only.
+    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    return np.matmul(u * g[..., None, :], vh)
+
+
+SVDVALS = defop(
+    "svdvals",
+    lambda x: np.linalg.svd(x, compute_uv=False),
+    _svdvals_rule,
+    family="linalg",
+    doc="singular values of the last two axes, largest first",
+    first_order=True,
+)
+
+
+def svdvals(x: Any) -> Any:
+    """The singular values of a matrix, or of each matrix of a stack (the last two axes),
+    largest first, as ``np.linalg.svdvals``.
+
+    The gradient of each singular value ``s_i`` is ``u_i v_i^T``, exact where ``s_i`` is
+    simple; for sums over repeated values (the nuclear norm) it is still the gradient.
+    It is first order only: forward mode (``jvp``) works through it, and a second
+    derivative raises :class:`~nodegrad.errors.NoGradientError` naming the op.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.svdvals(np.diag([3.0, -4.0]))
+    array([4., 3.])
+    >>> ng.grad(lambda m: ng.svdvals(m)[0])(np.diag([3.0, -4.0]))
+    array([[ 0.,  0.],
+           [ 0., -1.]])
+    """
+    if np.ndim(unwrap(x)) < 2:
+        msg = (
+            f"svdvals: needs a matrix or a stack of them, got an array of shape {np.shape(unwrap(x))} [called at "
+            f"{user_location()}]"
+        )
+        raise ShapeError(msg)
+    return record(SVDVALS, x)

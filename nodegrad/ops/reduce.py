@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.arena import Traced, composite, record1, unwrap
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.ops.registry import defop
 
 __all__ = ["max", "mean", "min", "norm", "prod", "std", "sum", "var"]
@@ -273,8 +273,9 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
     Matrices (two axes, or a 2-D ``x``): ``ord`` None/``'fro'`` (Frobenius), 1 and -1
     (the largest / smallest column sum of ``|x|``), ``inf`` and ``-inf`` (the largest /
-    smallest row sum). The spectral and nuclear norms (``ord`` 2, -2, ``'nuc'``) need
-    singular values and have no gradient rule: they raise :class:`NoGradientError`.
+    smallest row sum), 2 and -2 (the largest / smallest singular value) and ``'nuc'``
+    (their sum), the last three through :func:`~nodegrad.ops.linalg.svdvals` (first
+    derivatives only).
 
     Gradients: at a tie for a max/min norm the tied entries share it evenly; the gradient
     of ``|x|`` at 0 is 0; the gradient of a Euclidean norm at the zero vector is not
@@ -327,8 +328,20 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         sums = sum(absolute(x), rows if ord in (1, -1) else cols, keepdims=True)
         pick = max if ord in (1, np.inf) else min
         return pick(sums, (rows, cols), keepdims)
-    msg = (
-        f"norm: ord={ord!r} over {'a vector' if vector else 'a matrix'} has no gradient rule [called at "
-        f"{user_location()}]"
-    )
-    raise NoGradientError(msg)
+    if matrix and (ord in ("nuc",) or (number and ord in (2, -2))):
+        return _singular_value_norm(x, ord, (-2, -1) if axes is None else axes, keepdims)
+    msg = f"norm: ord={ord!r} is not a {'vector' if vector else 'matrix'} norm [called at {user_location()}]"
+    raise ArgumentError(msg)
+
+
+def _singular_value_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any:  # noqa: A002
+    """The spectral (2), smallest-singular-value (-2) or nuclear ('nuc') norm over ``axes``."""
+    from nodegrad.ops.linalg import svdvals
+    from nodegrad.ops.shape import expand_dims, moveaxis
+
+    ndim = np.ndim(unwrap(x))
+    rows, cols = (a % ndim for a in axes)
+    values = svdvals(moveaxis(x, (rows, cols), (-2, -1)))
+    pick = sum if isinstance(ord, str) else (max if ord == 2 else min)
+    out = pick(values, -1, False)
+    return expand_dims(out, tuple(sorted((rows, cols)))) if keepdims else out

@@ -42,7 +42,12 @@ Rule = Callable[..., Any]
 
 @attrs.frozen(slots=True, repr=False)
 class Op:
-    """One op kind: its name, forward function and one VJP rule per input position."""
+    """One op kind: its name, forward function and one VJP rule per input position.
+
+    ``first_order`` marks rules that are linear in the cotangent but read the inputs only
+    as numbers (a decomposition numpy computes, say): forward mode (``jvp``) runs them on
+    the recorded values, and a second derivative raises an error naming the op.
+    """
 
     name: str
     forward: Callable[..., Any]
@@ -50,6 +55,7 @@ class Op:
     family: str
     broadcasts: bool = False
     doc: str = ""
+    first_order: bool = False
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
@@ -69,6 +75,7 @@ def defop(
     family: str,
     broadcasts: bool = False,
     doc: str = "",
+    first_order: bool = False,
 ) -> Op:
     """Register an op and return it. Names are unique across all families."""
     if name in REGISTRY:
@@ -78,7 +85,7 @@ def defop(
         rules: Sequence[Rule | None] = vjps[0]
     else:
         rules = tuple(vjps)
-    op = Op(name, forward, rules, family, broadcasts, doc)
+    op = Op(name, forward, rules, family, broadcasts, doc, first_order)
     REGISTRY[name] = op
     return op
 

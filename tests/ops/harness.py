@@ -40,6 +40,7 @@ __all__ = [
     "nontrivial",
     "shape_like",
     "unique_index",
+    "well_separated_matrices",
 ]
 
 SomeShapes = st.SearchStrategy[hnp.BroadcastableShapes]
@@ -171,3 +172,20 @@ def unique_index(draw: st.DrawFn, shape: tuple[int, ...]) -> tuple[str, Any]:
     if kind == "integer arrays":
         return kind, draw(int_index(shape, unique=True))
     return kind, draw(hnp.arrays(np.bool_, shape[: draw(st.integers(1, len(shape)))]))
+
+
+def well_separated_matrices(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
+    """Matrices (the last two axes of ``shape``) with singular values at least 0.2 and
+    0.2 apart, rotated by random orthogonal factors: each singular value is then a smooth
+    function of the entries near the drawn point, as central differences need."""
+    *batch, m, n = shape
+    k = min(m, n)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    out = np.empty(shape)
+    for index in np.ndindex(*batch):
+        values = draw(st.lists(st.integers(1, 15), min_size=k, max_size=k, unique=True))
+        s = 0.2 * np.sort(np.array(values, dtype=float))[::-1]
+        left, _ = np.linalg.qr(rng.standard_normal((m, m)))
+        right, _ = np.linalg.qr(rng.standard_normal((n, n)))
+        out[index] = (left[:, :k] * s) @ right[:k, :]
+    return out

@@ -10,7 +10,7 @@ import numpy as np
 
 import nodegrad as ng
 from nodegrad.errors import ShapeError
-from tests.ops.harness import BadCall, Case, diff_mask, draw_operand
+from tests.ops.harness import BadCall, Case, diff_mask, draw_operand, well_separated_matrices
 from tests.strategies import float_arrays, floats, shapes
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
@@ -125,7 +125,19 @@ def _outer_cases(draw: st.DrawFn) -> Case:
     return Case(ng.outer, np.outer, (a, b), draw(diff_mask(2)), desc=f"outer {a.shape} {b.shape}")
 
 
-SPECS: dict[str, st.SearchStrategy[Case]] = {"matmul": _matmul_cases(), "einsum": _einsum_cases()}
+@st.composite
+def _svdvals_cases(draw: st.DrawFn) -> Case:
+    batch = draw(shapes(max_dims=1, max_side=3))
+    shape = (*batch, draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    x = well_separated_matrices(draw, shape)
+    return Case(ng.svdvals, lambda x: np.linalg.svd(x, compute_uv=False), (x,), (True,), desc=f"svdvals {shape}")
+
+
+SPECS: dict[str, st.SearchStrategy[Case]] = {
+    "matmul": _matmul_cases(),
+    "einsum": _einsum_cases(),
+    "svdvals": _svdvals_cases(),
+}
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
     "dot": _dot_cases(),
@@ -147,4 +159,6 @@ BAD_CALLS = [
     BadCall("tensordot", (_M23, _M45), lambda a, b: ng.tensordot(a, b, axes=([0, 1], [0])), ShapeError, ("axes",)),
     BadCall("tensordot", (_M23, _M45), lambda a, b: ng.tensordot(a, b, axes=1), ShapeError, ("[2, 3]",), "einsum"),
     BadCall("dot", (_M23, _M45), ng.dot, ShapeError, ("[2, 3]", "[4, 5]"), "matmul"),
+    BadCall("svdvals", (np.ones(3),), ng.svdvals, ShapeError, ("shape (3,)", "matrix")),
+    BadCall("svdvals", (np.full((2, 2), np.nan),), ng.svdvals, ShapeError, ("float64[2, 2]", "converge")),
 ]
