@@ -334,7 +334,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     raise ArgumentError(msg)
 
 
-def _singular_value_norm(x: Any, ord: Any, axes: tuple[int, int], keepdims: bool) -> Any:  # noqa: A002
+def _singular_value_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:  # noqa: A002
     """The spectral (2), smallest-singular-value (-2) or nuclear ('nuc') norm over ``axes``."""
     from nodegrad.ops.linalg import svdvals
     from nodegrad.ops.shape import expand_dims, moveaxis
