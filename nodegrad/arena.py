@@ -179,13 +179,12 @@ class Arena:
             value = _as_float_array(value, name or "Arena.param")
         else:
             try:
-                leaves = list(flatten_with_paths(value, name))
-            except RecursionError:
-                raise too_deep("Arena.param", name) from None
-            for path, leaf in leaves:
-                if type(leaf) is Traced:
+                if any(type(leaf) is Traced for leaf in leaves(value)):
+                    path = next(p for p, leaf in flatten_with_paths(value, name) if type(leaf) is Traced)
                     msg = f"Arena.param: {path} is already traced; pass plain values"
                     raise ArenaError(msg)
+            except RecursionError:
+                raise too_deep("Arena.param", name) from None
         index = len(self._nodes)
         if name:
             self._paths[index] = name  # before the push: a checking arena names the leaf
@@ -464,8 +463,8 @@ def too_deep(where: str, name: str) -> StructureError:
 
 
 def _holds_traced_or_nothing(value: Any) -> bool:
-    leaves = [leaf for _, leaf in flatten_with_paths(value)]
-    return not leaves or any(type(leaf) is Traced for leaf in leaves)
+    found = list(leaves(value))
+    return not found or any(type(leaf) is Traced for leaf in found)
 
 
 def _as_float_array(value: Any, where: str) -> Any:
@@ -927,7 +926,7 @@ from nodegrad.debug import CHECKING, CheckedNodes  # noqa: E402
 from nodegrad.ops import elementwise as _elementwise  # noqa: E402
 from nodegrad.ops.registry import INPUT, PARAM  # noqa: E402
 from nodegrad.ops.structured import view  # noqa: E402
-from nodegrad.structure import flatten_with_paths, handler_for, map_with_paths  # noqa: E402
+from nodegrad.structure import flatten_with_paths, handler_for, leaves, map_with_paths  # noqa: E402
 from nodegrad.sweep import gradients  # noqa: E402
 
 _RELEASED = None  # what a released node holds instead of its value

@@ -36,6 +36,7 @@ __all__ = [
     "format_key",
     "handler_for",
     "is_differentiable_leaf",
+    "leaves",
     "register_container",
 ]
 
@@ -273,6 +274,24 @@ def flatten_with_paths(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         return
     for key in handler.keys(value):
         yield from flatten_with_paths(handler.get(value, key), path + format_key(handler.kind, key))
+
+
+def leaves(value: Any) -> Iterator[Any]:
+    """Yield every leaf of ``value``, static ones included, without building key paths
+    (for checks that need a path only when they fail: build it then).
+
+    Examples
+    --------
+    >>> from nodegrad.structure import leaves
+    >>> list(leaves({"w": [1.0, 2.0], "name": "x"}))
+    [1.0, 2.0, 'x']
+    """
+    handler = handler_for(value)
+    if handler is None:
+        yield value
+        return
+    for key in handler.keys(value):
+        yield from leaves(handler.get(value, key))
 
 
 def differentiable_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:

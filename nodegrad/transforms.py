@@ -16,7 +16,14 @@ import numpy as np
 from nodegrad import ops, tree
 from nodegrad.arena import Arena, Traced, current_arena, too_deep
 from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
-from nodegrad.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths, zip_leaves
+from nodegrad.structure import (
+    flatten_with_paths,
+    handler_for,
+    is_differentiable_leaf,
+    leaves,
+    map_with_paths,
+    zip_leaves,
+)
 from nodegrad.sweep import GradOptions, gradients
 
 __all__ = ["grad", "hessian", "hvp", "jacobian", "jvp", "value_and_grad", "vjp"]
@@ -58,16 +65,15 @@ def _trace_argument(arena: Arena, value: Any, position: int) -> Any:
     if type(value) is np.ndarray or type(value) is float:
         return arena.param(value, name=f"args[{position}]")
     try:
-        leaves = list(flatten_with_paths(value, f"args[{position}]"))
-    except RecursionError:
-        raise too_deep("grad", f"args[{position}]") from None
-    for path, leaf in leaves:
-        if isinstance(leaf, Traced):
+        if any(isinstance(leaf, Traced) for leaf in leaves(value)):
+            path = next(p for p, leaf in flatten_with_paths(value, f"args[{position}]") if isinstance(leaf, Traced))
             msg = (
                 f"{path} is already traced: differentiating inside a differentiated "
                 "function (higher order) is not supported by this transform"
             )
             raise ArenaError(msg)
+    except RecursionError:
+        raise too_deep("grad", f"args[{position}]") from None
     return arena.param(value, name=f"args[{position}]")
 
 
@@ -204,8 +210,8 @@ def value_and_grad(
             return _nested_value_and_grad(outer, fun, args, kwargs, positions, single, has_aux, options, out)
         with Arena(check_finite=True if check_finite else None) as arena, _quiet(check_finite):
             call_args = list(args)
-            for k in positions:
-                call_args[k] = _trace_argument(arena, args[k], k)
+            for k in positions:  # _enclosing_arena found no traced leaf in them
+                call_args[k] = arena.param(args[k], name=f"args[{k}]")
             wrt = tuple(_snapshot(call_args[k]) for k in positions)
             result, aux = _split_output(fun(*call_args, **kwargs), has_aux)
             _check_scalar(result)
@@ -237,15 +243,15 @@ def _enclosing_arena(arguments: Any) -> Arena | None:
     for argument in arguments:
         if type(argument) is np.ndarray or type(argument) is float:
             continue  # the common case: nothing to look inside
-        leaves = _traced_leaves(argument)
-        if leaves:
-            return leaves[0].arena
+        traced = _traced_leaves(argument)
+        if traced:
+            return traced[0].arena
     return current_arena()
 
 
 def _traced_leaves(value: Any) -> list[Traced]:
     try:
-        return [leaf for _, leaf in flatten_with_paths(value) if isinstance(leaf, Traced)]
+        return [leaf for leaf in leaves(value) if isinstance(leaf, Traced)]
     except RecursionError:
         raise too_deep("grad", "an argument") from None
 
