@@ -144,7 +144,8 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any 
         g = pending.pop(i, None)
         if g is None:
             continue
-        owned.discard(id(g))
+        if owned:
+            owned.discard(id(g))
         visited += 1
         if mark[i] == 2:
             # Structured cotangents are merged in place later on: keep a copy.
