@@ -386,6 +386,10 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.flip: ops.flip,
     np.copy: lambda a, **kw: a,  # values are never written in place: a copy is the value itself
     np.linalg.svd: _svd,
+    np.linalg.inv: ops.inv,
+    np.linalg.solve: ops.solve,
+    np.linalg.det: ops.det,
+    np.linalg.slogdet: ops.slogdet,
 }
 # Added in numpy 2.0: mapped where this numpy has it.
 if hasattr(np.linalg, "svdvals"):

@@ -649,3 +649,17 @@ def test_svdvals_is_first_order_only_and_says_so() -> None:
         ng.hessian(f)(x)
     with pytest.raises(NoGradientError, match="'svdvals'"):
         ng.hvp(f, x, t)
+
+
+@given(st.integers(1, 3), st.data())
+def test_second_derivatives_of_inv_solve_det_and_slogdet(n: int, data: st.DataObject) -> None:
+    # Their rules are made of matmul, solve and inv, which record themselves.
+    from tests.ops.harness import well_separated_matrices
+
+    a = well_separated_matrices(data.draw, (n, n))
+    b = data.draw(float_arrays((n,) if data.draw(st.booleans()) else (n, 2)))
+    weights = np.linspace(0.5, 1.5, n * n).reshape(n, n)
+    check_grads(lambda a: np.sum(np.linalg.inv(a) * weights), a, order=2)
+    check_grads(lambda a: np.linalg.det(a) * 0.5, a, order=2)
+    check_grads(lambda a: np.linalg.slogdet(a)[1], a, order=2)
+    check_grads(lambda a, b: np.sum(np.linalg.solve(a, b) ** 2.0), a, b, order=2)

@@ -1,5 +1,5 @@
 """Linear algebra: matrix products (1-D, 2-D and batched, as ``np.matmul``), einsum and
-the products built on it, and singular values."""
+the products built on it, singular values, inverses, linear solves and determinants."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from nodegrad.arena import Traced, composite, record, record2, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
-__all__ = ["dot", "einsum", "matmul", "outer", "svdvals", "tensordot"]
+__all__ = ["det", "dot", "einsum", "inv", "matmul", "outer", "slogdet", "solve", "svdvals", "tensordot"]
 
 
 def _dense(g: Any) -> Any:
@@ -331,3 +331,155 @@ def svdvals(x: Any) -> Any:
         )
         raise ShapeError(msg)
     return record(SVDVALS, x)
+
+
+# -- inverse, solve and determinants ---------------------------------------------------------------
+# Their rules are written with numpy calls that nodegrad records (matmul, swapaxes, solve,
+# inv), so they differentiate again.
+
+
+def _transposed(x: Any) -> Any:
+    return np.swapaxes(x, -1, -2)
+
+
+def _square(name: str, x: Any) -> None:
+    shape = np.shape(unwrap(x))
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        msg = f"{name}: needs a square matrix or a stack of them, got shape {shape} [called at {user_location()}]"
+        raise ShapeError(msg)
+
+
+INV = defop(
+    "inv",
+    np.linalg.inv,
+    lambda g, ans, x: -np.matmul(np.matmul(_transposed(ans), g), _transposed(ans)),
+    family="linalg",
+    doc="the inverse of a square matrix (of each in a stack)",
+)
+
+
+def _solve_for(a: Any, g: Any, vector: bool) -> Any:
+    """``solve(a^T, g)``: the cotangent of ``b``, as a vector or as columns like ``b``."""
+    if vector:
+        return np.linalg.solve(_transposed(a), g[..., None])[..., 0]
+    return np.linalg.solve(_transposed(a), g)
+
+
+def _solve_rule_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    g_b = _solve_for(a, g, np.ndim(b) == 1)
+    if np.ndim(b) == 1:
+        return -(g_b[..., :, None] * ans[..., None, :])
+    return -np.matmul(g_b, _transposed(ans))
+
+
+SOLVE = defop(
+    "solve",
+    np.linalg.solve,
+    _solve_rule_a,
+    lambda g, ans, a, b: _solve_for(a, g, np.ndim(b) == 1),
+    family="linalg",
+    broadcasts=True,
+    doc="x with a @ x = b (b a vector when 1-D, else columns), batch axes broadcast",
+)
+
+
+def _cofactors(x: np.ndarray) -> np.ndarray:
+    """The cofactor matrix of ``x`` (the gradient of its determinant), exact also where ``x``
+    is singular: with ``x = U S V^T``, it is ``det(U) det(V) U diag(p) V^T``, where ``p_i`` is
+    the product of the singular values other than ``s_i``."""
+    u, s, vh = np.linalg.svd(x)
+    ones = np.ones_like(s[..., :1])
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return sign[..., None, None] * np.matmul(u * (before * after)[..., None, :], vh)
+
+
+def _det_rule(g: Any, ans: Any, x: Any) -> Any:
+    if type(x) is np.ndarray:
+        return g[..., None, None] * _cofactors(x)
+    # Differentiated again: ans * inv(x)^T records itself (and needs x nonsingular).
+    return (g * ans)[..., None, None] * _transposed(np.linalg.inv(x))
+
+
+DET = defop(
+    "det",
+    np.linalg.det,
+    _det_rule,
+    family="linalg",
+    doc="the determinant of a square matrix (of each in a stack)",
+)
+LOGABSDET = defop(
+    "logabsdet",
+    lambda x: np.linalg.slogdet(x)[1],
+    lambda g, ans, x: g[..., None, None] * _transposed(np.linalg.inv(x)),
+    family="linalg",
+    doc="log |det x|: the second part of np.linalg.slogdet",
+)
+
+
+def inv(x: Any) -> Any:
+    """The inverse of a square matrix, or of each matrix of a stack, as ``np.linalg.inv``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.sum(ng.inv(x)))(np.array([[2.0, 0.0], [0.0, 4.0]]))
+    array([[-0.25  , -0.125 ],
+           [-0.125 , -0.0625]])
+    """
+    _square("inv", x)
+    return record(INV, x)
+
+
+def solve(a: Any, b: Any) -> Any:
+    """The solution ``x`` of ``a @ x = b``, as ``np.linalg.solve``: ``b`` is a vector when it
+    is 1-D, otherwise a matrix of columns (or a stack of them); batch axes broadcast.
+    Differentiable in both.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> a = np.array([[2.0, 0.0], [0.0, 4.0]])
+    >>> ng.grad(lambda b: ng.sum(ng.solve(a, b)))(np.array([1.0, 1.0]))
+    array([0.5 , 0.25])
+    """
+    _square("solve", a)
+    return record2(SOLVE, a, b)
+
+
+def det(x: Any) -> Any:
+    """The determinant of a square matrix, or of each matrix of a stack, as
+    ``np.linalg.det``. Its gradient is the cofactor matrix, exact also at singular
+    matrices (computed from the SVD); differentiated again it needs ``x`` nonsingular.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.det)(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    array([[ 4., -3.],
+           [-2.,  1.]])
+    """
+    _square("det", x)
+    return record(DET, x)
+
+
+def slogdet(x: Any) -> Any:
+    """The sign and the log of the absolute value of the determinant, as
+    ``np.linalg.slogdet`` (a ``(sign, logabsdet)`` pair): ``logabsdet`` is differentiable,
+    ``sign`` is plain data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.grad(lambda x: ng.slogdet(x)[1])(np.array([[2.0, 1.0], [1.0, -3.0]]))
+    array([[ 0.42857143,  0.14285714],
+           [ 0.14285714, -0.28571429]])
+    """
+    _square("slogdet", x)
+    sign = np.linalg.slogdet(unwrap(x))[0]
+    return type(np.linalg.slogdet(np.eye(1)))(sign, record(LOGABSDET, x))

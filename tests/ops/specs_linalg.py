@@ -1,4 +1,5 @@
-"""Specs for the linalg family: matmul and einsum; tensordot, dot and outer (composites)."""
+"""Specs for the linalg family: matmul, einsum, svdvals, inv, solve, det and logabsdet (slogdet);
+tensordot, dot and outer (composites)."""
 
 from __future__ import annotations
 
@@ -133,19 +134,68 @@ def _svdvals_cases(draw: st.DrawFn) -> Case:
     return Case(ng.svdvals, lambda x: np.linalg.svd(x, compute_uv=False), (x,), (True,), desc=f"svdvals {shape}")
 
 
+def _square_stack(draw: st.DrawFn, max_batch: int = 1) -> np.ndarray:
+    """Square matrices (a stack of them, sometimes) with singular values in [0.2, 3]: far
+    from singular, so inverses, solves and determinants are smooth where drawn."""
+    batch = draw(shapes(max_dims=max_batch, max_side=3))
+    n = draw(st.integers(1, 4))
+    return well_separated_matrices(draw, (*batch, n, n))
+
+
+@st.composite
+def _inv_cases(draw: st.DrawFn) -> Case:
+    x = _square_stack(draw)
+    return Case(ng.inv, np.linalg.inv, (x,), (True,), desc=f"inv {x.shape}")
+
+
+@st.composite
+def _det_cases(draw: st.DrawFn) -> Case:
+    x = _square_stack(draw)
+    return Case(ng.det, np.linalg.det, (x,), (True,), desc=f"det {x.shape}")
+
+
+@st.composite
+def _logabsdet_cases(draw: st.DrawFn) -> Case:
+    x = _square_stack(draw)
+    return Case(lambda x: ng.slogdet(x)[1], lambda x: np.linalg.slogdet(x)[1], (x,), (True,), desc=f"slogdet {x.shape}")
+
+
+@st.composite
+def _solve_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
+    # b a vector (1-D), or columns (..., n, k); batch axes of a and b broadcast together.
+    a = _square_stack(draw, max_batch=2)
+    n = a.shape[-1]
+    if draw(st.booleans()) and not broadcast:
+        b_shape: tuple[int, ...] = (n,)
+    else:
+        batch = a.shape[:-2]
+        if broadcast:  # b's batch differs from a's: stretched from 1, or fewer axes
+            batch = draw(st.sampled_from([tuple(1 for _ in batch), batch[1:], (2, *batch)]))
+        b_shape = (*batch, n, draw(st.integers(1, 3)))
+    b = draw(float_arrays(b_shape))
+    diff = (True, True) if broadcast else draw(diff_mask(2))
+    return Case(ng.solve, np.linalg.solve, (a, b), diff, desc=f"solve {a.shape} {b.shape}")
+
+
 SPECS: dict[str, st.SearchStrategy[Case]] = {
     "matmul": _matmul_cases(),
     "einsum": _einsum_cases(),
     "svdvals": _svdvals_cases(),
+    "inv": _inv_cases(),
+    "det": _det_cases(),
+    "logabsdet": _logabsdet_cases(),
+    "solve": _solve_cases(),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
     "dot": _dot_cases(),
     "outer": _outer_cases(),
+    "slogdet": _logabsdet_cases(),  # the public name of the logabsdet op
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
     "matmul": _matmul_cases(batch_broadcast=True),
     "einsum": _einsum_cases(broadcast=True),
+    "solve": _solve_cases(broadcast=True),
 }
 
 _M23, _M45 = np.ones((2, 3)), np.ones((4, 5))
@@ -161,4 +211,10 @@ BAD_CALLS = [
     BadCall("dot", (_M23, _M45), ng.dot, ShapeError, ("[2, 3]", "[4, 5]"), "matmul"),
     BadCall("svdvals", (np.ones(3),), ng.svdvals, ShapeError, ("shape (3,)", "matrix")),
     BadCall("svdvals", (np.full((2, 2), np.nan),), ng.svdvals, ShapeError, ("float64[2, 2]", "converge")),
+    BadCall("inv", (_M23,), ng.inv, ShapeError, ("square", "(2, 3)")),
+    BadCall("inv", (np.ones((2, 2)),), ng.inv, ShapeError, ("float64[2, 2]", "Singular matrix")),
+    BadCall("det", (np.ones(3),), ng.det, ShapeError, ("square", "(3,)")),
+    BadCall("logabsdet", (_M23,), lambda x: ng.slogdet(x), ShapeError, ("square",), "slogdet"),
+    BadCall("solve", (_M23, np.ones(2)), ng.solve, ShapeError, ("square", "(2, 3)")),
+    BadCall("solve", (np.eye(2), np.ones(3)), ng.solve, ShapeError, ("float64[2, 2]", "float64[3]")),
 ]

@@ -492,3 +492,32 @@ def test_where_gives_each_branch_exactly_its_share_of_any_cotangent(dtype: Any, 
     np.testing.assert_array_equal(gx, expected_x.astype(dtype))
     np.testing.assert_array_equal(gy, np.where(m, dtype(0.0), g))
     np.testing.assert_array_equal(np.signbit(gy), np.signbit(np.where(m, dtype(0.0), g)))
+
+
+# -- determinants at singular matrices -------------------------------------------------------------
+
+
+def _cofactors(m: np.ndarray) -> np.ndarray:
+    n = m.shape[0]
+    minor = lambda i, j: np.delete(np.delete(m, i, 0), j, 1)
+    return np.array([[(-1) ** (i + j) * np.linalg.det(minor(i, j)) for j in range(n)] for i in range(n)])
+
+
+@pytest.mark.parametrize(
+    "m",
+    [
+        np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]]),  # rank 2: cofactors nonzero
+        np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]),  # rank 1: cofactors all 0
+        np.zeros((2, 2)),
+        np.array([[0.0, 1.0], [0.0, 0.0]]),
+    ],
+    ids=["rank-2", "rank-1", "zero", "nilpotent"],
+)
+def test_det_gradient_is_the_cofactor_matrix_also_at_singular_matrices(m: np.ndarray) -> None:
+    # The determinant is a polynomial: its gradient exists everywhere. det * inv(x)^T
+    # would divide by zero here; the rule goes through the SVD instead.
+    g = ng.grad(ng.det)(m)
+    np.testing.assert_allclose(g, _cofactors(m), atol=1e-12)
+    stacked = ng.grad(lambda x: ng.sum(np.linalg.det(x)))(np.stack([m, np.eye(len(m))]))
+    np.testing.assert_allclose(stacked[0], _cofactors(m), atol=1e-12)
+    np.testing.assert_allclose(stacked[1], np.eye(len(m)), atol=1e-12)
