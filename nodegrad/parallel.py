@@ -68,6 +68,12 @@ def _row_blocks(data: Any) -> tuple[Any, list[list[Any]], tuple[int, ...]]:
         if leaf.ndim == 0:
             msg = f"value_and_grad: {path} is a 0-d Dask array; partitioned leaves need a row axis"
             raise ShapeError(msg)
+        if any(np.isnan(n) for n in leaf.chunks[0]):
+            msg = (
+                f"value_and_grad: the row blocks of {path} have unknown sizes (after a boolean mask, say); "
+                "call .compute_chunk_sizes() on it first"
+            )
+            raise ShapeError(msg)
         if leaf.chunks[0] != first.chunks[0]:
             msg = (
                 f"value_and_grad: {path} is split into row blocks {leaf.chunks[0]}, but {first_path} into "

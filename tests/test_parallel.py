@@ -162,6 +162,16 @@ def test_a_0d_dask_leaf_is_refused() -> None:
         parallel.value_and_grad(lambda w, d: w * d)(1.0, da.from_array(np.float64(2.0)))
 
 
+def test_blocks_of_unknown_size_are_refused_with_the_fix() -> None:
+    x = da.from_array(np.arange(10.0), chunks=3)
+    masked = x[x > 4]  # Dask does not know how many rows each block keeps
+    vg = parallel.value_and_grad(lambda w, batch: np.mean(w * batch["x"]), scheduler="sync")
+    with pytest.raises(ShapeError, match=r"unknown sizes.*compute_chunk_sizes"):
+        vg(1.0, {"x": masked})
+    value, g = vg(1.0, {"x": masked.compute_chunk_sizes()})
+    assert value == g == np.mean(np.arange(5.0, 10.0))
+
+
 def test_no_rows_is_an_error() -> None:
     with pytest.raises(ShapeError, match="no rows"):
         parallel.value_and_grad(lambda w, x: np.sum(w * x))(1.0, da.ones(0, chunks=1))
