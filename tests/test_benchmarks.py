@@ -19,3 +19,11 @@ def test_quick_benchmark_runs_every_workload(tmp_path: Path) -> None:
         assert f"\n{workload} " in done.stdout
     assert "nodegrad" in done.stdout
     assert out.stat().st_size > 0
+
+
+def test_quick_parallel_benchmark_runs() -> None:
+    script = SCRIPT.parent / "parallel.py"
+    done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for row in ("whole batch", "blocks, sync", "threads"):
+        assert row in done.stdout
