@@ -209,7 +209,7 @@ def value_and_grad(
         combine = dask.delayed(_combine)
         while len(parts) > 1:
             parts = [combine(parts[i : i + split_every]) for i in range(0, len(parts), split_every)]
-        (value, grad) = dask.compute(parts[0], scheduler=scheduler)[0]
+        value, grad = dask.compute(parts[0], scheduler=scheduler)[0]
         return np.asarray(value)[()], grad
 
     return partitioned_value_and_grad
