@@ -387,6 +387,7 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.copy: lambda a, **kw: a,  # values are never written in place: a copy is the value itself
     np.linalg.svd: _svd,
     np.linalg.inv: ops.inv,
+    np.linalg.cholesky: ops.cholesky,
     np.linalg.solve: ops.solve,
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,

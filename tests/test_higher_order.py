@@ -652,7 +652,7 @@ def test_svdvals_is_first_order_only_and_says_so() -> None:
 
 
 @given(st.integers(1, 3), st.data())
-def test_second_derivatives_of_inv_solve_det_and_slogdet(n: int, data: st.DataObject) -> None:
+def test_second_derivatives_of_inv_solve_det_slogdet_and_cholesky(n: int, data: st.DataObject) -> None:
     # Their rules are made of matmul, solve and inv, which record themselves.
     from tests.ops.harness import well_separated_matrices
 
@@ -663,3 +663,4 @@ def test_second_derivatives_of_inv_solve_det_and_slogdet(n: int, data: st.DataOb
     check_grads(lambda a: np.linalg.det(a) * 0.5, a, order=2)
     check_grads(lambda a: np.linalg.slogdet(a)[1], a, order=2)
     check_grads(lambda a, b: np.sum(np.linalg.solve(a, b) ** 2.0), a, b, order=2)
+    check_grads(lambda a: np.sum(np.linalg.cholesky(a @ a.T + np.eye(n)) * weights), a, order=2)

@@ -401,7 +401,7 @@ def _svdvals_cases(draw: st.DrawFn, fn: Any) -> Case:
 spec(*filter(None, (np.linalg.svd, getattr(np.linalg, "svdvals", None))))(_svdvals_cases)
 
 
-@spec(np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.solve)
+@spec(np.linalg.inv, np.linalg.det, np.linalg.slogdet, np.linalg.solve, np.linalg.cholesky)
 @st.composite
 def _square_matrix_cases(draw: st.DrawFn, fn: Any) -> Case:
     # Far from singular: singular values in [0.2, 3], so the functions are smooth where drawn.
@@ -412,6 +412,8 @@ def _square_matrix_cases(draw: st.DrawFn, fn: Any) -> Case:
         return Case(fn, (a, b), draw(diff_mask(2)), f"np.linalg.solve(a {a.shape}, b {b.shape})")
     if fn is np.linalg.slogdet:
         return Case(lambda a: fn(a)[1], (a,), (True,), f"np.linalg.slogdet(a {a.shape})[1]")
+    if fn is np.linalg.cholesky:  # of a @ a^T (positive definite), which is symmetric
+        return Case(lambda a: fn(a @ np.swapaxes(a, -1, -2)), (a,), (True,), f"np.linalg.cholesky(a a^T {a.shape})")
     return Case(fn, (a,), (True,), f"{_name(fn)}(a {a.shape})")
 
 

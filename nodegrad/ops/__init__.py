@@ -62,6 +62,7 @@ from nodegrad.ops.index import (
     index_set,
 )
 from nodegrad.ops.linalg import (
+    cholesky,
     det,
     dot,
     einsum,
@@ -145,6 +146,7 @@ __all__ = [
     "broadcast_to",
     "cat",
     "cbrt",
+    "cholesky",
     "clamp",
     "cos",
     "cosh",

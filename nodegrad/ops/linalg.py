@@ -1,5 +1,5 @@
 """Linear algebra: matrix products (1-D, 2-D and batched, as ``np.matmul``), einsum and
-the products built on it, singular values, inverses, linear solves and determinants."""
+the products built on it, singular values, Cholesky factors, inverses, linear solves and determinants."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from nodegrad.arena import Traced, composite, record, record2, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
-__all__ = ["det", "dot", "einsum", "inv", "matmul", "outer", "slogdet", "solve", "svdvals", "tensordot"]
+__all__ = ["cholesky", "det", "dot", "einsum", "inv", "matmul", "outer", "slogdet", "solve", "svdvals", "tensordot"]
 
 
 def _dense(g: Any) -> Any:
@@ -416,6 +416,56 @@ LOGABSDET = defop(
     family="linalg",
     doc="log |det x|: the second part of np.linalg.slogdet",
 )
+
+
+def _phi(x: Any) -> Any:
+    """The lower triangle of ``x`` with its diagonal halved (a constant mask, so that the
+    product records itself)."""
+    n = np.shape(x)[-1]
+    return x * (np.tril(np.ones((n, n)), -1) + 0.5 * np.eye(n))
+
+
+def _cholesky_rule(g: Any, ans: Any, x: Any) -> Any:
+    # With a = L L^T: the cotangent of a is sym(L^-T phi(L^T g) L^-1), symmetric because a
+    # is read as symmetric (numpy reads its lower triangle only).
+    inverse = np.linalg.inv(ans)
+    s = np.matmul(np.matmul(_transposed(inverse), _phi(np.matmul(_transposed(ans), g))), inverse)
+    return 0.5 * (s + _transposed(s))
+
+
+CHOLESKY = defop(
+    "cholesky",
+    np.linalg.cholesky,
+    _cholesky_rule,
+    family="linalg",
+    doc="the lower Cholesky factor L of a symmetric positive-definite matrix, a = L @ L.T",
+)
+
+
+def cholesky(x: Any, upper: bool = False) -> Any:
+    """The Cholesky factor of a symmetric positive-definite matrix (or of each in a stack),
+    as ``np.linalg.cholesky``: lower triangular ``L`` with ``x = L @ L.T``, or with
+    ``upper=True`` its transpose.
+
+    numpy reads only the lower triangle of ``x``; the gradient treats ``x`` as symmetric
+    and is itself symmetric (as in JAX and PyTorch), which is the gradient with respect
+    to a symmetric argument. Differentiable to any order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> ng.cholesky(a)
+    array([[2.        , 0.        ],
+           [1.        , 1.41421356]])
+    >>> ng.grad(lambda a: ng.sum(ng.cholesky(a)[:, 0]))(a)
+    array([[0.125, 0.25 ],
+           [0.25 , 0.   ]])
+    """
+    _square("cholesky", x)
+    lower = record(CHOLESKY, x)
+    return np.swapaxes(lower, -1, -2) if upper else lower
 
 
 def inv(x: Any) -> Any:

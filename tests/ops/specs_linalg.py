@@ -1,4 +1,4 @@
-"""Specs for the linalg family: matmul, einsum, svdvals, inv, solve, det and logabsdet (slogdet);
+"""Specs for the linalg family: matmul, einsum, svdvals, cholesky, inv, solve, det and logabsdet (slogdet);
 tensordot, dot and outer (composites)."""
 
 from __future__ import annotations
@@ -160,6 +160,28 @@ def _logabsdet_cases(draw: st.DrawFn) -> Case:
     return Case(lambda x: ng.slogdet(x)[1], lambda x: np.linalg.slogdet(x)[1], (x,), (True,), desc=f"slogdet {x.shape}")
 
 
+def _symmetric(a: Any) -> Any:
+    return 0.5 * (a + np.swapaxes(a, -1, -2))
+
+
+@st.composite
+def _cholesky_cases(draw: st.DrawFn) -> Case:
+    # Symmetric positive definite, eigenvalues in [0.2, 3]: U diag(s) U^T. numpy reads the
+    # lower triangle only and the gradient is the symmetric one, so both sides symmetrize
+    # first (then central differences see the same function).
+    x = _square_stack(draw)
+    u, s, _ = np.linalg.svd(x)
+    spd = np.matmul(u * s[..., None, :], np.swapaxes(u, -1, -2))
+    upper = draw(st.booleans())
+    return Case(
+        lambda a: ng.cholesky(_symmetric(a), upper=upper),
+        lambda a: np.linalg.cholesky(_symmetric(a), upper=upper),
+        (spd,),
+        (True,),
+        desc=f"cholesky {spd.shape} upper={upper}",
+    )
+
+
 @st.composite
 def _solve_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
     # b a vector (1-D), or columns (..., n, k); batch axes of a and b broadcast together.
@@ -185,6 +207,7 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "det": _det_cases(),
     "logabsdet": _logabsdet_cases(),
     "solve": _solve_cases(),
+    "cholesky": _cholesky_cases(),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
@@ -214,6 +237,8 @@ BAD_CALLS = [
     BadCall("inv", (_M23,), ng.inv, ShapeError, ("square", "(2, 3)")),
     BadCall("inv", (np.ones((2, 2)),), ng.inv, ShapeError, ("float64[2, 2]", "Singular matrix")),
     BadCall("det", (np.ones(3),), ng.det, ShapeError, ("square", "(3,)")),
+    BadCall("cholesky", (-np.eye(2),), ng.cholesky, ShapeError, ("float64[2, 2]", "not positive definite")),
+    BadCall("cholesky", (_M23,), ng.cholesky, ShapeError, ("square", "(2, 3)")),
     BadCall("logabsdet", (_M23,), lambda x: ng.slogdet(x), ShapeError, ("square",), "slogdet"),
     BadCall("solve", (_M23, np.ones(2)), ng.solve, ShapeError, ("square", "(2, 3)")),
     BadCall("solve", (np.eye(2), np.ones(3)), ng.solve, ShapeError, ("float64[2, 2]", "float64[3]")),
