@@ -388,6 +388,7 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.svd: _svd,
     np.linalg.inv: ops.inv,
     np.linalg.cholesky: ops.cholesky,
+    np.linalg.eigvalsh: ops.eigvalsh,
     np.linalg.solve: ops.solve,
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,

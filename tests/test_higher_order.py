@@ -664,3 +664,17 @@ def test_second_derivatives_of_inv_solve_det_slogdet_and_cholesky(n: int, data: 
     check_grads(lambda a: np.linalg.slogdet(a)[1], a, order=2)
     check_grads(lambda a, b: np.sum(np.linalg.solve(a, b) ** 2.0), a, b, order=2)
     check_grads(lambda a: np.sum(np.linalg.cholesky(a @ a.T + np.eye(n)) * weights), a, order=2)
+
+
+def test_eigvalsh_is_first_order_only_and_says_so() -> None:
+    rng = np.random.default_rng(5)
+    m, t = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+
+    def f(m: Any) -> Any:
+        return np.sum(np.linalg.eigvalsh(m @ m.T) ** 2.0)
+
+    _, tangent = ng.jvp(f, (m,), (t,))
+    eps = 1e-6
+    np.testing.assert_allclose(tangent, (f(m + eps * t) - f(m - eps * t)) / (2 * eps), rtol=1e-6)
+    with pytest.raises(NoGradientError, match="'eigvalsh' has a gradient for first derivatives only"):
+        ng.hessian(f)(m)

@@ -1,5 +1,6 @@
 """Linear algebra: matrix products (1-D, 2-D and batched, as ``np.matmul``), einsum and
-the products built on it, singular values, Cholesky factors, inverses, linear solves and determinants."""
+the products built on it, singular values, symmetric eigenvalues, Cholesky factors,
+inverses, linear solves and determinants."""
 
 from __future__ import annotations
 
@@ -13,7 +14,20 @@ from nodegrad.arena import Traced, composite, record, record2, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
 
-__all__ = ["cholesky", "det", "dot", "einsum", "inv", "matmul", "outer", "slogdet", "solve", "svdvals", "tensordot"]
+__all__ = [
+    "cholesky",
+    "det",
+    "dot",
+    "eigvalsh",
+    "einsum",
+    "inv",
+    "matmul",
+    "outer",
+    "slogdet",
+    "solve",
+    "svdvals",
+    "tensordot",
+]
 
 
 def _dense(g: Any) -> Any:
@@ -416,6 +430,49 @@ LOGABSDET = defop(
     family="linalg",
     doc="log |det x|: the second part of np.linalg.slogdet",
 )
+
+
+def _eigvalsh_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
+    # d(w_i) = v_i^T dA v_i for each simple eigenvalue: V diag(g) V^T, symmetric (numpy
+    # reads one triangle of a matrix it takes as symmetric).
+    _, v = np.linalg.eigh(x, UPLO=uplo)
+    return np.matmul(v * g[..., None, :], _transposed(v))
+
+
+EIGVALSH = defop(
+    "eigvalsh",
+    lambda x, uplo: np.linalg.eigvalsh(x, UPLO=uplo),
+    _eigvalsh_rule,
+    None,
+    family="linalg",
+    doc="eigenvalues of a symmetric matrix, ascending",
+    first_order=True,
+)
+
+
+def eigvalsh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
+    """The eigenvalues of a symmetric matrix (of each in a stack), in ascending order, as
+    ``np.linalg.eigvalsh``, which reads the ``UPLO`` triangle only.
+
+    The gradient of each eigenvalue ``w_i`` is ``v_i v_i^T``: symmetric, the gradient with
+    respect to a symmetric argument, exact where ``w_i`` is simple. First order only:
+    forward mode works through it, a second derivative raises naming the op.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([1., 3.])
+    >>> ng.grad(lambda a: ng.eigvalsh(a)[1])(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    """
+    _square("eigvalsh", x)
+    if UPLO not in ("L", "U"):
+        msg = f"eigvalsh: UPLO must be 'L' or 'U', got {UPLO!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    return record(EIGVALSH, x, UPLO)
 
 
 def _phi(x: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Specs for the linalg family: matmul, einsum, svdvals, cholesky, inv, solve, det and logabsdet (slogdet);
+"""Specs for the linalg family: matmul, einsum, svdvals, eigvalsh, cholesky, inv, solve, det and logabsdet (slogdet);
 tensordot, dot and outer (composites)."""
 
 from __future__ import annotations
@@ -183,6 +183,24 @@ def _cholesky_cases(draw: st.DrawFn) -> Case:
 
 
 @st.composite
+def _eigvalsh_cases(draw: st.DrawFn) -> Case:
+    # Symmetric with simple eigenvalues at least 0.2 apart: U diag(+-s) U^T. Both sides
+    # symmetrize first (numpy reads one triangle; the gradient is the symmetric one).
+    x = _square_stack(draw)
+    u, s, _ = np.linalg.svd(x)
+    signs = np.where(np.arange(s.shape[-1]) % 2 == 0, 1.0, -1.0)  # distinct |s|: distinct s
+    sym = np.matmul(u * (s * signs)[..., None, :], np.swapaxes(u, -1, -2))
+    uplo = draw(st.sampled_from(["L", "U"]))
+    return Case(
+        lambda a: ng.eigvalsh(_symmetric(a), UPLO=uplo),
+        lambda a: np.linalg.eigvalsh(_symmetric(a), UPLO=uplo),
+        (sym,),
+        (True,),
+        desc=f"eigvalsh {sym.shape} UPLO={uplo}",
+    )
+
+
+@st.composite
 def _solve_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
     # b a vector (1-D), or columns (..., n, k); batch axes of a and b broadcast together.
     a = _square_stack(draw, max_batch=2)
@@ -208,6 +226,7 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "logabsdet": _logabsdet_cases(),
     "solve": _solve_cases(),
     "cholesky": _cholesky_cases(),
+    "eigvalsh": _eigvalsh_cases(),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
@@ -239,6 +258,8 @@ BAD_CALLS = [
     BadCall("det", (np.ones(3),), ng.det, ShapeError, ("square", "(3,)")),
     BadCall("cholesky", (-np.eye(2),), ng.cholesky, ShapeError, ("float64[2, 2]", "not positive definite")),
     BadCall("cholesky", (_M23,), ng.cholesky, ShapeError, ("square", "(2, 3)")),
+    BadCall("eigvalsh", (_M23,), ng.eigvalsh, ShapeError, ("square", "(2, 3)")),
+    BadCall("eigvalsh", (np.eye(2),), lambda x: ng.eigvalsh(x, UPLO="X"), ShapeError, ("UPLO", "'X'")),
     BadCall("logabsdet", (_M23,), lambda x: ng.slogdet(x), ShapeError, ("square",), "slogdet"),
     BadCall("solve", (_M23, np.ones(2)), ng.solve, ShapeError, ("square", "(2, 3)")),
     BadCall("solve", (np.eye(2), np.ones(3)), ng.solve, ShapeError, ("float64[2, 2]", "float64[3]")),
