@@ -689,6 +689,11 @@ class Traced:
         """The transpose, recorded as a node."""
         return _ops.transpose(self)
 
+    @property
+    def mT(self) -> Any:  # noqa: N802  (numpy's name)
+        """The transpose of the last two axes (a stack of matrices), recorded as a node."""
+        return _ops.swapaxes(self, -1, -2)
+
     def __len__(self) -> int:
         return len(self.value)
 
@@ -813,6 +818,30 @@ class Traced:
         back); to an integer or bool dtype the result is plain data with no gradient.
         ``copy`` is accepted for numpy's signature: recorded values are never written."""
         return _ops.astype(self, dtype)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """The diagonal, as ``ndarray.diagonal``."""
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """The sum of the diagonal, as ``ndarray.trace``."""
+        return np.trace(self, offset, axis1, axis2)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        """Each entry repeated, as ``ndarray.repeat``."""
+        return np.repeat(self, repeats, axis)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Whether any entry is nonzero (plain booleans: no gradient)."""
+        return np.any(self.value, axis=axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Whether every entry is nonzero (plain booleans: no gradient)."""
+        return np.all(self.value, axis=axis, keepdims=keepdims)
+
+    def nonzero(self) -> Any:
+        """Indices of the nonzero entries (plain integers: no gradient)."""
+        return np.nonzero(self.value)
 
     def argmax(self, axis: Any = None) -> Any:
         """Index of the maximum (plain integers: no gradient)."""

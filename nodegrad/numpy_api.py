@@ -309,6 +309,202 @@ def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian:
     return ops.svdvals(a)
 
 
+# -- numpy functions built from the ops (their gradients come from the ops' rules) ----------------
+
+
+def _atleast(ndim: int) -> Callable[..., Any]:
+    # numpy's placement of the added axes: 1-D (n,) -> (1, n) -> (1, n, 1); 0-D -> all ones.
+    def atleast(*arys: Any) -> Any:
+        out = []
+        for a in arys:
+            shape = np.shape(unwrap(a))
+            if len(shape) >= ndim:
+                out.append(a)
+                continue
+            if len(shape) == 0:
+                target: tuple[int, ...] = (1,) * ndim
+            elif len(shape) == 1:
+                target = {1: shape, 2: (1, *shape), 3: (1, *shape, 1)}[ndim]
+            else:  # 2-D to 3-D
+                target = (*shape, 1)
+            out.append(ops.reshape(a, target))
+        return out[0] if len(out) == 1 else out
+
+    return atleast
+
+
+_ATLEAST_1D, _ATLEAST_2D, _ATLEAST_3D = _atleast(1), _atleast(2), _atleast(3)
+
+
+def _hstack(tup: Any, **kw: Any) -> Any:
+    _no_extras("hstack", **kw)
+    arrays = [_ATLEAST_1D(a) for a in tup]
+    return ops.cat(arrays, 0 if np.ndim(unwrap(arrays[0])) == 1 else 1)
+
+
+def _vstack(tup: Any, **kw: Any) -> Any:
+    _no_extras("vstack", **kw)
+    return ops.cat([_ATLEAST_2D(a) for a in tup], 0)
+
+
+def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
+    _no_extras("diff", prepend=prepend, append=append)
+    ndim = np.ndim(unwrap(a))
+    if ndim == 0:
+        msg = f"np.diff: needs at least one dimension [called at {user_location()}]"
+        raise ShapeError(msg)
+    axis = normalize_axis("diff", axis, ndim)[0]  # type: ignore[index]
+    before, after = [slice(None)] * ndim, [slice(None)] * ndim
+    before[axis], after[axis] = slice(None, -1), slice(1, None)
+    for _ in range(n):
+        a = ops.getitem(a, tuple(after)) - ops.getitem(a, tuple(before))
+    return a
+
+
+def _roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    if axis is None:
+        return ops.reshape(_roll(ops.ravel(a), shift, 0), np.shape(unwrap(a)))
+    shape = np.shape(unwrap(a))
+    shifts, axes = np.broadcast_arrays(np.asarray(shift), np.asarray(axis))
+    for k, ax in zip(shifts.ravel().tolist(), axes.ravel().tolist(), strict=True):
+        ax = normalize_axis("roll", ax, len(shape))[0]  # type: ignore[index]
+        n = shape[ax]
+        if n:
+            a = ops.gather(a, (np.arange(n) - k) % n, ax)
+    return a
+
+
+def _repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    if axis is None:
+        a, axis = ops.ravel(a), 0
+    axis = normalize_axis("repeat", axis, np.ndim(unwrap(a)))[0]  # type: ignore[index]
+    n = np.shape(unwrap(a))[axis]
+    return ops.gather(a, np.repeat(np.arange(n), repeats), axis)
+
+
+def _tile(a: Any, reps: Any) -> Any:
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    shape = np.shape(unwrap(a))
+    ndim = max(len(shape), len(reps))
+    shape = (1,) * (ndim - len(shape)) + shape
+    reps = (1,) * (ndim - len(reps)) + reps
+    # Each axis of length n becomes (r, n), broadcast, then merged: r copies in a row.
+    spread = ops.reshape(a, tuple(x for n in shape for x in (1, n)))
+    wide = ops.broadcast_to(spread, tuple(x for r, n in zip(reps, shape, strict=True) for x in (r, n)))
+    return ops.reshape(wide, tuple(r * n for r, n in zip(reps, shape, strict=True)))
+
+
+def _triangle(name: str, keep: Callable[..., Any]) -> Callable[..., Any]:
+    def triangle(m: Any, k: int = 0) -> Any:
+        shape = np.shape(unwrap(m))
+        if len(shape) < 2:
+            msg = f"np.{name}: needs at least two dimensions, got shape {shape} [called at {user_location()}]"
+            raise ShapeError(msg)
+        # where, not a product with a 0/1 mask: numpy's zeros are exact even over inf/nan.
+        return ops.where(keep(np.ones(shape[-2:], bool), k), m, 0.0)
+
+    return triangle
+
+
+def _diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    ndim = np.ndim(unwrap(a))
+    if ndim < 2:
+        msg = f"np.diagonal: needs at least two dimensions [called at {user_location()}]"
+        raise ShapeError(msg)
+    moved = ops.moveaxis(a, (axis1, axis2), (-2, -1))
+    rows, cols = np.shape(unwrap(moved))[-2:]
+    start_row, start_col = max(-offset, 0), max(offset, 0)
+    count = max(min(rows - start_row, cols - start_col), 0)
+    index = np.arange(count)
+    return ops.getitem(moved, (Ellipsis, start_row + index, start_col + index))
+
+
+def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    _no_extras("trace", dtype=dtype, out=out)
+    return ops.sum(_diagonal(a, offset, axis1, axis2), -1)
+
+
+def _diag(v: Any, k: int = 0) -> Any:
+    shape = np.shape(unwrap(v))
+    if len(shape) == 2:
+        return _diagonal(v, k)
+    if len(shape) != 1:
+        msg = f"np.diag: needs a 1-D or 2-D array, got shape {shape} [called at {user_location()}]"
+        raise ShapeError(msg)
+    n = shape[0] + abs(k)
+    index = np.arange(shape[0])
+    rows, cols = index + max(-k, 0), index + max(k, 0)
+    return ops.index_set(np.zeros((n, n), np.result_type(unwrap(v))), v, (rows, cols))
+
+
+def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: Any = False) -> Any:
+    keepdims = bool(keepdims) if keepdims is not np._NoValue else False
+    if weights is None:
+        value = ops.mean(a, axis, keepdims)
+        count = np.size(unwrap(a)) // max(np.size(unwrap(value)), 1)
+        total: Any = np.full(np.shape(unwrap(value)), float(count))
+    else:
+        w_shape, a_shape = np.shape(unwrap(weights)), np.shape(unwrap(a))
+        if w_shape != a_shape:
+            if axis is None or len(w_shape) != 1 or isinstance(axis, (tuple, list)):
+                msg = (
+                    f"np.average: weights of shape {w_shape} need axis= and one entry per element along it, for an "
+                    f"array of shape {a_shape} [called at {user_location()}]"
+                )
+                raise ShapeError(msg)
+            ax = normalize_axis("average", axis, len(a_shape))[0]  # type: ignore[index]
+            weights = ops.reshape(weights, tuple(-1 if i == ax else 1 for i in range(len(a_shape))))
+        total = ops.sum(ops.broadcast_to(weights, a_shape), axis, keepdims)
+        value = ops.sum(a * weights, axis, keepdims) / total
+    return (value, total) if returned else value
+
+
+def _inner(a: Any, b: Any) -> Any:
+    if np.ndim(unwrap(a)) == 0 or np.ndim(unwrap(b)) == 0:
+        return ops.multiply(a, b)
+    return ops.tensordot(a, b, axes=([-1], [-1]))
+
+
+def _nan_free(a: Any) -> Any:
+    # NaN entries become 0: they then add nothing, and get a zero gradient.
+    return ops.where(np.isnan(unwrap(a)), 0.0, a)
+
+
+def _nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
+    _no_extras("nansum", dtype=dtype, out=out, **kw)
+    return ops.sum(_nan_free(a), axis, bool(keepdims) if keepdims is not np._NoValue else False)
+
+
+def _nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
+    _no_extras("nanmean", dtype=dtype, out=out, **kw)
+    keep = bool(keepdims) if keepdims is not np._NoValue else False
+    count = np.sum(~np.isnan(unwrap(a)), axis=axis, keepdims=keep)
+    return ops.sum(_nan_free(a), axis, keep) / count
+
+
+def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+    _no_extras("ptp", out=out)
+    keep = bool(keepdims) if keepdims is not np._NoValue else False
+    return ops.max(a, axis, keep) - ops.min(a, axis, keep)
+
+
+def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
+    # The axes (all by default) are read as one flat vector, however many there are.
+    shape = np.shape(unwrap(x))
+    picked = normalize_axis("vector_norm", axis, len(shape))
+    picked = tuple(range(len(shape))) if picked is None else picked
+    rest = [a for a in range(len(shape)) if a not in picked]
+    flat = ops.reshape(ops.transpose(x, (*rest, *picked)), (*(shape[a] for a in rest), -1))
+    value = ops.norm(flat, ord, -1)
+    if keepdims:
+        value = ops.reshape(value, tuple(1 if a in picked else n for a, n in enumerate(shape)))
+    return value
+
+
+def _matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
+    return ops.norm(x, ord, (-2, -1), keepdims)
+
+
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
     _no_extras("sort", order=order, **kw)
     return ops.sort(ops.ravel(a), 0) if axis is None else ops.sort(a, axis)
@@ -386,6 +582,25 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.flip: ops.flip,
     np.copy: lambda a, **kw: a,  # values are never written in place: a copy is the value itself
     np.linalg.svd: _svd,
+    np.atleast_1d: _ATLEAST_1D,
+    np.atleast_2d: _ATLEAST_2D,
+    np.atleast_3d: _ATLEAST_3D,
+    np.hstack: _hstack,
+    np.vstack: _vstack,
+    np.diff: _diff,
+    np.roll: _roll,
+    np.repeat: _repeat,
+    np.tile: _tile,
+    np.tril: _triangle("tril", np.tril),
+    np.triu: _triangle("triu", np.triu),
+    np.diagonal: _diagonal,
+    np.trace: _trace,
+    np.diag: _diag,
+    np.average: _average,
+    np.inner: _inner,
+    np.nansum: _nansum,
+    np.nanmean: _nanmean,
+    np.ptp: _ptp,
     np.linalg.inv: ops.inv,
     np.linalg.cholesky: ops.cholesky,
     np.linalg.eigvalsh: ops.eigvalsh,
@@ -393,9 +608,16 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,
 }
-# Added in numpy 2.0: mapped where this numpy has it.
-if hasattr(np.linalg, "svdvals"):
-    FUNCTIONS[np.linalg.svdvals] = ops.svdvals
+# Added in numpy 2.0: mapped where this numpy has them.
+_NUMPY_2_FUNCTIONS = {
+    "svdvals": ops.svdvals,
+    "vector_norm": _vector_norm,
+    "matrix_norm": _matrix_norm,
+    "matrix_transpose": lambda x: ops.swapaxes(x, -1, -2),
+}
+FUNCTIONS.update(
+    {f: impl for name, impl in _NUMPY_2_FUNCTIONS.items() if (f := getattr(np.linalg, name, None)) is not None}
+)
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {

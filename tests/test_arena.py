@@ -1,5 +1,7 @@
 """The arena: recording, inspection, handles, and staying usable after errors."""
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -68,6 +70,27 @@ def test_handle_attributes_mirror_numpy():
     np.testing.assert_array_equal(x.max(axis=1).value, v.max(axis=1))
     np.testing.assert_array_equal(x.min().value, v.min())
     np.testing.assert_array_equal(x.transpose(1, 0).value, v.T)
+
+
+def test_matrix_methods_mirror_numpy_and_carry_gradients():
+    v = np.arange(6.0).reshape(2, 3) + 1.0
+
+    def f(x: Any) -> Any:
+        return (x.mT @ x).trace() + x.diagonal(1).sum() + x.repeat(2, axis=0).sum()
+
+    want = v.T @ v
+    x = ng.Arena().param(v)
+    np.testing.assert_array_equal(x.mT.value, v.mT)
+    np.testing.assert_array_equal(x.diagonal(-1).value, v.diagonal(-1))
+    np.testing.assert_array_equal(x.repeat(2).value, v.repeat(2))
+    assert f(x).value == np.trace(want) + v.diagonal(1).sum() + v.repeat(2, axis=0).sum()
+    # d/dx: trace(x^T x) -> 2x; the offset diagonal -> 1 there; each row repeated twice -> 2.
+    expected = 2 * v + 2.0
+    expected[[0, 1], [1, 2]] += 1.0
+    np.testing.assert_array_equal(ng.grad(f)(v), expected)
+    # Plain answers, as for comparisons: no gradient to carry.
+    assert x.any() is np.True_ and x.all(axis=0).tolist() == [True, True, True]
+    np.testing.assert_array_equal(x.nonzero()[1], np.nonzero(v)[1])
 
 
 def test_operators_record_nodes_with_numpy_results():

@@ -419,6 +419,125 @@ def _square_matrix_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(fn, (a,), (True,), f"{_name(fn)}(a {a.shape})")
 
 
+@spec(np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diff, np.roll, np.repeat, np.tile, np.ptp)
+@st.composite
+def _reshaping_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=0 if fn in (np.atleast_1d, np.atleast_2d, np.atleast_3d) else 1))
+    x = draw(_signed_separated(shape))  # no ties: ptp takes a max and a min
+    ndim = len(shape)
+    if fn is np.diff:
+        kwargs = _kw(n=_maybe(draw, st.integers(0, 2)), axis=_maybe(draw, single_axis(ndim)))
+    elif fn is np.roll:
+        axis = draw(st.one_of(st.none(), single_axis(ndim)))
+        kwargs = {"shift": draw(st.integers(-5, 5)), "axis": axis}
+    elif fn is np.repeat:
+        axis = draw(st.one_of(st.none(), single_axis(ndim)))
+        n = x.size if axis is None else shape[axis]
+        repeats = draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 2), min_size=n, max_size=n)))
+        kwargs = {"repeats": repeats, "axis": axis}
+    elif fn is np.tile:
+        kwargs = {"reps": draw(st.one_of(st.integers(1, 3), st.lists(st.integers(1, 2), min_size=1, max_size=3)))}
+    elif fn is np.ptp:
+        kwargs = _kw(axis=_maybe(draw, axes(ndim)), keepdims=_maybe(draw, st.booleans()))
+    else:
+        kwargs = {}
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.hstack, np.vstack, np.inner)
+@st.composite
+def _joining_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1, max_dims=3))
+    if fn is np.inner:
+        other = (*draw(shapes(max_dims=2)), shape[-1])
+    elif fn is np.hstack:
+        other = (*shape[:1], draw(st.integers(1, 3)), *shape[2:]) if len(shape) > 1 else (draw(st.integers(1, 3)),)
+    else:  # vstack: 1-D arrays stack as rows
+        other = shape if len(shape) == 1 else (draw(st.integers(1, 3)), *shape[1:])
+    a, b = draw(float_arrays(shape)), draw(float_arrays(other))
+    return Case(
+        lambda a, b: fn(a, b) if fn is np.inner else fn([a, b]),
+        (a, b),
+        draw(diff_mask(2)),
+        f"{_name(fn)} {shape} {other}",
+    )
+
+
+@spec(np.tril, np.triu, np.diagonal, np.trace, np.diag)
+@st.composite
+def _triangle_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1, max_dims=2) if fn is np.diag else shapes(min_dims=2, max_dims=3))
+    x = draw(float_arrays(shape))
+    k = draw(st.integers(-3, 3))
+    if fn in (np.diagonal, np.trace) and len(shape) > 2 and draw(st.booleans()):
+        pair = draw(st.permutations(range(len(shape))).map(lambda p: tuple(p[:2])))
+        kwargs: dict[str, Any] = {"offset": k, "axis1": pair[0], "axis2": pair[1]}
+    else:
+        kwargs = {"k": k} if fn in (np.tril, np.triu, np.diag) else {"offset": k}
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.average)
+@st.composite
+def _average_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    kind = draw(st.sampled_from(["plain", "full weights", "axis weights"]))
+    if kind == "plain":
+        kwargs = _kw(axis=_maybe(draw, axes(len(shape))), keepdims=_maybe(draw, st.booleans()))
+        return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.average(x {shape}, **{kwargs})")
+    axis = draw(single_axis(len(shape)))
+    w_shape = shape if kind == "full weights" else (shape[axis],)
+    w = draw(float_arrays(w_shape, floats(0.5, BOUND)))  # positive: the weights' sum is away from 0
+    return Case(
+        lambda x, w: fn(x, axis=axis, weights=w), (x, w), draw(diff_mask(2)), f"np.average(x {shape}, w {w_shape})"
+    )
+
+
+@spec(np.nansum, np.nanmean)
+@st.composite
+def _nan_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # NaNs at fixed places (the gradient there is 0); every line reduced keeps a number
+    # (the entry at index 0 on each reduced axis), so no mean is of an empty slice.
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    holes = draw(hnp.arrays(bool, shape))
+    axis = draw(axes(len(shape)))
+    reduced = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    reduced = [a % len(shape) for a in reduced]
+    np.moveaxis(holes, reduced, range(len(reduced)))[(0,) * len(reduced)] = False
+    kwargs = _kw(axis=axis, keepdims=_maybe(draw, st.booleans()))
+
+    def call(x: Any) -> Any:
+        return fn(np.where(holes, np.nan, x), **kwargs)
+
+    return Case(call, (x,), (True,), f"{_name(fn)}(x {shape} with {int(holes.sum())} NaNs, **{kwargs})")
+
+
+@st.composite
+def _array_api_norm_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=2 if fn is not np.linalg.vector_norm else 1))
+    x = draw(_signed_separated(shape))
+    if fn is np.linalg.vector_norm:
+        kwargs = _kw(
+            axis=_maybe(draw, axes(len(shape))),
+            keepdims=_maybe(draw, st.booleans()),
+            ord=_maybe(draw, st.sampled_from([1, 2, 3, np.inf])),
+        )
+    elif fn is np.linalg.matrix_norm:
+        kwargs = _kw(keepdims=_maybe(draw, st.booleans()), ord=_maybe(draw, st.sampled_from(["fro", 1, np.inf])))
+        if kwargs.get("ord") in (1, np.inf):
+            assume(_line_sums_are_separated(x, kwargs["ord"], (-2, -1)))
+    else:
+        kwargs = {}
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+spec(*filter(None, (getattr(np.linalg, n, None) for n in ("vector_norm", "matrix_norm", "matrix_transpose"))))(
+    _array_api_norm_cases
+)
+
+
 @spec(np.cumsum, np.cumprod)
 @st.composite
 def _cumulative_cases(draw: st.DrawFn, fn: Any) -> Case:
