@@ -164,40 +164,32 @@ def _symmetric(a: Any) -> Any:
     return 0.5 * (a + np.swapaxes(a, -1, -2))
 
 
+def _symmetric_case(draw: st.DrawFn, ng_fn: Any, np_fn: Any, indefinite: bool, **kwargs: Any) -> Case:
+    """A symmetric U diag(e) U^T, |e| in [0.2, 3] and 0.2 apart: positive definite, or with
+    signs alternating (``indefinite``; the eigenvalues stay distinct). numpy reads one
+    triangle only and the gradient is the symmetric one, so both sides symmetrize first:
+    central differences then see the same function."""
+    u, s, _ = np.linalg.svd(_square_stack(draw))
+    if indefinite:
+        s = s * np.where(np.arange(s.shape[-1]) % 2 == 0, 1.0, -1.0)
+    sym = np.matmul(u * s[..., None, :], np.swapaxes(u, -1, -2))
+    return Case(
+        lambda a: ng_fn(_symmetric(a), **kwargs),
+        lambda a: np_fn(_symmetric(a), **kwargs),
+        (sym,),
+        (True,),
+        desc=f"{np_fn.__name__} {sym.shape} {kwargs}",
+    )
+
+
 @st.composite
 def _cholesky_cases(draw: st.DrawFn) -> Case:
-    # Symmetric positive definite, eigenvalues in [0.2, 3]: U diag(s) U^T. numpy reads the
-    # lower triangle only and the gradient is the symmetric one, so both sides symmetrize
-    # first (then central differences see the same function).
-    x = _square_stack(draw)
-    u, s, _ = np.linalg.svd(x)
-    spd = np.matmul(u * s[..., None, :], np.swapaxes(u, -1, -2))
-    upper = draw(st.booleans())
-    return Case(
-        lambda a: ng.cholesky(_symmetric(a), upper=upper),
-        lambda a: np.linalg.cholesky(_symmetric(a), upper=upper),
-        (spd,),
-        (True,),
-        desc=f"cholesky {spd.shape} upper={upper}",
-    )
+    return _symmetric_case(draw, ng.cholesky, np.linalg.cholesky, False, upper=draw(st.booleans()))
 
 
 @st.composite
 def _eigvalsh_cases(draw: st.DrawFn) -> Case:
-    # Symmetric with simple eigenvalues at least 0.2 apart: U diag(+-s) U^T. Both sides
-    # symmetrize first (numpy reads one triangle; the gradient is the symmetric one).
-    x = _square_stack(draw)
-    u, s, _ = np.linalg.svd(x)
-    signs = np.where(np.arange(s.shape[-1]) % 2 == 0, 1.0, -1.0)  # distinct |s|: distinct s
-    sym = np.matmul(u * (s * signs)[..., None, :], np.swapaxes(u, -1, -2))
-    uplo = draw(st.sampled_from(["L", "U"]))
-    return Case(
-        lambda a: ng.eigvalsh(_symmetric(a), UPLO=uplo),
-        lambda a: np.linalg.eigvalsh(_symmetric(a), UPLO=uplo),
-        (sym,),
-        (True,),
-        desc=f"eigvalsh {sym.shape} UPLO={uplo}",
-    )
+    return _symmetric_case(draw, ng.eigvalsh, np.linalg.eigvalsh, True, UPLO=draw(st.sampled_from(["L", "U"])))
 
 
 @st.composite
