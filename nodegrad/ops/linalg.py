@@ -32,8 +32,9 @@ __all__ = [
 
 def _dense(g: Any) -> Any:
     """``g`` with memory of its own where it is a broadcast view (the cotangent of a sum or
-    mean): numpy's matmul takes a loop several times slower than BLAS for an operand with
-    a zero stride (7x on a 50,000-row matrix-vector product), a copy costs far less."""
+    mean, or a user's np.broadcast_to): numpy's matmul takes a loop several times slower
+    than BLAS for an operand with a zero stride (7x on a 50,000-row matrix-vector
+    product); a copy costs far less."""
     if type(g) is np.ndarray and g.size > 1 and 0 in g.strides:
         return np.ascontiguousarray(g)
     return g
@@ -73,7 +74,7 @@ def _matmul_rule_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 MATMUL = defop(
     "matmul",
-    np.matmul,
+    lambda x, y: np.matmul(_dense(x), _dense(y)),
     _matmul_rule_x,
     _matmul_rule_y,
     family="linalg",
