@@ -488,6 +488,67 @@ def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> An
     return ops.max(a, axis, keep) - ops.min(a, axis, keep)
 
 
+def _trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+    ndim = np.ndim(unwrap(y))
+    axis = normalize_axis("trapezoid", axis, ndim)[0]  # type: ignore[index]
+    before, after = [slice(None)] * ndim, [slice(None)] * ndim
+    before[axis], after[axis] = slice(None, -1), slice(1, None)
+    mean_heights = (ops.getitem(y, tuple(after)) + ops.getitem(y, tuple(before))) * 0.5
+    if x is None:
+        return ops.sum(mean_heights, axis) * dx
+    widths = _diff(x, axis=-1 if np.ndim(unwrap(x)) == 1 else axis)
+    if np.ndim(unwrap(x)) == 1 and ndim > 1:  # a 1-D x runs along the axis
+        widths = ops.reshape(widths, tuple(-1 if a == axis else 1 for a in range(ndim)))
+    return ops.sum(mean_heights * widths, axis)
+
+
+def _kron(a: Any, b: Any) -> Any:
+    a_shape, b_shape = np.shape(unwrap(a)), np.shape(unwrap(b))
+    ndim = max(len(a_shape), len(b_shape))
+    a_shape = (1,) * (ndim - len(a_shape)) + a_shape
+    b_shape = (1,) * (ndim - len(b_shape)) + b_shape
+    # Interleave the axes: a as (a0, 1, a1, 1, ...), b as (1, b0, 1, b1, ...); the product
+    # merged pairwise is the block matrix a[i, j] * b.
+    spread_a = ops.reshape(a, tuple(x for n in a_shape for x in (n, 1)))
+    spread_b = ops.reshape(b, tuple(x for n in b_shape for x in (1, n)))
+    return ops.reshape(spread_a * spread_b, tuple(m * n for m, n in zip(a_shape, b_shape, strict=True)))
+
+
+def _polyval(p: Any, x: Any) -> Any:
+    # Horner's rule from zeros, p[0] the highest power: numpy's own steps, so the same values.
+    coefficients = p if type(p) is Traced else np.asarray(p)
+    y: Any = np.zeros_like(unwrap(x))
+    for k in range(np.shape(unwrap(coefficients))[0]):
+        y = y * x + coefficients[k]
+    return y
+
+
+def _convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    n, m = np.size(unwrap(a)), np.size(unwrap(v))
+    if np.ndim(unwrap(a)) != 1 or np.ndim(unwrap(v)) != 1 or not n or not m:
+        msg = (
+            f"np.convolve: needs two non-empty 1-D arrays, got shapes {np.shape(unwrap(a))} and "
+            f"{np.shape(unwrap(v))} [called at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    if m > n:  # numpy swaps them: the longer one slides under the shorter
+        a, v, n, m = v, a, m, n
+    # full[k] = sum_j a[k - j] v[j]: gather a into a (n + m - 1, m) matrix, then a matmul.
+    k, j = np.arange(n + m - 1)[:, None], np.arange(m)[None, :]
+    inside = (k - j >= 0) & (k - j < n)
+    windows = ops.where(inside, ops.getitem(a, np.clip(k - j, 0, n - 1)), 0.0)
+    full = ops.matmul(windows, v)
+    if mode == "full":
+        return full
+    if mode == "same":
+        start = (m - 1) // 2
+        return ops.getitem(full, slice(start, start + n))
+    if mode == "valid":
+        return ops.getitem(full, slice(m - 1, n))
+    msg = f"np.convolve: mode must be 'full', 'same' or 'valid', got {mode!r} [called at {user_location()}]"
+    raise ArgumentError(msg)
+
+
 def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002
     # The axes (all by default) are read as one flat vector, however many there are.
     shape = np.shape(unwrap(x))
@@ -601,6 +662,9 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.nansum: _nansum,
     np.nanmean: _nanmean,
     np.ptp: _ptp,
+    np.kron: _kron,
+    np.polyval: _polyval,
+    np.convolve: _convolve,
     np.linalg.inv: ops.inv,
     np.linalg.cholesky: ops.cholesky,
     np.linalg.eigvalsh: ops.eigvalsh,
@@ -610,13 +674,18 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
 }
 # Added in numpy 2.0: mapped where this numpy has them.
 _NUMPY_2_FUNCTIONS = {
+    "trapezoid": _trapezoid,
     "svdvals": ops.svdvals,
     "vector_norm": _vector_norm,
     "matrix_norm": _matrix_norm,
     "matrix_transpose": lambda x: ops.swapaxes(x, -1, -2),
 }
 FUNCTIONS.update(
-    {f: impl for name, impl in _NUMPY_2_FUNCTIONS.items() if (f := getattr(np.linalg, name, None)) is not None}
+    {
+        f: impl
+        for name, impl in _NUMPY_2_FUNCTIONS.items()
+        if (f := getattr(np.linalg, name, None) or getattr(np, name, None)) is not None
+    }
 )
 
 # Functions whose results carry no gradient: computed on the forward values.

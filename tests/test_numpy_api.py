@@ -514,6 +514,40 @@ def _nan_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(call, (x,), (True,), f"{_name(fn)}(x {shape} with {int(holes.sum())} NaNs, **{kwargs})")
 
 
+@spec(np.kron, np.polyval, np.convolve)
+@st.composite
+def _product_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn is np.kron:
+        a, b = draw(float_arrays(shapes(max_dims=2))), draw(float_arrays(shapes(max_dims=2)))
+        desc = f"np.kron {a.shape} {b.shape}"
+    elif fn is np.polyval:
+        a, b = draw(float_arrays(shapes(min_dims=1, max_dims=1))), draw(float_arrays(shapes(max_dims=2)))
+        desc = f"np.polyval(p {a.shape}, x {b.shape})"
+    else:
+        a, b = draw(float_arrays(shapes(min_dims=1, max_dims=1))), draw(float_arrays(shapes(min_dims=1, max_dims=1)))
+        mode = draw(st.sampled_from(["full", "same", "valid"]))
+        desc = f"np.convolve {a.shape} {b.shape} {mode}"
+        return Case(lambda a, b: fn(a, b, mode), (a, b), draw(diff_mask(2)), desc)
+    return Case(fn, (a, b), draw(diff_mask(2)), desc)
+
+
+@st.composite
+def _trapezoid_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    y = draw(float_arrays(shape))
+    axis = draw(single_axis(len(shape)))
+    kind = draw(st.sampled_from(["dx", "x along the axis", "x like y"]))
+    if kind == "dx":
+        dx = draw(floats(0.1, 2.0))
+        return Case(lambda y: fn(y, dx=dx, axis=axis), (y,), (True,), f"np.trapezoid(y {shape}, dx={dx}, axis={axis})")
+    x = draw(float_arrays((shape[axis],) if kind == "x along the axis" else shape))
+    return Case(lambda y, x: fn(y, x, axis=axis), (y, x), draw(diff_mask(2)), f"np.trapezoid(y {shape}, x {x.shape})")
+
+
+if hasattr(np, "trapezoid"):
+    spec(np.trapezoid)(_trapezoid_cases)
+
+
 @st.composite
 def _array_api_norm_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=2 if fn is not np.linalg.vector_norm else 1))
