@@ -285,9 +285,7 @@ class Arena:
         if self._released:
             msg = "this arena's forward values were released by backward(retain=False): record the computation again"
             raise ArenaError(msg)
-        # While checking, numpy's floating-point warnings only repeat, less precisely, what
-        # the check reports.
-        with np.errstate(all="ignore") if self.check_finite else contextlib.nullcontext():
+        with quiet_while_checking(self.check_finite):
             result = gradients(self, output, wrt, seed, options, create_graph=create_graph, retain=retain)
         if not retain:
             self._release()
@@ -451,6 +449,15 @@ class Arena:
 
     def __exit__(self, *exc: object) -> None:
         _state.stack.remove(self)
+
+
+_NOT_QUIET = contextlib.nullcontext()
+
+
+def quiet_while_checking(checking: bool) -> Any:
+    """While nodegrad checks for NaNs itself, numpy's floating-point warnings only repeat,
+    less precisely, what the check reports: silence them then."""
+    return np.errstate(all="ignore") if checking else _NOT_QUIET
 
 
 def too_deep(where: str, name: str) -> StructureError:

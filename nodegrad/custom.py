@@ -19,14 +19,14 @@ from nodegrad.arena import Traced, record
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.ops.registry import Op, same_rule_for_all
 from nodegrad.ops.structured import pack, view
-from nodegrad.structure import cotangent_for, flatten_with_paths, handler_for, map_with_paths, materialize
+from nodegrad.structure import cotangent_for, handler_for, leaves, map_with_paths, materialize
 from nodegrad.sweep import fit_cotangent, unbroadcast
 
 __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
 
 def _has_traced(value: Any) -> bool:
-    return any(isinstance(leaf, Traced) for _, leaf in flatten_with_paths(value))
+    return any(isinstance(leaf, Traced) for leaf in leaves(value))
 
 
 class _Residuals:
@@ -174,7 +174,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         return fun(*args), args
 
     def bwd(args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
-        traced = [leaf for _, leaf in flatten_with_paths((args, g)) if isinstance(leaf, Traced)]
+        traced = [leaf for leaf in leaves((args, g)) if isinstance(leaf, Traced)]
         if traced:  # a recorded sweep (higher order, or jvp): recompute in its arena
             return _recompute_in(traced[0].arena, fun, args, g)
         _, back = vjp(fun, *args)

@@ -243,7 +243,7 @@ def _var(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
                 raise ArgumentError(msg)
             ddof = correction
         _no_extras(name, dtype=dtype, out=out, **kw)
-        return fn(a, axis, ddof, False if keepdims is np._NoValue else keepdims)
+        return fn(a, axis, ddof, _keepdims(keepdims))
 
     return spread
 
@@ -347,17 +347,29 @@ def _vstack(tup: Any, **kw: Any) -> Any:
     return ops.cat([_ATLEAST_2D(a) for a in tup], 0)
 
 
-def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
-    _no_extras("diff", prepend=prepend, append=append)
+def _neighbours(name: str, a: Any, axis: int) -> tuple[int, tuple[slice, ...], tuple[slice, ...]]:
+    """The axis as a non-negative int, and the indices of every entry but the last and of
+    every entry but the first along it (each entry's left and right neighbours)."""
     ndim = np.ndim(unwrap(a))
     if ndim == 0:
-        msg = f"np.diff: needs at least one dimension [called at {user_location()}]"
+        msg = f"np.{name}: needs at least one dimension [called at {user_location()}]"
         raise ShapeError(msg)
-    axis = normalize_axis("diff", axis, ndim)[0]  # type: ignore[index]
-    before, after = [slice(None)] * ndim, [slice(None)] * ndim
-    before[axis], after[axis] = slice(None, -1), slice(1, None)
+    axis = normalize_axis(name, axis, ndim)[0]  # type: ignore[index]
+    left, right = [slice(None)] * ndim, [slice(None)] * ndim
+    left[axis], right[axis] = slice(None, -1), slice(1, None)
+    return axis, tuple(left), tuple(right)
+
+
+def _keepdims(value: Any) -> bool:
+    """numpy's keepdims argument, which may be left as np._NoValue."""
+    return False if value is np._NoValue else bool(value)
+
+
+def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue) -> Any:
+    _no_extras("diff", prepend=prepend, append=append)
+    _, left, right = _neighbours("diff", a, axis)
     for _ in range(n):
-        a = ops.getitem(a, tuple(after)) - ops.getitem(a, tuple(before))
+        a = ops.getitem(a, right) - ops.getitem(a, left)
     return a
 
 
@@ -438,7 +450,7 @@ def _diag(v: Any, k: int = 0) -> Any:
 
 
 def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *, keepdims: Any = False) -> Any:
-    keepdims = bool(keepdims) if keepdims is not np._NoValue else False
+    keepdims = _keepdims(keepdims)
     if weights is None:
         value = ops.mean(a, axis, keepdims)
         count = np.size(unwrap(a)) // max(np.size(unwrap(value)), 1)
@@ -472,28 +484,26 @@ def _nan_free(a: Any) -> Any:
 
 def _nansum(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
     _no_extras("nansum", dtype=dtype, out=out, **kw)
-    return ops.sum(_nan_free(a), axis, bool(keepdims) if keepdims is not np._NoValue else False)
+    return ops.sum(_nan_free(a), axis, _keepdims(keepdims))
 
 
 def _nanmean(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, **kw: Any) -> Any:
     _no_extras("nanmean", dtype=dtype, out=out, **kw)
-    keep = bool(keepdims) if keepdims is not np._NoValue else False
+    keep = _keepdims(keepdims)
     count = np.sum(~np.isnan(unwrap(a)), axis=axis, keepdims=keep)
     return ops.sum(_nan_free(a), axis, keep) / count
 
 
 def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any:
     _no_extras("ptp", out=out)
-    keep = bool(keepdims) if keepdims is not np._NoValue else False
+    keep = _keepdims(keepdims)
     return ops.max(a, axis, keep) - ops.min(a, axis, keep)
 
 
 def _trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
     ndim = np.ndim(unwrap(y))
-    axis = normalize_axis("trapezoid", axis, ndim)[0]  # type: ignore[index]
-    before, after = [slice(None)] * ndim, [slice(None)] * ndim
-    before[axis], after[axis] = slice(None, -1), slice(1, None)
-    mean_heights = (ops.getitem(y, tuple(after)) + ops.getitem(y, tuple(before))) * 0.5
+    axis, left, right = _neighbours("trapezoid", y, axis)
+    mean_heights = (ops.getitem(y, right) + ops.getitem(y, left)) * 0.5
     if x is None:
         return ops.sum(mean_heights, axis) * dx
     widths = _diff(x, axis=-1 if np.ndim(unwrap(x)) == 1 else axis)

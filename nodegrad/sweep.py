@@ -408,7 +408,8 @@ def gradients(
     ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
     """
     options = _check_options(options)
-    targets = list(wrt) if type(wrt) is tuple and all(type(t) is Traced for t in wrt) else _traced_leaves(wrt, [])
+    flat = type(wrt) is tuple and all(type(t) is Traced for t in wrt)  # grad's common case
+    targets = list(wrt) if flat else _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
     if isinstance(arena._nodes, CheckedNodes):
@@ -456,7 +457,7 @@ def gradients(
         raise NoGradientError(msg)
     if type(wrt) is Traced:
         return results[id(wrt)]
-    if type(wrt) is tuple and all(type(leaf) is Traced for leaf in wrt):  # grad's common case
+    if flat:
         return tuple(results[id(leaf)] for leaf in wrt)
     return map_unless_static(lambda leaf: results.get(id(leaf)), wrt)
 

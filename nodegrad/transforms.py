@@ -6,7 +6,6 @@ user's function (which records nodes as it goes), and sweeps back once.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops, tree
-from nodegrad.arena import Arena, Traced, current_arena, too_deep
+from nodegrad.arena import Arena, Traced, current_arena, quiet_while_checking, too_deep
 from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.structure import (
     flatten_with_paths,
@@ -208,7 +207,7 @@ def value_and_grad(
             if check_finite:
                 outer._start_checking()  # the enclosing arena checks from here on
             return _nested_value_and_grad(outer, fun, args, kwargs, positions, single, has_aux, options, out)
-        with Arena(check_finite=True if check_finite else None) as arena, _quiet(check_finite):
+        with Arena(check_finite=True if check_finite else None) as arena, quiet_while_checking(bool(check_finite)):
             call_args = list(args)
             for k in positions:  # _enclosing_arena found no traced leaf in them
                 call_args[k] = arena.param(args[k], name=f"args[{k}]")
@@ -226,14 +225,6 @@ def value_and_grad(
         return ((value, plain(aux)), grad_value) if has_aux else (value, grad_value)
 
     return value_and_grad_fun
-
-
-_NOT_QUIET = contextlib.nullcontext()
-
-
-def _quiet(checking: bool) -> Any:
-    """While checking for NaNs ourselves, numpy's floating-point warnings only repeat it."""
-    return np.errstate(all="ignore") if checking else _NOT_QUIET
 
 
 def _enclosing_arena(arguments: Any) -> Arena | None:

@@ -39,6 +39,9 @@ def _scatter_rows(out: np.ndarray, index: np.ndarray, v: Any) -> None:
     halves the number of passes (complex addition adds the two parts independently, so
     the result is bit for bit the same).
     """
+    if out.ndim == 1 and type(v) is np.ndarray and v.shape == index.shape:
+        np.add.at(out, index, v)  # 1-D: numpy's own fast path
+        return
     rows, inner = out.shape[0], math.prod(out.shape[1:])
     flat_out = out.reshape(rows, inner)
     full = index.shape + out.shape[1:]
@@ -61,10 +64,7 @@ def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:
     """Zeros of ``shape`` with ``v`` added at ``index`` (``np.add.at`` semantics)."""
     out = np.zeros(shape, dtype=np.result_type(v))
     if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and shape:
-        if len(shape) == 1 and np.shape(v) == index.shape:
-            np.add.at(out, index, v)  # 1-D: numpy's own fast path
-        else:
-            _scatter_rows(out, index, v)
+        _scatter_rows(out, index, v)
     elif _is_basic(index):
         out[index] = v  # each element is selected at most once
     else:

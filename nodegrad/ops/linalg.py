@@ -12,7 +12,7 @@ import numpy as np
 
 from nodegrad.arena import Traced, composite, record, record2, unwrap
 from nodegrad.errors import ShapeError, user_location
-from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
+from nodegrad.ops.registry import PerCotangent, as_ints, defop, same_rule_for_all
 
 __all__ = [
     "cholesky",
@@ -170,7 +170,7 @@ def _onto_diagonals(g: Any, distinct: str, mine: str, sizes: dict[str, int]) -> 
         else:
             spread.append(c)
     eyes = [np.eye(sizes[tie[0]], dtype=np.result_type(g.dtype)) for tie in ties]
-    return np.einsum(",".join([distinct, *ties]) + "->" + "".join(spread), g, *eyes)
+    return _contract([distinct, *ties], "".join(spread), g, *eyes)
 
 
 # Above this many multiply-adds, np.einsum's optimize=True (a contraction order, and BLAS
@@ -373,11 +373,19 @@ INV = defop(
 )
 
 
+_SOLVED = PerCotangent()
+
+
 def _solve_for(a: Any, g: Any, vector: bool) -> Any:
-    """``solve(a^T, g)``: the cotangent of ``b``, as a vector or as columns like ``b``."""
-    if vector:
-        return np.linalg.solve(_transposed(a), g[..., None])[..., 0]
-    return np.linalg.solve(_transposed(a), g)
+    """``solve(a^T, g)``: the cotangent of ``b``, as a vector or as columns like ``b``. Both
+    of solve's rules need it: it is solved once per sweep."""
+    solved = _SOLVED.get(g, a)
+    if solved is None:
+        columns = g[..., None] if vector else g
+        solved = np.linalg.solve(_transposed(a), columns)
+        solved = solved[..., 0] if vector else solved
+        _SOLVED.put(g, a, solved)
+    return solved
 
 
 def _solve_rule_a(g: Any, ans: Any, a: Any, b: Any) -> Any:

@@ -481,15 +481,11 @@ def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
     object, and all three need ``lam``: on arrays it is computed once and kept for as long
     as that cotangent lives (see :class:`~nodegrad.ops.registry.PerCotangent`).
     """
-    shared = type(g) is np.ndarray and type(a) is not Traced
-    if shared:
-        lam = _SHARED_ADJOINT.get(g, a)
-        if lam is not None:
-            return lam
-    full = np.broadcast_to(a, np.shape(g))
-    after = np.concatenate([full[1:], np.zeros_like(full[:1])])
-    lam = _scan(after, g, reverse=True)
-    if shared:
+    lam = _SHARED_ADJOINT.get(g, a)  # kept only for a plain-array g
+    if lam is None:
+        full = np.broadcast_to(a, np.shape(g))
+        after = np.concatenate([full[1:], np.zeros_like(full[:1])])
+        lam = _scan(after, g, reverse=True)
         _SHARED_ADJOINT.put(g, a, lam)
     return lam
 
