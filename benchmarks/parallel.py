@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from run import core_count, relaunch_with_environment
+from workloads.environment import core_count, relaunch_with_environment
 
 
 def loss(params: dict[str, Any], batch: dict[str, Any]) -> Any:

@@ -1,0 +1,41 @@
+"""The benchmark workloads, one module each, and the helpers they share.
+
+``chains``       W1 (per-op overhead) and W5 (deep graph): chains of cheap elementwise ops
+``mlp``          W2: an MLP with softmax cross-entropy, float32 and float64
+``large_chain``  W3: a 10-op chain on 10 million elements
+``dict_params``  W4: a dict of 200 small matrices, the gradient a dict
+``gather``       W6: a sampled batch from a dict of columns, written in plain numpy
+
+Shared: ``environment`` (malloc and thread settings, the header's facts), ``libraries``
+(the peers, their ops and gradient steps, gradient comparison) and ``timing`` (sizes,
+cases, interleaved rounds, results). Each workload module has a function from
+:class:`~.timing.Sizes` and the importable libraries to its :class:`~.timing.Case` list;
+:data:`WORKLOADS` maps the keys of ``--only`` to them, in table order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from . import gather, large_chain, mlp
+from .chains import w1_case, w5_case
+from .dict_params import w4_case
+from .gather import w6_cases
+from .large_chain import w3_case
+from .mlp import w2_cases
+from .timing import Case, Sizes
+
+WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], list[Case]]] = {
+    "W1": w1_case,
+    "W2": w2_cases,
+    "W3": w3_case,
+    "W4": w4_case,
+    "W5": w5_case,
+    "W6": w6_cases,
+}
+
+
+def verify_hand_written_references(sizes: Sizes) -> None:
+    """Assert that the hand-written numpy gradients (W2, W3, W6) equal nodegrad's (tight tolerance)."""
+    for module in (mlp, large_chain, gather):
+        module.check_hand_written(sizes)

@@ -1,0 +1,190 @@
+"""What is timed and how: problem sizes, one case per table block, interleaved rounds, results.
+
+Each library runs each case once as a warm-up, its gradient checked against the baseline's
+(:func:`prepare_library`); then the libraries are timed with ``time.perf_counter`` in
+interleaved rounds (:func:`time_in_rounds`), and :func:`run_case` turns the times into
+:class:`Row` results: minimum and median, in the case's unit, and the ratio to the baseline.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .libraries import PREFIX, Step, as_numpy, display_name, max_relative_error
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Problem sizes and timing rounds of one run."""
+
+    chain_blocks: int = 250  # W1: 4 ops per block
+    deep_blocks: int = 25_000  # W5
+    layers: tuple[int, ...] = (784, 256, 256, 10)
+    batch: int = 64
+    big_n: int = 10_000_000  # W3
+    dict_params: int = 200  # W4
+    gather_rows: int = 10_000  # W6: rows of the columns, features of "x", rows sampled per step
+    gather_features: int = 16
+    gather_batch: int = 4096
+    # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
+    rounds: dict[str, int] = field(default_factory=lambda: {"W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3, "W6": 10})
+    runs_per_round: dict[str, int] = field(
+        default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10}
+    )
+    judge_targets: bool = True  # the targets are defined for these sizes only
+
+    def timing(self, key: str) -> tuple[int, int]:
+        """Rounds and runs per round of workload ``key``."""
+        return self.rounds[key], self.runs_per_round[key]
+
+
+QUICK = Sizes(
+    chain_blocks=25,
+    deep_blocks=250,
+    layers=(64, 32, 32, 10),
+    batch=8,
+    big_n=100_000,
+    dict_params=10,
+    gather_rows=500,
+    gather_batch=200,
+    rounds={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1},
+    runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1},
+    judge_targets=False,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One block of the table: the same computation in every library."""
+
+    key: str  # what --only selects
+    title: str
+    baseline: str
+    unit: str  # "µs/op", "µs/param" or "ms"
+    ops_per_run: int  # time per run is divided by this for the "µs/..." units
+    target: float | None  # nodegrad's ratio to the baseline should not exceed this
+    rounds: int
+    runs_per_round: int
+    builders: dict[str, Callable[[], Step]]
+    tolerance: float  # for the check column, see max_relative_error
+    jit: bool  # whether JAX compiles the step (the others have no such switch)
+
+
+@dataclass
+class Row:
+    """The result of one library on one case (times in seconds)."""
+
+    case: str
+    library: str
+    variant: str = ""  # "jit" or "eager" for JAX
+    best_s: float | None = None
+    median_s: float | None = None
+    runs: int = 0
+    value: float | None = None  # best time in the case's unit
+    median_value: float | None = None
+    unit: str = ""
+    ratio: float | None = None
+    baseline: str = ""
+    target: float | None = None
+    met: bool | None = None
+    check: str = ""
+    error: str = ""
+
+
+# -- timing ---------------------------------------------------------------------------------
+
+
+def time_runs(step: Step, runs: int) -> list[float]:
+    """Seconds of each of ``runs`` back-to-back runs; a run's result is freed inside its timing."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def short_error(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"failed: {type(exc).__name__}: {text[:100]}"
+
+
+def prepare_library(case: Case, name: str, reference: Any) -> tuple[Row, Step | None, Any]:
+    """Build the step and run it once (the warm-up), checking its gradient against ``reference``.
+
+    Returns the row, the step (``None`` if it failed) and the gradient as numpy arrays.
+    """
+    variant = ("jit" if case.jit else "eager") if name == "jax" else ""
+    row = Row(case.title, name, variant, unit=case.unit, baseline=case.baseline)
+    try:
+        step = case.builders[name]()
+        grads = as_numpy(step())
+    except Exception as exc:  # a library failing a workload is a result, not a crash
+        row.error = short_error(exc)
+        return row, None, None
+    if name == PREFIX:
+        row.check = "part of every run"
+        return row, step, None
+    if reference is None:
+        row.check = "reference"
+    else:
+        error = max_relative_error(grads, reference)
+        row.check = "ok" if error <= case.tolerance else f"MISMATCH {error:.1e}"
+    return row, step, grads
+
+
+def time_in_rounds(case: Case, steps: dict[str, Step], rows: dict[str, Row]) -> dict[str, list[float]]:
+    """Time every step in interleaved rounds, so that a burst of load from another process
+    hits all libraries alike instead of the one that happened to be running.
+
+    The collector runs once before the first round, not before each run: a full collection
+    walks every object of every imported library and evicts the caches, which would add
+    about 0.2 ms to a sub-millisecond step.
+    """
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    gc.collect()
+    for _ in range(case.rounds):
+        for name, step in list(steps.items()):
+            try:
+                times[name].extend(time_runs(step, case.runs_per_round))
+            except Exception as exc:  # e.g. memory running out on a later run
+                rows[name].error = short_error(exc)
+                del steps[name], times[name]
+    return times
+
+
+def run_case(case: Case, judge_targets: bool) -> list[Row]:
+    """Every library on one case. The baseline is prepared first: its gradient is the check's reference."""
+    order = sorted(case.builders, key=lambda name: name != case.baseline)
+    rows: dict[str, Row] = {}
+    steps: dict[str, Step] = {}
+    reference = None
+    for name in order:
+        print(f"  {case.title}: {display_name(name)} ...", file=sys.stderr, flush=True)
+        rows[name], step, grads = prepare_library(case, name, reference)
+        if step is not None:
+            steps[name] = step
+            reference = grads if reference is None else reference
+        del grads
+    print(f"  {case.title}: timing {case.rounds} x {case.runs_per_round} runs", file=sys.stderr, flush=True)
+    scale = (1e6 / case.ops_per_run) if case.unit.startswith("µs/") else 1e3
+    for name, times in time_in_rounds(case, steps, rows).items():
+        row = rows[name]
+        row.best_s, row.median_s, row.runs = min(times), statistics.median(times), len(times)
+        row.value, row.median_value = row.best_s * scale, row.median_s * scale
+    del steps, reference
+    gc.collect()
+    base = rows.get(case.baseline)
+    for row in rows.values():
+        if base is not None and base.best_s and row.best_s is not None:
+            row.ratio = row.best_s / base.best_s
+        if row.library == "nodegrad" and case.target is not None:
+            row.target = case.target
+            row.met = None if row.ratio is None or not judge_targets else row.ratio <= case.target
+    return list(rows.values())
