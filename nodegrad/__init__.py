@@ -9,13 +9,15 @@ array([0., 0., 0.])
 """
 
 from nodegrad import display, errors, ops, optim, parallel, tree
-from nodegrad.arena import Arena, Node, Traced
+from nodegrad import numpy_api as numpy_api  # np.exp(x) and np.sum(x) of traced values
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
+from nodegrad.engine.arena import Arena, Node
+from nodegrad.engine.structure import dataclass_field, field, register_container
+from nodegrad.engine.sweep import GradOptions
+from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
-from nodegrad.structure import dataclass_field, field, register_container
-from nodegrad.sweep import GradOptions
 from nodegrad.transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
 
 __version__ = "0.1.0"

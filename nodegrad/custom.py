@@ -15,12 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, record
+from nodegrad.engine.record import record
+from nodegrad.engine.registry import Op, same_rule_for_all
+from nodegrad.engine.structure import cotangent_for, handler_for, leaves, map_with_paths, materialize
+from nodegrad.engine.sweep import fit_cotangent, gradients, unbroadcast
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
-from nodegrad.ops.registry import Op, same_rule_for_all
 from nodegrad.ops.structured import pack, view
-from nodegrad.structure import cotangent_for, handler_for, leaves, map_with_paths, materialize
-from nodegrad.sweep import fit_cotangent, unbroadcast
+from nodegrad.transforms import vjp
 
 __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
@@ -168,7 +170,6 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     >>> g
     array([1., 1., 1.])
     """
-    from nodegrad.transforms import vjp
 
     def fwd(*args: Any) -> tuple[Any, Any]:
         return fun(*args), args
@@ -188,8 +189,6 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 def _recompute_in(arena: Any, fun: Callable[..., Any], args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
     """``checkpoint``'s backward in a recorded sweep: run ``fun`` again in that arena and
     record its sweep there too, so the result can be differentiated again."""
-    from nodegrad.sweep import gradients
-
     # Traced arguments are used as they are (their dependence is what higher order needs);
     # plain ones become leaves of that arena.
     params = tuple(a if _has_traced(a) else arena.param(a) for a in args)

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.structure import flatten_with_paths
 from nodegrad.errors import NonFiniteError, user_location
 
 __all__ = ["CheckedNodes", "CheckedSweep", "debug_nans"]
@@ -127,8 +129,6 @@ class CheckedNodes(list):
     def _check_leaf(self, value: Any) -> None:
         """A leaf (parameter or input) that already holds a NaN is the origin itself: say so
         rather than blame the first op that reads it."""
-        from nodegrad.structure import flatten_with_paths
-
         index = len(self) - 1
         root = self.arena._paths.get(index, "")
         for path, leaf in flatten_with_paths(value):
@@ -160,6 +160,10 @@ class CheckedNodes(list):
     def __delitem__(self, index: Any) -> None:
         super().__delitem__(index)
         del self.locations[len(self) :]
+
+    def for_sweep(self) -> CheckedSweep:
+        """These nodes as the sweep reads them: every cotangent a rule returns is checked."""
+        return CheckedSweep(self)
 
     def paths_of(self, indices: Any) -> str:
         """The key paths the inputs ``indices`` were computed from: each input's own path,
@@ -263,3 +267,8 @@ def _where_hint(nodes: CheckedNodes, i: int, g: Any, out: Any) -> str:
         f"derivative): the value is discarded further on, but its input lies where the derivative is "
         f"infinite. {fix}"
     )
+
+
+# The engine creates arenas and runs sweeps; it reaches this module only through its sockets.
+PLUGINS.checking = lambda: CHECKING.on
+PLUGINS.checked_nodes = CheckedNodes

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.arena import Traced, call_atomically, unwrap
+from nodegrad.engine.record import call_atomically
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
-from nodegrad.ops.reduce import normalize_axis
+from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
@@ -741,3 +742,17 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         msg = f"{name} has no gradient rule for traced values [called at {user_location()}]"
         raise NoGradientError(msg)
     return call_atomically(impl, args, kwargs)
+
+
+def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    return dispatch_function(func, args, kwargs)
+
+
+# numpy's protocols, attached to the engine's handle from here: np.exp(x) and np.sum(x) of a
+# traced x come to this module.
+Traced.__array_ufunc__ = _array_ufunc  # type: ignore[attr-defined]
+Traced.__array_function__ = _array_function  # type: ignore[attr-defined]

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.structure import flatten_with_paths, map_with_paths
 from nodegrad.errors import ArgumentError, ShapeError, StructureError
-from nodegrad.structure import flatten_with_paths, map_with_paths
 from nodegrad.transforms import value_and_grad as _value_and_grad
 from nodegrad.tree import add, scale
 

@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops, tree
-from nodegrad.arena import Arena, Traced, current_arena, quiet_while_checking, too_deep
-from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
-from nodegrad.structure import (
+from nodegrad.engine.arena import Arena, current_arena, quiet_while_checking, too_deep
+from nodegrad.engine.structure import (
     flatten_with_paths,
     handler_for,
     is_differentiable_leaf,
@@ -23,7 +22,9 @@ from nodegrad.structure import (
     map_with_paths,
     zip_leaves,
 )
-from nodegrad.sweep import GradOptions, gradients
+from nodegrad.engine.sweep import GradOptions, gradients
+from nodegrad.engine.traced import Traced
+from nodegrad.errors import ArenaError, ArgumentError, DtypeError, ShapeError, StructureError
 
 __all__ = ["grad", "hessian", "hvp", "jacobian", "jvp", "value_and_grad", "vjp"]
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.errors import ArgumentError
-from nodegrad.structure import (
+from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten_with_paths,
     handler_for,
@@ -23,6 +22,7 @@ from nodegrad.structure import (
     map_with_paths,
     zip_leaves,
 )
+from nodegrad.errors import ArgumentError
 
 __all__ = [
     "add",

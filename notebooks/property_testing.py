@@ -21,7 +21,7 @@ import numpy as np
 from hypothesis import given, settings
 
 import nodegrad as ng
-from nodegrad.structure import is_differentiable_leaf
+from nodegrad.engine.structure import is_differentiable_leaf
 from nodegrad.testing import check_grads
 from nodegrad.testing.strategies import float_arrays, structures
 
@@ -79,11 +79,11 @@ test_sum_of_squares()
 # check fails with a message naming the argument and both values.
 
 # %%
-wrong = ng.ops.registry.defop("bad_cos", np.cos, lambda g, ans, x: g * np.sin(x), family="demo")
+wrong = ng.ops.defop("bad_cos", np.cos, lambda g, ans, x: g * np.sin(x), family="demo")
 
 
 def bad_cos(x: object) -> object:
-    from nodegrad.arena import record1
+    from nodegrad.engine.record import record1
 
     return record1(wrong, x)
 
@@ -94,4 +94,4 @@ except AssertionError as failure:
     message = str(failure)
 print(message)
 assert "argument 0" in message and "analytic" in message and "numeric" in message
-del ng.ops.registry.REGISTRY["bad_cos"]  # keep the registry as it was
+del ng.ops.REGISTRY["bad_cos"]  # keep the registry as it was

@@ -187,7 +187,7 @@ def test_every_error_is_a_nodegrad_error():
 
 
 def test_arenas_enter_and_exit_as_context_managers():
-    from nodegrad.arena import current_arena
+    from nodegrad.engine.arena import current_arena
 
     assert current_arena() is None
     with ng.Arena() as outer:

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given, settings
 
 import nodegrad as ng
-from nodegrad.arena import record1
+from nodegrad.engine.record import record1
+from nodegrad.engine.registry import Op
 from nodegrad.errors import NoGradientError
 from nodegrad.ops import REGISTRY, pipeline
-from nodegrad.ops.registry import Op
 from nodegrad.testing import check_grads
 from tests.ops import specs_pipeline
 from tests.ops.harness import Case

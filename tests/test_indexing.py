@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, note
 
 import nodegrad as ng
-from nodegrad.arena import Traced
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import OpIndexError
 from nodegrad.testing import check_grads
 from tests.strategies import float_arrays, floats, index_expressions, shapes, stretchable_to

@@ -30,7 +30,7 @@ import pytest
 from hypothesis import assume, given, note
 
 import nodegrad as ng
-from nodegrad.arena import Traced
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArenaError, DtypeError, NoGradientError, ShapeError
 from nodegrad.numpy_api import FUNCTIONS, UFUNCS, VALUE_FUNCTIONS, VALUE_UFUNCS
 from nodegrad.testing import check_grads

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import Phase, given, settings
 
 import nodegrad as ng
-from nodegrad.arena import current_arena
+from nodegrad.engine.arena import current_arena
 from nodegrad.errors import ArenaError, DtypeError, NodegradError, NonFiniteError
 from tests.strategies import float_arrays, floats, shapes
 

@@ -15,15 +15,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import nodegrad as ng
-from nodegrad.errors import ArgumentError, NoGradientError, StructureError
-from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
-from nodegrad.structure import (
+from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten_with_paths,
     handler_for,
     is_differentiable_leaf,
     map_with_paths,
 )
+from nodegrad.errors import ArgumentError, NoGradientError, StructureError
+from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
 from nodegrad.testing.strategies import Box, Marked, Pair, Tagged, structures
 
 NT = collections.namedtuple("NT", "u v")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.structure import handler_for
+from nodegrad.engine.structure import handler_for
 
 __all__ = ["arena_svg"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.structure import flatten_with_paths, handler_for
+from nodegrad.engine.structure import flatten_with_paths, handler_for
 
 __all__ = ["Summary", "arena_html", "describe_value", "node_html", "summary"]
 

@@ -1,10 +1,16 @@
-"""The op registry and its families: one module per family, each op defined once.
+"""The op families: one module per family, each op defined once (the registry itself is
+:mod:`nodegrad.engine.registry`).
 
-Importing this package registers every op. Each op is also a public function here,
+Importing this package registers every op and gives the traced handle its operators and
+array methods (:mod:`nodegrad.ops.traced_methods`). Each op is also a public function here,
 named as numpy names it where numpy has it.
 """
 
+from nodegrad.engine.registry import REGISTRY as REGISTRY
+from nodegrad.engine.registry import Op as Op
+from nodegrad.engine.registry import defop as defop
 from nodegrad.ops import elementwise, index, linalg, nn, pipeline, reduce, shape, structured
+from nodegrad.ops import traced_methods as traced_methods  # gives Traced its operators and methods
 from nodegrad.ops.elementwise import (
     abs,
     add,
@@ -56,10 +62,12 @@ from nodegrad.ops.elementwise import (
 )
 from nodegrad.ops.index import (
     at,
+    flip,
     gather,
     getitem,
     index_add,
     index_set,
+    split,
 )
 from nodegrad.ops.linalg import (
     cholesky,
@@ -97,30 +105,16 @@ from nodegrad.ops.pipeline import (
     ssm_scan,
     take_along_axis,
 )
-from nodegrad.ops.reduce import (
-    max,
-    mean,
-    min,
-    norm,
-    prod,
-    std,
-    sum,
-    var,
-)
-from nodegrad.ops.registry import REGISTRY as REGISTRY
-from nodegrad.ops.registry import Op as Op
-from nodegrad.ops.registry import defop as defop
+from nodegrad.ops.reduce import max, mean, min, norm, prod, std, sum, var
 from nodegrad.ops.shape import (
     astype,
     broadcast_to,
     cat,
     expand_dims,
-    flip,
     moveaxis,
     pad,
     ravel,
     reshape,
-    split,
     squeeze,
     stack,
     swapaxes,

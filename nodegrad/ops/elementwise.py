@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, record, record1, record2
+from nodegrad.engine.record import record, record1, record2
+from nodegrad.engine.registry import PerCotangent, defop
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
-from nodegrad.ops.registry import PerCotangent, defop
 
 __all__ = [
     "abs",
@@ -679,8 +680,6 @@ def where(mask: Any, a: Any, b: Any) -> Any:
     >>> ng.grad(lambda x: ng.where(m, x * 3.0, x).sum())(np.array([1.0, 1.0]))
     array([3., 1.])
     """
-    from nodegrad.arena import unwrap
-
     mask_value = np.asarray(unwrap(mask))
     if mask_value.dtype != bool:
         if not np.all((mask_value == 0) | (mask_value == 1)):

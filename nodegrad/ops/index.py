@@ -1,4 +1,4 @@
-"""Indexing ops: ``x[index]`` and ``gather`` (``np.take``).
+"""Indexing ops: ``x[index]`` and ``gather`` (``np.take``); ``flip`` and ``split``, built on them.
 
 Their VJPs scatter the cotangent back with ``np.add.at`` semantics, so an index that
 repeats accumulates. Out-of-bounds indices raise when the op is recorded.
@@ -7,16 +7,20 @@ repeats accumulates. Out-of-bounds indices raise when the op is recorded.
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record1, record2, unwrap
+from nodegrad.engine.record import composite, record1, record2
+from nodegrad.engine.registry import defop
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
-from nodegrad.ops.registry import as_ints, defop
+from nodegrad.ops.arguments import as_ints, axes_of
+from nodegrad.ops.shape import ravel
 
-__all__ = ["at", "gather", "getitem", "index_add", "index_set", "scatter"]
+__all__ = ["at", "flip", "gather", "getitem", "index_add", "index_set", "scatter", "split"]
 
 _F = "index"
 _BASIC = (int, np.integer, slice, type(None), type(Ellipsis))
@@ -314,8 +318,6 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
         msg = f"gather: indices must be integers, got dtype {indices.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)
     if axis is None:
-        from nodegrad.ops.shape import ravel
-
         return gather(ravel(x), indices, 0)
     ndim = np.ndim(unwrap(x))
     given = as_ints("gather", "axis", axis) if not isinstance(axis, (tuple, list)) else ()
@@ -323,3 +325,41 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
         msg = f"gather: axis {axis} is out of range for shape {np.shape(unwrap(x))} [called at {user_location()}]"
         raise ShapeError(msg)
     return record1(GATHER, x, indices, given[0] % ndim)
+
+
+def flip(x: Any, axis: Any = None) -> Any:
+    """Reverse the order of entries along ``axis`` (all axes by default), as ``np.flip``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.flip(np.array([1.0, 2.0, 3.0]))
+    array([3., 2., 1.])
+    """
+    ndim = np.ndim(unwrap(x))
+    axes = range(ndim) if axis is None else axes_of("flip", axis, ndim)
+    return getitem(x, tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(ndim)))
+
+
+@composite
+def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
+    """Split into pieces along ``axis``, as ``np.split``: ``N`` equal pieces, or pieces
+    between the given indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> [p.shape for p in ng.split(np.ones((4, 2)), [1, 3])]
+    [(1, 2), (2, 2), (1, 2)]
+    """
+    shape = np.shape(unwrap(x))
+    axis = axes_of("split", axis, len(shape))[0]
+    try:
+        pieces = np.split(np.arange(shape[axis]), indices_or_sections)
+    except ValueError as exc:
+        msg = f"split: {exc} (axis {axis} of shape {shape}) [called at {user_location()}]"
+        raise ShapeError(msg) from exc
+    bounds = np.cumsum([0] + [len(p) for p in pieces])
+    return [getitem(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in itertools.pairwise(bounds)]

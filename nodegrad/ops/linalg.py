@@ -10,9 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, composite, record, record2, unwrap
+from nodegrad.engine.record import composite, record, record2
+from nodegrad.engine.registry import PerCotangent, defop, same_rule_for_all
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
-from nodegrad.ops.registry import PerCotangent, as_ints, defop, same_rule_for_all
+from nodegrad.ops.arguments import as_ints
+from nodegrad.ops.elementwise import multiply
+from nodegrad.ops.shape import reshape
 
 __all__ = [
     "cholesky",
@@ -272,8 +276,6 @@ def dot(a: Any, b: Any) -> Any:
     >>> ng.grad(lambda x: ng.dot(x, x))(np.array([1.0, 2.0]))
     array([2., 4.])
     """
-    from nodegrad.ops.elementwise import multiply
-
     nda, ndb = np.ndim(unwrap(a)), np.ndim(unwrap(b))
     if nda == 0 or ndb == 0:
         return multiply(a, b)
@@ -293,9 +295,6 @@ def outer(a: Any, b: Any) -> Any:
     >>> ng.outer(np.array([1.0, 2.0]), np.array([3.0, 4.0, 5.0])).shape
     (2, 3)
     """
-    from nodegrad.ops.elementwise import multiply
-    from nodegrad.ops.shape import reshape
-
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
 
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import record, record1, record2, unwrap
+from nodegrad.engine.record import record, record1, record2
+from nodegrad.engine.registry import defop
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
-from nodegrad.ops.reduce import normalize_axis
-from nodegrad.ops.registry import defop
+from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["batch_norm", "cross_entropy", "layer_norm", "log_softmax", "softmax"]
 

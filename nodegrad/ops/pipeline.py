@@ -18,14 +18,15 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, composite, record, record1, unwrap
+from nodegrad.engine.record import composite, record, record1
+from nodegrad.engine.registry import PerCotangent, defop
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
+from nodegrad.ops.arguments import as_ints, normalize_axis
 from nodegrad.ops.elementwise import divide, where
 from nodegrad.ops.index import getitem, index_add
-from nodegrad.ops.reduce import normalize_axis
 from nodegrad.ops.reduce import sum as reduce_sum
-from nodegrad.ops.registry import PerCotangent, as_ints, defop
-from nodegrad.ops.shape import broadcast_to
+from nodegrad.ops.shape import broadcast_to, reshape
 
 __all__ = [
     "cumprod",
@@ -430,8 +431,6 @@ CUMPROD = defop(
 
 def _scan_axis(op_name: str, x: Any, axis: int | None) -> tuple[Any, int]:
     if axis is None:
-        from nodegrad.ops.shape import reshape
-
         return reshape(x, (-1,)), 0
     return x, normalize_axis(op_name, axis, np.ndim(unwrap(x)))[0]  # type: ignore[index]
 
@@ -479,7 +478,7 @@ def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
 
     The sweep calls the rules of one node one after another with the same cotangent
     object, and all three need ``lam``: on arrays it is computed once and kept for as long
-    as that cotangent lives (see :class:`~nodegrad.ops.registry.PerCotangent`).
+    as that cotangent lives (see :class:`~nodegrad.engine.registry.PerCotangent`).
     """
     lam = _SHARED_ADJOINT.get(g, a)  # kept only for a plain-array g
     if lam is None:

@@ -8,44 +8,19 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, composite, record1, unwrap
+from nodegrad.engine.record import composite, record1
+from nodegrad.engine.registry import defop
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
-from nodegrad.ops.registry import defop
+from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.elementwise import abs as absolute
+from nodegrad.ops.elementwise import power, sqrt, where
+from nodegrad.ops.linalg import svdvals
+from nodegrad.ops.shape import expand_dims, moveaxis
 
 __all__ = ["max", "mean", "min", "norm", "prod", "std", "sum", "var"]
 
 _F = "reduce"
-
-
-def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
-    """Turn ``axis`` (None, int or sequence) into a sorted tuple of non-negative axes.
-
-    Raises a :class:`ShapeError` naming the op when an axis is out of range or repeated.
-    """
-    if axis is None:
-        return None
-    if isinstance(axis, (int, np.integer)):
-        axes: tuple[Any, ...] = (axis,)
-    elif isinstance(axis, (tuple, list)):
-        axes = tuple(axis)
-    else:
-        msg = f"{op_name}: axis must be an int or a tuple of ints, got {axis!r} [called at {user_location()}]"
-        raise ShapeError(msg)
-    if ndim == 0 and all(isinstance(a, (int, np.integer)) and a in (0, -1) for a in axes):
-        return ()  # numpy lets a 0-d array be reduced over "axis 0": nothing to reduce
-    out = []
-    for a in axes:
-        if not isinstance(a, (int, np.integer)) or not -ndim <= a < builtins.max(ndim, 1):
-            msg = (
-                f"{op_name}: axis {axis!r} is out of range for an array of {ndim} dimensions [called at "
-                f"{user_location()}]"
-            )
-            raise ShapeError(msg)
-        out.append(int(a) % builtins.max(ndim, 1))
-    if len(set(out)) != len(out):
-        msg = f"{op_name}: repeated axis in {axis!r} [called at {user_location()}]"
-        raise ShapeError(msg)
-    return tuple(sorted(out))
 
 
 def _expand(g: Any, x: Any, axis: tuple[int, ...] | None, keepdims: bool) -> Any:
@@ -244,8 +219,6 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     >>> float(ng.std(np.array([1.0, 3.0])))
     1.0
     """
-    from nodegrad.ops.elementwise import sqrt
-
     return sqrt(var(x, axis, ddof, keepdims))
 
 
@@ -291,9 +264,6 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     array([[ 0., -1.],
            [ 0.,  1.]])
     """
-    from nodegrad.ops.elementwise import abs as absolute
-    from nodegrad.ops.elementwise import power, sqrt, where
-
     ndim = np.ndim(unwrap(x))
     axes = _norm_axes(axis, ndim)
     vector = (axes is not None and len(axes) == 1) or (axes is None and ndim == 1)
@@ -336,9 +306,6 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
 def _singular_value_norm(x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool) -> Any:  # noqa: A002
     """The spectral (2), smallest-singular-value (-2) or nuclear ('nuc') norm over ``axes``."""
-    from nodegrad.ops.linalg import svdvals
-    from nodegrad.ops.shape import expand_dims, moveaxis
-
     ndim = np.ndim(unwrap(x))
     rows, cols = (a % ndim for a in axes)
     values = svdvals(moveaxis(x, (rows, cols), (-2, -1)))

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
-from nodegrad.arena import Traced, composite, record, record1, unwrap
+from nodegrad.engine.record import record, record1
+from nodegrad.engine.registry import defop, same_rule_for_all
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
-from nodegrad.ops.registry import as_ints, defop, same_rule_for_all
+from nodegrad.ops.arguments import as_ints, axes_of
 
 __all__ = [
     "astype",
     "broadcast_to",
     "cat",
     "expand_dims",
-    "flip",
     "moveaxis",
     "pad",
     "ravel",
     "reshape",
-    "split",
     "squeeze",
     "stack",
     "swapaxes",
@@ -241,12 +240,6 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), value)
 
 
-def _axes_of(op_name: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    from nodegrad.ops.reduce import normalize_axis
-
-    return normalize_axis(op_name, axis, ndim) or ()
-
-
 def expand_dims(x: Any, axis: Any) -> Any:
     """Insert size-1 axes at ``axis`` (an int or a tuple), as ``np.expand_dims``.
 
@@ -259,7 +252,7 @@ def expand_dims(x: Any, axis: Any) -> Any:
     """
     shape = np.shape(unwrap(x))
     count = len(as_ints("expand_dims", "axis", axis))
-    new_axes = _axes_of("expand_dims", axis, len(shape) + count)
+    new_axes = axes_of("expand_dims", axis, len(shape) + count)
     rest = iter(shape)
     return reshape(x, tuple(1 if k in new_axes else next(rest) for k in range(len(shape) + count)))
 
@@ -275,7 +268,7 @@ def squeeze(x: Any, axis: Any = None) -> Any:
     (3,)
     """
     shape = np.shape(unwrap(x))
-    axes = tuple(k for k, n in enumerate(shape) if n == 1) if axis is None else _axes_of("squeeze", axis, len(shape))
+    axes = tuple(k for k, n in enumerate(shape) if n == 1) if axis is None else axes_of("squeeze", axis, len(shape))
     if any(shape[k] != 1 for k in axes):
         msg = f"squeeze: axis {axis!r} of shape {shape} does not have size 1 [called at {user_location()}]"
         raise ShapeError(msg)
@@ -334,7 +327,7 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
     ndim = np.ndim(unwrap(x))
     src_given, dst_given = as_ints("moveaxis", "source", source), as_ints("moveaxis", "destination", destination)
     for given in (src_given, dst_given):
-        _axes_of("moveaxis", list(given), ndim)  # out-of-range or repeated axes raise here
+        axes_of("moveaxis", list(given), ndim)  # out-of-range or repeated axes raise here
     src, dst = [a % ndim for a in src_given], [a % ndim for a in dst_given]
     if len(src) != len(dst):
         msg = f"moveaxis: {len(src)} source axes but {len(dst)} destinations [called at {user_location()}]"
@@ -356,48 +349,6 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     (4, 3, 2)
     """
     order = list(range(np.ndim(unwrap(x))))
-    a, b = _axes_of("swapaxes", axis1, len(order))[0], _axes_of("swapaxes", axis2, len(order))[0]
+    a, b = axes_of("swapaxes", axis1, len(order))[0], axes_of("swapaxes", axis2, len(order))[0]
     order[a], order[b] = order[b], order[a]
     return transpose(x, tuple(order))
-
-
-def flip(x: Any, axis: Any = None) -> Any:
-    """Reverse the order of entries along ``axis`` (all axes by default), as ``np.flip``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import nodegrad as ng
-    >>> ng.flip(np.array([1.0, 2.0, 3.0]))
-    array([3., 2., 1.])
-    """
-    from nodegrad.ops.index import getitem
-
-    ndim = np.ndim(unwrap(x))
-    axes = range(ndim) if axis is None else _axes_of("flip", axis, ndim)
-    return getitem(x, tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(ndim)))
-
-
-@composite
-def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
-    """Split into pieces along ``axis``, as ``np.split``: ``N`` equal pieces, or pieces
-    between the given indices.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import nodegrad as ng
-    >>> [p.shape for p in ng.split(np.ones((4, 2)), [1, 3])]
-    [(1, 2), (2, 2), (1, 2)]
-    """
-    from nodegrad.ops.index import getitem
-
-    shape = np.shape(unwrap(x))
-    axis = _axes_of("split", axis, len(shape))[0]
-    try:
-        pieces = np.split(np.arange(shape[axis]), indices_or_sections)
-    except ValueError as exc:
-        msg = f"split: {exc} (axis {axis} of shape {shape}) [called at {user_location()}]"
-        raise ShapeError(msg) from exc
-    bounds = np.cumsum([0] + [len(p) for p in pieces])
-    return [getitem(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in itertools.pairwise(bounds)]

@@ -3,7 +3,7 @@
 A node's value may be a record (attrs class, dataclass, named tuple), a map (dict) or a
 sequence (list, tuple), nested to any depth. Reading entry ``i`` of ``n`` records a read
 node whose VJP sends the cotangent to exactly slot ``i``: the other slots stay symbolic
-zeros (:class:`~nodegrad.structure.StructCotangent`) and cost nothing. A constructor node
+zeros (:class:`~nodegrad.engine.structure.StructCotangent`) and cost nothing. A constructor node
 builds a container from element nodes; its VJP hands each element its slot.
 
 :func:`view` turns a structured node into what user code works with: an instance of the
@@ -18,15 +18,12 @@ import copy
 from collections.abc import Hashable
 from typing import Any
 
-from nodegrad.arena import Traced, record, record1
+from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.record import record, record1
+from nodegrad.engine.registry import defop, same_rule_for_all
+from nodegrad.engine.structure import StructCotangent, format_key, handler_for, has_differentiable_leaf
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import StructureError, user_location
-from nodegrad.ops.registry import defop, same_rule_for_all
-from nodegrad.structure import (
-    StructCotangent,
-    format_key,
-    handler_for,
-    has_differentiable_leaf,
-)
 
 __all__ = ["map_lookup", "pack", "replace", "seq_index", "struct_field", "view"]
 
@@ -248,3 +245,7 @@ def replace(value: Any, changes: dict[Hashable, Any] | None = None, /, **named: 
         updated.update(updates)
         return updated
     return handler.build(value, [updates.get(k, handler.get(value, k)) for k in keys])
+
+
+# Arena.param returns a structured parameter as its view; the engine reaches it through its socket.
+PLUGINS.view = view

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import NoGradientError
-from nodegrad.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.transforms import _traced_vdot, grad, jvp, vjp
 from nodegrad.tree import add, map_floats, scale, vdot, zeros_like
 

@@ -41,7 +41,7 @@ import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
 
-from nodegrad.structure import dataclass_field, field
+from nodegrad.engine.structure import dataclass_field, field
 
 __all__ = [
     "Box",

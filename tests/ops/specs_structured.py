@@ -16,7 +16,7 @@ import hypothesis.strategies as st
 import numpy as np
 
 import nodegrad as ng
-from nodegrad.arena import Traced
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArenaError, StructureError
 from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
 from tests.ops.harness import BadCall, Case, diff_mask, draw_operand

@@ -31,7 +31,7 @@ from hypothesis import given
 
 import nodegrad as ng
 import nodegrad.ops
-from nodegrad.arena import Traced
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import NodegradError
 from nodegrad.ops import REGISTRY
 from nodegrad.testing import check_grads

@@ -6,7 +6,7 @@ value and ``args`` exactly the arguments the forward received (static ones inclu
 A rule of ``None`` means the input carries no gradient (indices, masks, static
 parameters). A rule may return a cotangent whose shape is the *broadcast* shape; ops
 flagged ``broadcasts=True`` have their cotangents reduced back to each input's shape in
-one central place (:func:`nodegrad.sweep.fit_cotangent`), so no rule unbroadcasts by hand.
+one central place (:func:`nodegrad.engine.sweep.fit_cotangent`), so no rule unbroadcasts by hand.
 
 Rules are written with numpy functions and operators only, so that they also run on
 traced values when the sweep records itself (higher-order derivatives).
@@ -14,7 +14,6 @@ traced values when the sweep records itself (higher-order derivatives).
 
 from __future__ import annotations
 
-import operator
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,7 +21,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.errors import NoGradientError
 
 __all__ = [
     "INPUT",
@@ -31,7 +30,6 @@ __all__ = [
     "Op",
     "PerCotangent",
     "Rule",
-    "as_ints",
     "defop",
     "missing_rule",
     "same_rule_for_all",
@@ -163,18 +161,3 @@ class PerCotangent:
         entry = self._entry
         if entry is not None and entry[0] is dead:
             self._entry = None
-
-
-def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
-    """``value`` (an int or a sequence of ints) as a tuple of ints, or a ShapeError naming
-    the op: floats are not silently truncated, strings not taken apart."""
-    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
-        value = value.tolist()
-    items = value if isinstance(value, (tuple, list)) else (value,)
-    try:
-        if isinstance(value, (str, bytes)) or any(isinstance(v, (bool, str)) for v in items):
-            raise TypeError
-        return tuple(operator.index(v) for v in items)
-    except TypeError:
-        msg = f"{op_name}: {what} must be an int or a sequence of ints, got {value!r} [called at {user_location()}]"
-        raise ShapeError(msg) from None

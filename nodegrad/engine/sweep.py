@@ -20,6 +20,16 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from nodegrad.engine.structure import (
+    StructCotangent,
+    cotangent_for,
+    flatten_with_paths,
+    handler_for,
+    map_unless_static,
+    materialize,
+    zip_leaves,
+)
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import (
     ArenaError,
     ArgumentError,
@@ -28,15 +38,6 @@ from nodegrad.errors import (
     NoGradientError,
     NonFiniteError,
     ShapeError,
-)
-from nodegrad.structure import (
-    StructCotangent,
-    cotangent_for,
-    flatten_with_paths,
-    handler_for,
-    map_unless_static,
-    materialize,
-    zip_leaves,
 )
 
 __all__ = ["GradOptions", "fit_cotangent", "gradients", "sweep", "unbroadcast"]
@@ -412,12 +413,13 @@ def gradients(
     targets = list(wrt) if flat else _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
-    if isinstance(arena._nodes, CheckedNodes):
+    checking = arena.check_finite
+    if checking:
         _check_seeds(arena, seeds)
     if create_graph:
         nodes: Any = _RecordingNodes(arena, seed_only)
-    elif isinstance(arena._nodes, CheckedNodes):
-        nodes = CheckedSweep(arena._nodes)
+    elif checking:
+        nodes = arena._nodes.for_sweep()  # checks every cotangent (nodegrad.debug)
     else:
         nodes = arena._nodes
     size = len(arena._nodes)
@@ -460,9 +462,3 @@ def gradients(
     if flat:
         return tuple(results[id(leaf)] for leaf in wrt)
     return map_unless_static(lambda leaf: results.get(id(leaf)), wrt)
-
-
-# The arena calls into the sweep and the sweep reads the arena's handles: importing the
-# handle class last breaks that cycle.
-from nodegrad.arena import Traced  # noqa: E402
-from nodegrad.debug import CheckedNodes, CheckedSweep  # noqa: E402

@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import StructureError
 
 __all__ = [
@@ -264,7 +265,7 @@ def flatten_with_paths(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
     Examples
     --------
-    >>> from nodegrad.structure import flatten_with_paths
+    >>> from nodegrad.engine.structure import flatten_with_paths
     >>> list(flatten_with_paths({"w": [1.0, 2.0], "name": "x"}))
     [("['w'][0]", 1.0), ("['w'][1]", 2.0), ("['name']", 'x')]
     """
@@ -282,7 +283,7 @@ def leaves(value: Any) -> Iterator[Any]:
 
     Examples
     --------
-    >>> from nodegrad.structure import leaves
+    >>> from nodegrad.engine.structure import leaves
     >>> list(leaves({"w": [1.0, 2.0], "name": "x"}))
     [1.0, 2.0, 'x']
     """
@@ -442,8 +443,6 @@ def cotangent_for(seed: Any, value: Any, path: str) -> Any:
     if handler is None:
         if seed is None or not is_differentiable_leaf(value):
             return None
-        from nodegrad.arena import Traced
-
         # A traced seed (a recorded sweep, differentiated again) stays traced.
         seed_array = seed if type(seed) is Traced else np.asarray(seed)
         if seed_array.shape != np.shape(value):

@@ -1,0 +1,479 @@
+"""The arena: a flat, append-only store of op nodes.
+
+A node is the tuple ``(op, parents, argnums, args, value)``:
+
+- ``op`` -- the :class:`~nodegrad.engine.registry.Op` that produced it (leaves have the
+  ``param`` / ``input`` pseudo-ops);
+- ``parents`` -- integer indices of the nodes it read, always lower than its own index,
+  so index order *is* a topological order;
+- ``argnums`` -- for each parent, the argument position it was passed at;
+- ``args`` -- the forward arguments with traced values replaced by their values (this is
+  all a VJP rule needs, so no separate residuals are stored);
+- ``value`` -- the forward output.
+
+Nodes are plain tuples in one list because per-node cost is a product feature: appending
+one tuple is the cheapest record there is. :class:`Node` is the read-only view users see.
+Ops append nodes through :mod:`nodegrad.engine.record`; :meth:`Arena.backward` runs the
+sweep of :mod:`nodegrad.engine.sweep`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import numpy as np
+
+from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.registry import INPUT, PARAM, Op
+from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
+from nodegrad.engine.sweep import gradients
+from nodegrad.engine.traced import Traced, describe
+from nodegrad.errors import ArenaError, DtypeError, NodegradError, StructureError
+
+__all__ = ["Arena", "Node", "current_arena", "quiet_while_checking", "too_deep"]
+
+
+@attrs.frozen
+class Node:
+    """A read-only view of one arena node.
+
+    Attributes
+    ----------
+    index : int
+        Position in the arena.
+    op : str
+        Name of the op that produced it (``"param"`` or ``"input"`` for leaves).
+    parents : tuple of int
+        Indices of the nodes it read.
+    value : Any
+        Its forward value.
+    path : str
+        The key path of the structured input it reads or holds (``args[0]['w']``), or ``""``.
+    source : str
+        ``file:line`` of the user code that recorded it; noted only while the arena checks
+        for NaNs (:func:`nodegrad.debug_nans`, ``check_finite=True``), ``""`` otherwise.
+    gradient : Any
+        Its gradient from the last ``backward`` if it was one of the requested inputs, else
+        ``None``.
+    """
+
+    index: int
+    op: str
+    parents: tuple[int, ...]
+    value: Any = attrs.field(repr=False)
+    path: str = attrs.field(default="", repr=False)
+    source: str = attrs.field(default="", repr=False)
+    gradient: Any = attrs.field(default=None, repr=False)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the forward value."""
+        return tuple(np.shape(self.value))
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Dtype of the forward value."""
+        return np.asarray(self.value).dtype
+
+    def _repr_html_(self) -> str:
+        return PLUGINS.node_html(self)
+
+
+_RELEASED = None  # what a released node holds instead of its value
+
+
+class _State(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Arena] = []
+
+
+_state = _State()
+
+
+def current_arena() -> Arena | None:
+    """The innermost arena entered with ``with`` in this thread, or ``None``."""
+    stack = _state.stack
+    return stack[-1] if stack else None
+
+
+class Arena:
+    """A flat, append-only store of op nodes: the graph of one computation.
+
+    Use it directly to explore, or let :func:`nodegrad.grad` create one per call.
+    Arenas are independent objects; each thread keeps its own stack of entered arenas.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> with ng.Arena() as a:
+    ...     x = a.param(np.array([1.0, 2.0, 3.0]))
+    ...     y = (x * x).sum()
+    ...     g = a.backward(y, wrt=x)
+    >>> g
+    array([2., 4., 6.])
+    >>> len(a), a[2].op
+    (3, 'sum')
+    """
+
+    def __init__(self, *, check_finite: bool | None = None) -> None:
+        checking = PLUGINS.checking() if check_finite is None else check_finite
+        # A checking arena's node list notes source lines and checks values as they come:
+        # an arena that does not check pays nothing for it.
+        self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = (
+            PLUGINS.checked_nodes(self) if checking else []
+        )
+        #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
+        self.last_visited = 0
+        # Key paths of nodes that hold a part of a structured value, for messages.
+        self._paths: dict[int, str] = {}
+        self._released = False
+        # The cotangents of the last backward's requested nodes, for display.
+        self._last_gradients: dict[int, Any] = {}
+
+    # -- recording ---------------------------------------------------------------------
+    def param(self, value: Any, *, name: str = "") -> Any:
+        """Add a differentiable leaf holding ``value``.
+
+        Parameters
+        ----------
+        value : array_like or structure
+            A float array or Python float; or a record (attrs class, dataclass, named
+            tuple), dict, list or tuple of them, nested to any depth. Static leaves
+            (ints, strings, integer arrays, fields marked static, ...) pass through.
+        name : str, optional
+            Root of the key paths that errors and inspection use for this value.
+
+        Returns
+        -------
+        Traced or structure
+            For an array, the handle of the new leaf. For a structure, one node holds the
+            whole value and the result is its *view*: an instance of the same type whose
+            differentiable leaves are traced reads of that node.
+
+        Raises
+        ------
+        DtypeError
+            If an array ``value`` is not floating point.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a = ng.Arena()
+        >>> p = a.param({"w": np.ones(2), "tag": "layer"})
+        >>> type(p["w"]).__name__, p["tag"], [n.op for n in a]
+        ('Traced', 'layer', ['param', 'map_lookup'])
+        """
+        if handler_for(value) is None:
+            value = _as_float_array(value, name or "Arena.param")
+        else:
+            try:
+                if any(type(leaf) is Traced for leaf in leaves(value)):
+                    path = next(p for p, leaf in flatten_with_paths(value, name) if type(leaf) is Traced)
+                    msg = f"Arena.param: {path} is already traced; pass plain values"
+                    raise ArenaError(msg)
+            except RecursionError:
+                raise too_deep("Arena.param", name) from None
+        index = len(self._nodes)
+        if name:
+            self._paths[index] = name  # before the push: a checking arena names the leaf
+        try:
+            handle = self._push(PARAM, (), (), (), value)
+        except NodegradError:
+            self._paths.pop(index, None)
+            raise
+        try:
+            return PLUGINS.view(handle)
+        except RecursionError:
+            self._truncate(index)
+            raise too_deep("Arena.param", name) from None
+
+    def input(self, value: Any) -> Traced:
+        """Add a leaf holding data (any dtype: ops on it say what they cannot use); it is
+        differentiable only if floating."""
+        try:
+            array = np.asarray(value)
+        except ValueError as exc:  # ragged nested lists, say
+            msg = f"Arena.input: {exc}"
+            raise DtypeError(msg) from exc
+        return self._push(INPUT, (), (), (), array)
+
+    def _push(
+        self, op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: tuple[Any, ...], value: Any
+    ) -> Traced:
+        nodes = self._nodes
+        nodes.append((op, parents, argnums, args, value))
+        return Traced(self, len(nodes) - 1, value)
+
+    # -- differentiation ---------------------------------------------------------------
+    @property
+    def check_finite(self) -> bool:
+        """Whether this arena checks forward values and gradients for NaN and Inf."""
+        return type(self._nodes) is not list  # a checking list, from nodegrad.debug
+
+    def backward(
+        self,
+        output: Any,
+        wrt: Any = None,
+        seed: Any = None,
+        *,
+        options: Any = None,
+        create_graph: bool = False,
+        retain: bool = True,
+        check_finite: bool = False,
+    ) -> Any:
+        """Differentiate ``output`` with respect to ``wrt`` by one reverse sweep.
+
+        Parameters
+        ----------
+        output : Traced or structure of Traced
+            Nodes of this arena: one value, or a record / dict / list of them.
+        wrt : Traced or structure of Traced, optional
+            What to differentiate with respect to: a handle, a view returned by
+            :meth:`param`, or any structure of handles. Defaults to every ``param`` leaf
+            node, returned as a list.
+        seed : array_like or structure, optional
+            The cotangent of ``output``, shaped like it. Defaults to ones when ``output``
+            is a single value with one element; required otherwise. Never modified.
+        options : GradOptions, optional
+            Missing-gradient policy; :attr:`GradOptions.TRAINING` by default.
+        create_graph : bool, default False
+            Record the sweep itself into the arena: the gradients are traced values that
+            can be differentiated again (second derivatives, Hessian-vector products).
+        retain : bool, default True
+            ``False`` releases the forward values of every non-leaf node: each as soon as
+            the sweep has used it (so the sweep's peak memory falls too), the rest after it
+            (see :attr:`nbytes`). A later ``backward`` on this arena then raises.
+        check_finite : bool, default False
+            Check from now on, as an arena made with ``check_finite=True`` does: the
+            forward values already recorded, every cotangent of this sweep and every later
+            node. The first NaN or Inf raises :class:`~nodegrad.errors.NonFiniteError`.
+
+        Returns
+        -------
+        Gradients shaped like ``wrt`` (``None`` at its non-traced leaves). Calling again,
+        with the same or another seed, gives fresh results: nothing accumulates.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a = ng.Arena()
+        >>> x = a.param(np.array([1.0, 2.0]))
+        >>> y = 3.0 * x
+        >>> a.backward(y, wrt=x, seed=np.array([1.0, 10.0]))
+        array([ 3., 30.])
+        """
+        if wrt is None:
+            wrt = [self._handle(i) for i, n in enumerate(self._nodes) if n[0] is PARAM]
+        elif type(wrt) is not Traced and not _holds_traced_or_nothing(wrt):
+            msg = f"wrt must hold traced values of this arena (from param, or ops on them), got {describe(wrt)}"
+            raise ArenaError(msg)
+        if check_finite:
+            self._start_checking()
+        if self._released:
+            msg = "this arena's forward values were released by backward(retain=False): record the computation again"
+            raise ArenaError(msg)
+        with quiet_while_checking(self.check_finite):
+            result = gradients(self, output, wrt, seed, options, create_graph=create_graph, retain=retain)
+        if not retain:
+            self._release()
+        return result
+
+    def _start_checking(self) -> None:
+        """Turn NaN/Inf checking on for this arena from now on, after checking the forward
+        values recorded so far (whose source lines were not noted)."""
+        if self.check_finite:
+            return
+        checked = PLUGINS.checked_nodes(self)
+        checked.check_all(self._nodes, None, "this arena")
+        for node in self._nodes:
+            checked.adopt(node, "an unknown line: recorded before checking was turned on")
+        self._nodes = checked
+
+    def _release(self) -> None:
+        """Drop the forward values and arguments of every non-leaf node."""
+        for i in range(len(self._nodes)):
+            self._release_node(i)
+        self._released = True
+
+    def _release_node(self, i: int) -> None:
+        op, parents, argnums, _, _ = self._nodes[i]
+        if parents:
+            self._nodes[i] = (op, parents, argnums, (), _RELEASED)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of array data the arena holds alive (forward values and arguments, each
+        array counted once)."""
+        seen: set[int] = set()
+        total = 0
+        for _, _, _, args, value in self._nodes:
+            for item in (value, *args):
+                for _, leaf in flatten_with_paths(item):
+                    if not isinstance(leaf, np.ndarray | np.generic):
+                        continue
+                    while isinstance(leaf.base, np.ndarray):  # a view holds its base's data
+                        leaf = leaf.base
+                    if id(leaf) not in seen:
+                        seen.add(id(leaf))
+                        total += leaf.nbytes
+        return total
+
+    def merge(self, other: Arena) -> Callable[[Any], Any]:
+        """Append every node of ``other`` to this arena, with its indices relocated.
+
+        ``other`` is left as it was. Returns a function that maps values holding handles
+        of ``other`` (a handle, or any record / dict / list of them) to the same values
+        holding the corresponding handles of this arena.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a, b = ng.Arena(), ng.Arena()
+        >>> x = a.param(np.array([1.0, 2.0]))
+        >>> y = b.param(np.array([3.0, 4.0]))
+        >>> z = y * y
+        >>> moved = a.merge(b)
+        >>> w = x * moved(z)
+        >>> a.backward(ng.sum(w), wrt=[x, moved(y)])
+        [array([ 9., 16.]), array([ 6., 16.])]
+        """
+        if other is self:
+            msg = "an arena cannot be merged into itself"
+            raise ArenaError(msg)
+        if not isinstance(other, Arena):
+            msg = f"merge needs another Arena, got {type(other).__name__}"
+            raise ArenaError(msg)
+        if other._released:
+            msg = "the arena to merge had its forward values released by backward(retain=False)"
+            raise ArenaError(msg)
+        offset = len(self._nodes)
+        locations = getattr(other._nodes, "locations", None)
+        checked: Any = self._nodes if self.check_finite else None  # a checking list, from nodegrad.debug
+        if checked is not None:
+            checked.check_all(other._nodes, locations, "the merged arena")  # before anything is appended
+        for i, (op, parents, argnums, args, value) in enumerate(list(other._nodes)):
+            node = (op, tuple(p + offset for p in parents), argnums, args, value)
+            if checked is not None:
+                # Checked where it was recorded (or not at all): keep its own source line.
+                checked.adopt(node, locations[i] if locations else "recorded in a merged arena")
+            else:
+                self._nodes.append(node)
+        for index, path in other._paths.items():
+            self._paths[index + offset] = path
+
+        def relocate(value: Any) -> Any:
+            def move(_: str, leaf: Any) -> Any:
+                if type(leaf) is Traced and leaf.arena is other:
+                    return Traced(self, leaf.index + offset, leaf.value)
+                return leaf
+
+            return map_with_paths(move, value)
+
+        return relocate
+
+    # -- inspection ----------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __getitem__(self, index: int) -> Node:
+        i = self._check_index(index) % len(self._nodes)
+        op, parents, _, _, value = self._nodes[i]
+        locations = getattr(self._nodes, "locations", None)
+        source = locations[i] if locations is not None else ""
+        gradient = self._last_gradients.get(i)
+        return Node(i, op.name, parents, value, self._paths.get(i, ""), source, gradient)
+
+    def __iter__(self) -> Iterator[Node]:
+        for i in range(len(self._nodes)):
+            yield self[i]
+
+    def _check_index(self, index: int) -> int:
+        if not isinstance(index, (int, np.integer)) or not -len(self._nodes) <= index < len(self._nodes):
+            msg = f"node index {index} is out of range for an arena of {len(self._nodes)} nodes"
+            raise ArenaError(msg)
+        return index
+
+    def _truncate(self, size: int) -> None:
+        """Drop the nodes from ``size`` on: only for undoing a call that failed midway."""
+        del self._nodes[size:]
+        for index in [i for i in self._paths if i >= size]:
+            del self._paths[index]
+
+    def _handle(self, index: int) -> Traced:
+        return Traced(self, index, self._nodes[index][4])
+
+    def __repr__(self) -> str:
+        return f"<Arena with {len(self._nodes)} nodes>"
+
+    def _repr_html_(self) -> str:
+        return PLUGINS.arena_html(self)
+
+    def to_svg(self, limit: int = 200) -> str:
+        """The graph as an SVG document: nodes in layers by depth, labelled by op and
+        shape, structured values grouped. No system binary is needed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nodegrad as ng
+        >>> a = ng.Arena()
+        >>> y = ng.sum(ng.exp(a.param(np.ones(3))))
+        >>> a.to_svg().startswith("<svg")
+        True
+        """
+        return PLUGINS.arena_svg(self, limit)
+
+    def _repr_svg_(self) -> str:
+        return self.to_svg()
+
+    def __enter__(self) -> Arena:
+        _state.stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _state.stack.remove(self)
+
+
+_NOT_QUIET = contextlib.nullcontext()
+
+
+def quiet_while_checking(checking: bool) -> Any:
+    """While nodegrad checks for NaNs itself, numpy's floating-point warnings only repeat,
+    less precisely, what the check reports: silence them then."""
+    return np.errstate(all="ignore") if checking else _NOT_QUIET
+
+
+def too_deep(where: str, name: str) -> StructureError:
+    """The error for a structure nested deeper than Python's recursion limit allows."""
+    msg = (
+        f"{where}: {name or 'the value'} is nested deeper than Python's recursion limit ({sys.getrecursionlimit()}) "
+        "allows; flatten it, or raise the limit with sys.setrecursionlimit"
+    )
+    return StructureError(msg)
+
+
+def _holds_traced_or_nothing(value: Any) -> bool:
+    found = list(leaves(value))
+    return not found or any(type(leaf) is Traced for leaf in found)
+
+
+def _as_float_array(value: Any, where: str) -> Any:
+    if type(value) is float:
+        # Kept a Python float: like a Python scalar in numpy, it is weakly typed, so
+        # float32 arrays it meets stay float32. Its gradient is a float64 scalar.
+        return value
+    array = np.asarray(value)
+    if array.dtype.kind != "f":
+        hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""
+        msg = f"{where}: only floating-point values are differentiable, got dtype {array.dtype}{hint}"
+        raise DtypeError(msg)
+    return array

@@ -1,0 +1,51 @@
+"""The engine's sockets: what the layers above plug in, so the engine can call them
+without importing them.
+
+The engine sits at the bottom of the package and imports nothing above it. Three things
+it offers are implemented higher up, and each registers itself here when imported
+(``import nodegrad`` imports them all):
+
+- the structured view of a parameter (:mod:`nodegrad.ops.structured`): ``Arena.param``
+  of a record or dict returns an instance of that type whose leaves are traced reads;
+- NaN/Inf checking (:mod:`nodegrad.debug`): a node list that checks values as they are
+  appended, and whether :func:`nodegrad.debug_nans` is active in this thread;
+- display (:mod:`nodegrad.display`): the HTML tables and SVG graph Jupyter shows.
+
+A socket left empty says which module fills it, rather than failing obscurely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nodegrad.errors import ArenaError
+
+__all__ = ["PLUGINS", "Plugins"]
+
+
+def _missing(module: str) -> Callable[..., Any]:
+    def unplugged(*args: Any, **kwargs: Any) -> Any:
+        msg = f"this needs {module}, which registers itself when imported: import nodegrad"
+        raise ArenaError(msg)
+
+    return unplugged
+
+
+class Plugins:
+    """The functions the engine calls; each attribute is replaced by the module that owns it."""
+
+    def __init__(self) -> None:
+        #: ``view(handle)``: the structured view of a param node holding a record, map or sequence.
+        self.view: Callable[[Any], Any] = _missing("nodegrad.ops.structured")
+        #: ``checking()``: whether new arenas check values for NaN and Inf (debug_nans is on).
+        self.checking: Callable[[], bool] = lambda: False
+        #: ``checked_nodes(arena)``: an empty node list that checks each node it is given.
+        self.checked_nodes: Callable[[Any], Any] = _missing("nodegrad.debug")
+        #: ``arena_html(arena)``, ``node_html(node)``, ``arena_svg(arena, limit)``: Jupyter's views.
+        self.arena_html: Callable[[Any], str] = _missing("nodegrad.display")
+        self.node_html: Callable[[Any], str] = _missing("nodegrad.display")
+        self.arena_svg: Callable[[Any, int], str] = _missing("nodegrad.display")
+
+
+PLUGINS = Plugins()

@@ -1,0 +1,166 @@
+"""Recording: applying an op appends one node to the arena its traced inputs belong to.
+
+:func:`record1`, :func:`record2` and :func:`record` run an op's forward on the inputs'
+values and, when any input is traced, append ``(op, parents, argnums, args, value)`` and
+return the new node's handle; on plain inputs they return the plain result, so every op
+works on numpy values too. A forward that fails is reported naming the op, the shapes and
+the user's line. :func:`composite` makes a function that records several nodes
+all-or-nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+
+from nodegrad.engine.registry import Op
+from nodegrad.engine.traced import Traced, describe
+from nodegrad.errors import ArenaError, DtypeError, NodegradError, OpIndexError, ShapeError, user_location
+
+if TYPE_CHECKING:
+    from nodegrad.engine.arena import Arena
+
+__all__ = ["call_atomically", "composite", "record", "record1", "record2"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_ARG0 = (0,)
+_ARG1 = (1,)
+_ARG01 = (0, 1)
+
+
+def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:
+    """Run ``op``'s forward; a failure becomes an error naming the op (see :func:`_failed`)."""
+    try:
+        return op.forward(*args)
+    except Exception as exc:
+        _failed(op, args, inputs, exc)
+
+
+def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> NoReturn:
+    """Re-raise a forward failure as an error naming the op, the shapes, the key paths of
+    structured inputs (``inputs`` are the traced arguments) and the user's line.
+    """
+    if isinstance(exc, NodegradError) or not isinstance(exc, ValueError | TypeError | IndexError):
+        raise exc
+    shapes = ", ".join(describe(a) for a in args)
+    paths = [t.arena._paths[t.index] for t in inputs if t.index in t.arena._paths]
+    where = f" (inputs from {', '.join(paths)})" if paths else ""
+    msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
+    raise _error_like(exc)(msg) from exc
+
+
+def _error_like(exc: Exception) -> type[Exception]:
+    if isinstance(exc, IndexError):
+        return OpIndexError
+    if isinstance(exc, TypeError):
+        return DtypeError
+    return ShapeError
+
+
+def _mixed_arenas(op: Op) -> ArenaError:
+    msg = f"{op.name}: inputs belong to different arenas [recorded at {user_location()}]"
+    return ArenaError(msg)
+
+
+def record1(op: Op, x: Any, *static: Any) -> Any:
+    """Apply an op whose only differentiable input is the first argument."""
+    if type(x) is not Traced:
+        return _forward(op, (x, *static))
+    args = (x.value, *static)
+    try:
+        out = op.forward(*args)
+    except Exception as exc:
+        _failed(op, args, (x,), exc)
+    # _push, inlined: this is the commonest path of all.
+    arena = x.arena
+    nodes = arena._nodes
+    nodes.append((op, (x.index,), _ARG0, args, out))
+    return Traced(arena, len(nodes) - 1, out)
+
+
+def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
+    """Apply an op whose first two arguments are differentiable."""
+    if type(x) is Traced:
+        arena = x.arena
+        if type(y) is Traced:
+            if y.arena is not arena:
+                raise _mixed_arenas(op)
+            args = (x.value, y.value, *static)
+            parents: tuple[int, ...] = (x.index, y.index)
+            argnums: tuple[int, ...] = _ARG01
+        else:
+            args = (x.value, y, *static)
+            parents, argnums = (x.index,), _ARG0
+    elif type(y) is Traced:
+        arena = y.arena
+        args = (x, y.value, *static)
+        parents, argnums = (y.index,), _ARG1
+    else:
+        return _forward(op, (x, y, *static))
+    try:
+        out = op.forward(*args)
+    except Exception as exc:
+        _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
+    nodes = arena._nodes
+    nodes.append((op, parents, argnums, args, out))
+    return Traced(arena, len(nodes) - 1, out)
+
+
+def record(op: Op, *args: Any) -> Any:
+    """Apply any op: traced arguments at positions with a VJP rule become parents."""
+    arena = None
+    parents: list[int] = []
+    argnums: list[int] = []
+    values = list(args)
+    rules = op.vjps
+    for k, a in enumerate(args):
+        if type(a) is Traced:
+            values[k] = a.value
+            if k < len(rules) and rules[k] is not None:
+                if arena is None:
+                    arena = a.arena
+                elif a.arena is not arena:
+                    raise _mixed_arenas(op)
+                parents.append(a.index)
+                argnums.append(k)
+    frozen = tuple(values)
+    out = _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
+    if arena is None:
+        return out
+    return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
+
+
+def _arenas_in(values: Any) -> list[Arena]:
+    found: dict[int, Arena] = {}
+    for v in values:
+        for item in v if isinstance(v, (list, tuple)) else (v,):
+            if type(item) is Traced:
+                found[id(item.arena)] = item.arena
+    return list(found.values())
+
+
+def composite(fn: F) -> F:
+    """Make ``fn``, which records several nodes, all-or-nothing: when it raises, the nodes
+    it appended are removed again, so a failed call leaves every arena as it was.
+    """
+
+    @functools.wraps(fn)
+    def all_or_nothing(*args: Any, **kwargs: Any) -> Any:
+        return call_atomically(fn, args, kwargs)
+
+    return all_or_nothing  # type: ignore[return-value]
+
+
+def call_atomically(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)``, removing the nodes it appended to the arguments' arenas if
+    it raises."""
+    arenas = _arenas_in((*args, *kwargs.values()))
+    sizes = [len(a._nodes) for a in arenas]
+    try:
+        return fn(*args, **kwargs)
+    except BaseException:
+        for arena, size in zip(arenas, sizes, strict=True):
+            arena._truncate(size)
+        raise

@@ -1,0 +1,161 @@
+"""The traced handle: what user code holds while a function is being differentiated.
+
+A :class:`Traced` is ``(arena, index, value)``: node ``index`` of ``arena``, whose
+forward value is ``value``. Here it is only a handle (its value's attributes, and refusals
+to silently become a plain number or array). Its arithmetic operators and array methods
+are attached by the op families (:mod:`nodegrad.ops.traced_methods`), and numpy's
+dispatch protocols by :mod:`nodegrad.numpy_api`: the engine knows no particular op.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nodegrad.errors import ArenaError
+
+if TYPE_CHECKING:
+    from nodegrad.engine.arena import Arena
+
+__all__ = ["Traced", "describe", "unwrap"]
+
+
+def unwrap(value: Any) -> Any:
+    """The forward value of a traced handle; anything else unchanged."""
+    return value.value if type(value) is Traced else value
+
+
+class Traced:
+    """A handle to one node of an arena: what user code holds while being differentiated.
+
+    It behaves like the numpy array it stands for: arithmetic operators with numpy
+    broadcasting, ``@``, comparisons (which give plain boolean masks), ``.shape``,
+    ``.dtype``, ``.T``, ``.reshape``, ``.sum``, ``.mean``, ``.max``, ``.min``, indexing,
+    and numpy functions and ufuncs that have a registered op. Each operation records one
+    node in the arena.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> a = ng.Arena()
+    >>> x = a.param(np.ones((2, 3)))
+    >>> (x.T @ x).shape
+    (3, 3)
+    """
+
+    __slots__ = ("arena", "index", "value")
+    __array_priority__ = 1000
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
+
+    def __init__(self, arena: Arena, index: int, value: Any) -> None:
+        self.arena = arena
+        self.index = index
+        self.value = value
+
+    # -- array attributes -----------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of the value."""
+        return np.shape(self.value)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Dtype of the value (float64 for a leaf made from a Python float)."""
+        value = self.value
+        return value.dtype if type(value) is not float else np.dtype(np.float64)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions of the value."""
+        return np.ndim(self.value)
+
+    @property
+    def size(self) -> int:
+        """Number of elements of the value."""
+        return np.size(self.value)
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    def __repr__(self) -> str:
+        return (
+            f"Traced(node {self.index}, {describe(self.value)}: {np.array2string(np.asarray(self.value), threshold=6)})"
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __float__(self) -> float:
+        # float(x) and math.* would hand back a plain number and silently cut the gradient.
+        msg = (
+            f"float() of a traced value (node {self.index}, {describe(self.value)}) would silently drop its "
+            "gradient: use nodegrad ops (ng.exp, not math.exp); call float(x.value) or "
+            "float(nodegrad.stop_gradient(x)) to read the number on purpose."
+        )
+        raise ArenaError(msg)
+
+    def __format__(self, spec: str) -> str:
+        # Formatting is for reading (logging a loss inside a traced function), not computing.
+        return format(self.value, spec) if spec else repr(self)
+
+    def item(self) -> Any:
+        """The value as a Python number, for reading only: the result carries no gradient."""
+        return self.value.item() if isinstance(self.value, np.ndarray | np.generic) else self.value
+
+    def tolist(self) -> Any:
+        """The value as nested Python lists, for reading only: the result carries no gradient."""
+        return np.asarray(self.value).tolist()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        msg = (
+            f"a traced value (node {self.index}, {describe(self.value)}) cannot become a plain numpy "
+            "array: that would silently drop its gradient. Use a nodegrad op or a numpy function "
+            "with a registered op; call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+        )
+        raise ArenaError(msg)
+
+    if TYPE_CHECKING:
+        # Attached at import time by nodegrad.ops.traced_methods (operators and array
+        # methods) and nodegrad.numpy_api (numpy's dispatch protocols); declared here so
+        # that type checkers see them.
+        T: Any
+        mT: Any  # noqa: N815  (numpy's name)
+
+        def __getattr__(self, name: str) -> Any: ...
+        def __getitem__(self, index: Any) -> Any: ...
+        def __add__(self, other: Any) -> Any: ...
+        def __radd__(self, other: Any) -> Any: ...
+        def __sub__(self, other: Any) -> Any: ...
+        def __rsub__(self, other: Any) -> Any: ...
+        def __mul__(self, other: Any) -> Any: ...
+        def __rmul__(self, other: Any) -> Any: ...
+        def __truediv__(self, other: Any) -> Any: ...
+        def __rtruediv__(self, other: Any) -> Any: ...
+        def __floordiv__(self, other: Any) -> Any: ...
+        def __rfloordiv__(self, other: Any) -> Any: ...
+        def __mod__(self, other: Any) -> Any: ...
+        def __rmod__(self, other: Any) -> Any: ...
+        def __pow__(self, other: Any) -> Any: ...
+        def __rpow__(self, other: Any) -> Any: ...
+        def __matmul__(self, other: Any) -> Any: ...
+        def __rmatmul__(self, other: Any) -> Any: ...
+        def __neg__(self) -> Any: ...
+        def __pos__(self) -> Any: ...
+        def __abs__(self) -> Any: ...
+        def __lt__(self, other: Any) -> Any: ...
+        def __le__(self, other: Any) -> Any: ...
+        def __gt__(self, other: Any) -> Any: ...
+        def __ge__(self, other: Any) -> Any: ...
+        def __eq__(self, other: object) -> Any: ...
+        def __ne__(self, other: object) -> Any: ...
+
+
+def describe(arg: Any) -> str:
+    """A short description of an argument for messages: ``float64[2, 3]``, or its repr."""
+    if isinstance(arg, np.ndarray | np.generic):
+        return f"{arg.dtype}{list(arg.shape)}"
+    if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, np.ndarray | np.generic) for a in arg):
+        return "[" + ", ".join(describe(a) for a in arg) + "]"
+    return repr(arg) if len(repr(arg)) < 40 else type(arg).__name__

@@ -1,0 +1,262 @@
+"""The traced handle's operators and array methods, attached from the layer that owns the ops.
+
+:class:`~nodegrad.engine.traced.Traced` is defined in the engine as a bare handle; the
+engine knows no particular op. Here its numpy face is written once, as the body of
+:class:`_ArrayMethods`, and :func:`_attach` copies every member onto ``Traced`` when this
+module is imported (numpy's dispatch protocols are attached the same way by
+:mod:`nodegrad.numpy_api`). The operators are the functions themselves, so ``x + y``
+costs what it would if they were written in the class: one call to ``record2``.
+"""
+
+from __future__ import annotations
+
+from types import FunctionType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from nodegrad.engine.record import record1, record2
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.ops import reduce
+from nodegrad.ops.elementwise import ABS, ADD, DIVIDE, MULTIPLY, NEGATIVE, SUBTRACT, clamp, power, remainder
+from nodegrad.ops.index import getitem
+from nodegrad.ops.linalg import dot, matmul
+from nodegrad.ops.pipeline import cumprod, cumsum
+from nodegrad.ops.shape import astype, ravel, reshape, squeeze, swapaxes, transpose
+
+__all__: list[str] = []
+
+
+class _ArrayMethods:
+    """What ``Traced`` does beyond being a handle: each operation records one node, or
+    (comparisons, argmax, ...) gives plain values, which carry no gradient."""
+
+    # Only a template: its members are copied onto Traced and run on traced values.
+    value: Any
+
+    if TYPE_CHECKING:  # Traced's own refusal, declared so numpy's types accept the handle
+
+        def __array__(self) -> np.ndarray: ...
+
+    # -- array attributes that record ----------------------------------------------------
+    @property
+    def T(self) -> Any:  # noqa: N802  (numpy's name)
+        """The transpose, recorded as a node."""
+        return transpose(self)
+
+    @property
+    def mT(self) -> Any:  # noqa: N802  (numpy's name)
+        """The transpose of the last two axes (a stack of matrices), recorded as a node."""
+        return swapaxes(self, -1, -2)
+
+    # -- methods ------------------------------------------------------------------------
+    def reshape(self, *shape: Any) -> Any:
+        """Reshape, as ``ndarray.reshape``."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape)
+
+    def transpose(self, *axes: Any) -> Any:
+        """Permute axes, as ``ndarray.transpose``."""
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return transpose(self, axes or None)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Sum over ``axis``, as ``ndarray.sum``."""
+        return reduce.sum(self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Mean over ``axis``, as ``ndarray.mean``."""
+        return reduce.mean(self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Maximum over ``axis``; tied maxima share the gradient evenly."""
+        return reduce.max(self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Minimum over ``axis``; tied minima share the gradient evenly."""
+        return reduce.min(self, axis, keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Product over ``axis``, as ``ndarray.prod``."""
+        return reduce.prod(self, axis, keepdims)
+
+    def var(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """Variance over ``axis``, as ``ndarray.var``."""
+        return reduce.var(self, axis, ddof, keepdims)
+
+    def std(self, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        """Standard deviation over ``axis``, as ``ndarray.std``."""
+        return reduce.std(self, axis, ddof, keepdims)
+
+    def cumsum(self, axis: Any = None) -> Any:
+        """Cumulative sum, as ``ndarray.cumsum``."""
+        return cumsum(self, axis)
+
+    def cumprod(self, axis: Any = None) -> Any:
+        """Cumulative product, as ``ndarray.cumprod``."""
+        return cumprod(self, axis)
+
+    def ravel(self) -> Any:
+        """The flattened array, as ``ndarray.ravel``."""
+        return ravel(self)
+
+    def flatten(self) -> Any:
+        """The flattened array, as ``ndarray.flatten`` (values are never written in place,
+        so a copy and a view are the same thing here)."""
+        return ravel(self)
+
+    def squeeze(self, axis: Any = None) -> Any:
+        """Drop axes of length one, as ``ndarray.squeeze``."""
+        return squeeze(self, axis)
+
+    def swapaxes(self, axis1: int, axis2: int) -> Any:
+        """Swap two axes, as ``ndarray.swapaxes``."""
+        return swapaxes(self, axis1, axis2)
+
+    def dot(self, other: Any) -> Any:
+        """Dot product, as ``ndarray.dot``."""
+        return dot(self, other)
+
+    def clip(self, min: Any = None, max: Any = None) -> Any:  # noqa: A002  (numpy's names)
+        """Limit the values to ``[min, max]``, as ``ndarray.clip``."""
+        return clamp(self, min, max)
+
+    def copy(self) -> Any:
+        """The value itself: recorded values are never written in place."""
+        return self
+
+    def astype(self, dtype: Any, copy: bool = True) -> Any:
+        """Cast, as ``ndarray.astype``: to another float dtype the gradient follows (cast
+        back); to an integer or bool dtype the result is plain data with no gradient.
+        ``copy`` is accepted for numpy's signature: recorded values are never written."""
+        return astype(self, dtype)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """The diagonal, as ``ndarray.diagonal``."""
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+        """The sum of the diagonal, as ``ndarray.trace``."""
+        return np.trace(self, offset, axis1, axis2)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> Any:
+        """Each entry repeated, as ``ndarray.repeat``."""
+        return np.repeat(self, repeats, axis)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Whether any entry is nonzero (plain booleans: no gradient)."""
+        return np.any(self.value, axis=axis, keepdims=keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Whether every entry is nonzero (plain booleans: no gradient)."""
+        return np.all(self.value, axis=axis, keepdims=keepdims)
+
+    def nonzero(self) -> Any:
+        """Indices of the nonzero entries (plain integers: no gradient)."""
+        return np.nonzero(self.value)
+
+    def argmax(self, axis: Any = None) -> Any:
+        """Index of the maximum (plain integers: no gradient)."""
+        return np.argmax(self.value, axis=axis)
+
+    def argmin(self, axis: Any = None) -> Any:
+        """Index of the minimum (plain integers: no gradient)."""
+        return np.argmin(self.value, axis=axis)
+
+    def argsort(self, axis: int = -1) -> Any:
+        """Indices that sort the values (plain integers: no gradient)."""
+        return np.argsort(self.value, axis=axis)
+
+    def __getitem__(self, index: Any) -> Any:
+        return getitem(self, index)
+
+    # -- operators ------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Any:
+        return record2(ADD, self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return record2(ADD, other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return record2(SUBTRACT, self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return record2(SUBTRACT, other, self)
+
+    def __mul__(self, other: Any) -> Any:
+        return record2(MULTIPLY, self, other)
+
+    def __rmul__(self, other: Any) -> Any:
+        return record2(MULTIPLY, other, self)
+
+    def __truediv__(self, other: Any) -> Any:
+        return record2(DIVIDE, self, other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return record2(DIVIDE, other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return power(self, other)
+
+    def __rpow__(self, other: Any) -> Any:
+        return power(other, self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self)
+
+    def __mod__(self, other: Any) -> Any:
+        return remainder(self, other)
+
+    def __rmod__(self, other: Any) -> Any:
+        return remainder(other, self)
+
+    # Floor division is piecewise constant: plain values, no gradient (as np.floor_divide).
+    def __floordiv__(self, other: Any) -> Any:
+        return self.value // unwrap(other)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return unwrap(other) // self.value
+
+    def __neg__(self) -> Any:
+        return record1(NEGATIVE, self)
+
+    def __pos__(self) -> Any:
+        return self
+
+    def __abs__(self) -> Any:
+        return record1(ABS, self)
+
+    # Comparisons give plain boolean masks: they have no gradient.
+    def __lt__(self, other: Any) -> Any:
+        return self.value < unwrap(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.value <= unwrap(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.value > unwrap(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.value >= unwrap(other)
+
+    def __eq__(self, other: object) -> Any:
+        return self.value == unwrap(other)
+
+    def __ne__(self, other: object) -> Any:
+        return self.value != unwrap(other)
+
+
+def _attach(cls: type, methods: type) -> None:
+    """Copy the methods and properties of ``methods`` onto ``cls`` (not the class machinery
+    Python adds to every class body, nor ``__hash__``, which ``__eq__`` resets)."""
+    for name, member in vars(methods).items():
+        if isinstance(member, FunctionType | property):
+            setattr(cls, name, member)
+
+
+_attach(Traced, _ArrayMethods)
