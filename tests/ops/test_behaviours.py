@@ -370,16 +370,16 @@ def test_ssm_scan_matches_the_steps_when_terms_cancel_after_an_overflow() -> Non
 
 
 def test_ssm_scan_backward_runs_one_adjoint_scan_for_all_three_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
-    from nodegrad.ops import pipeline
+    from nodegrad.ops.pipeline import scans
 
     calls: list[int] = []
-    scan = pipeline._scan  # the backward's reverse scans (the forward calls _linear_scan directly)
+    scan = scans._scan  # the backward's reverse scans (the forward calls _linear_scan directly)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         return scan(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_scan", counted)
+    monkeypatch.setattr(scans, "_scan", counted)
     rng = np.random.default_rng(0)
     a, b, x = rng.uniform(-1, 1, (6, 2)), rng.normal(size=(6, 2)), rng.normal(size=(6, 2))
     grads = ng.grad(lambda a, b, x: ng.sum(ng.sin(ng.ssm_scan(a, b, x))), argnums=(0, 1, 2))(a, b, x)
