@@ -1,0 +1,44 @@
+"""numpy's dispatch protocols onto the op registry.
+
+``np.exp(traced)`` reaches :func:`dispatch_ufunc` through ``__array_ufunc__`` and
+``np.sum(traced)`` reaches :func:`dispatch_function` through ``__array_function__``, so
+unmodified numpy code records nodes. Three tables say what happens:
+
+- :data:`UFUNCS` and :data:`FUNCTIONS`: differentiable, mapped onto nodegrad ops;
+- :data:`VALUE_UFUNCS` and :data:`VALUE_FUNCTIONS`: results with no gradient (masks,
+  indices, integers, piecewise-constant values), computed on the forward values;
+- anything else raises :class:`NoGradientError` naming the function: a silent
+  conversion to a plain array would drop the gradient.
+
+The ufunc table and its dispatch are in :mod:`nodegrad.numpy_api.ufuncs`, the function
+table and its dispatch in :mod:`nodegrad.numpy_api.functions`, and the numpy functions
+written as compositions of the ops (``np.diff``, ``np.tile``, ``np.convolve``, ...) in
+:mod:`nodegrad.numpy_api.composed`. Importing this package attaches both protocols to
+the engine's :class:`~nodegrad.engine.traced.Traced` handle.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.traced import Traced
+from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
+from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
+
+__all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
+
+
+def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    return dispatch_function(func, args, kwargs)
+
+
+# numpy's protocols, attached to the engine's handle from here: np.exp(x) and np.sum(x) of a
+# traced x come to this package.
+Traced.__array_ufunc__ = _array_ufunc  # type: ignore[attr-defined]
+Traced.__array_function__ = _array_function  # type: ignore[attr-defined]
