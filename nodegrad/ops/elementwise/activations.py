@@ -1,0 +1,142 @@
+"""Activation functions: ``sigmoid``, ``relu``, ``silu`` and ``gelu`` (tanh-approximate or
+exact, differentiable to any order).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.record import record1
+from nodegrad.engine.registry import defop
+from nodegrad.engine.traced import Traced
+from nodegrad.ops.elementwise.arithmetic import FAMILY, unary
+
+__all__ = ["gelu", "relu", "sigmoid", "silu"]
+
+
+def _sigmoid(x: Any) -> Any:
+    # exp(-log(1 + e^-x)) is accurate for large |x| in both directions.
+    return np.exp(-np.logaddexp(0, -x))
+
+
+def _silu(x: Any) -> Any:
+    return x * _sigmoid(x)
+
+
+def _silu_rule(g: Any, ans: Any, x: Any) -> Any:
+    s = _sigmoid(x)
+    return g * (s + ans * (1 - s))
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+_erf_objects = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x: Any) -> Any:
+    """Elementwise erf in x's own float dtype (numpy has no erf ufunc)."""
+    x = np.asarray(x)
+    return np.asarray(_erf_objects(x), dtype=x.dtype)
+
+
+# The gelu op's third mode, never reached from the public function: the standard normal
+# CDF Phi(x) itself. The exact rule records Phi this way on traced values (numpy has no
+# erf a traced value could dispatch to), and Phi's own rule is the normal pdf, written
+# with exp: so exact gelu is differentiable to any order.
+_NORMAL_CDF = "normal_cdf"
+
+
+def _normal_pdf(x: Any) -> Any:
+    return np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)
+
+
+def _gelu(x: Any, approximate: Any) -> Any:
+    if approximate == _NORMAL_CDF:
+        return 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1 + _erf(x / math.sqrt(2.0)))
+
+
+def _gelu_rule(g: Any, ans: Any, x: Any, approximate: Any) -> Any:
+    if approximate == _NORMAL_CDF:
+        return g * _normal_pdf(x)
+    if approximate:
+        inner = _GELU_C * (x + 0.044715 * x**3)
+        t = np.tanh(inner)
+        d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
+        return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
+    cdf = record1(GELU, x, _NORMAL_CDF) if type(x) is Traced else 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+    return g * (cdf + x * _normal_pdf(x))
+
+
+SIGMOID = unary("sigmoid", _sigmoid, lambda g, ans, x: g * ans * (1 - ans), "logistic function")
+
+
+RELU = unary("relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * (x > 0), "max(x, 0); gradient 0 at 0")
+
+
+SILU = unary("silu", _silu, _silu_rule, "x * sigmoid(x)")
+
+
+GELU = defop("gelu", _gelu, _gelu_rule, None, family=FAMILY, doc="Gaussian error linear unit")
+
+
+def sigmoid(x: Any) -> Any:
+    """Elementwise logistic function ``1 / (1 + e^-x)``, accurate for large ``|x|``.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.sigmoid)(0.0)
+    0.25
+    """
+    return record1(SIGMOID, x)
+
+
+def relu(x: Any) -> Any:
+    """Elementwise ``max(x, 0)``; the gradient at 0 is 0.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.relu)(2.0), ng.grad(ng.relu)(-2.0)
+    (1.0, 0.0)
+    """
+    return record1(RELU, x)
+
+
+def silu(x: Any) -> Any:
+    """Elementwise ``x * sigmoid(x)`` (also called swish).
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.silu)(0.0)
+    0.5
+    """
+    return record1(SILU, x)
+
+
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """Gaussian error linear unit ``x * Phi(x)``.
+
+    Parameters
+    ----------
+    x : array_like
+        Input.
+    approximate : bool, default True
+        Use the tanh approximation (as ``jax.nn.gelu``); ``False`` computes the exact
+        ``erf`` form, which is slower.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> ng.grad(ng.gelu)(0.0)
+    0.5
+    """
+    return record1(GELU, x, bool(approximate))
