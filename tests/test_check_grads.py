@@ -12,13 +12,13 @@ import pytest
 import nodegrad as ng
 import nodegrad.testing._check as check_module
 from nodegrad.errors import NoGradientError
-from nodegrad.ops import elementwise
+from nodegrad.ops.elementwise import transcendental
 from nodegrad.testing import check_grads
 
 
 def _patch_sin_rule(monkeypatch: pytest.MonkeyPatch, rule: Callable[..., Any]) -> None:
     """Make ``ng.sin`` record an op whose VJP is ``rule`` (undone after the test)."""
-    monkeypatch.setattr(elementwise, "SIN", attrs.evolve(elementwise.SIN, vjps=(rule,)))
+    monkeypatch.setattr(transcendental, "SIN", attrs.evolve(transcendental.SIN, vjps=(rule,)))
 
 
 @pytest.mark.parametrize(
