@@ -18,7 +18,18 @@ from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
-from nodegrad.transforms import grad, hessian, hvp, jacobian, jvp, value_and_grad, vjp
+from nodegrad.transforms import (
+    elementwise_grad,
+    grad,
+    hessian,
+    hvp,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    value_and_grad,
+    vjp,
+)
 
 __version__ = "0.1.0"
 
@@ -32,12 +43,15 @@ __all__ = [
     "dataclass_field",
     "debug_nans",
     "display",
+    "elementwise_grad",
     "errors",
     "field",
     "grad",
     "hessian",
     "hvp",
+    "jacfwd",
     "jacobian",
+    "jacrev",
     "jvp",
     "optim",
     "parallel",

@@ -18,8 +18,8 @@ import numpy as np
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import cotangent_for, handler_for, leaves, map_with_paths, materialize
-from nodegrad.engine.sweep import fit_cotangent, gradients, unbroadcast
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.sweep import fit_cotangent, unbroadcast
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
@@ -175,9 +175,8 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
         return fun(*args), args
 
     def bwd(args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
-        traced = [leaf for leaf in leaves((args, g)) if isinstance(leaf, Traced)]
-        if traced:  # a recorded sweep (higher order, or jvp): recompute in its arena
-            return _recompute_in(traced[0].arena, fun, args, g)
+        # Arguments or cotangent traced by an enclosing transform (higher order, jvp) make
+        # this vjp a nested one: its sweep records into that transform's arena.
         _, back = vjp(fun, *args)
         return back(g)
 
@@ -186,19 +185,10 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def _recompute_in(arena: Any, fun: Callable[..., Any], args: tuple[Any, ...], g: Any) -> tuple[Any, ...]:
-    """``checkpoint``'s backward in a recorded sweep: run ``fun`` again in that arena and
-    record its sweep there too, so the result can be differentiated again."""
-    # Traced arguments are used as they are (their dependence is what higher order needs);
-    # plain ones become leaves of that arena.
-    params = tuple(a if _has_traced(a) else arena.param(a) for a in args)
-    out = fun(*params)
-    return tuple(gradients(arena, out, params, seed=g, create_graph=True))
-
-
 def stop_gradient(value: Any) -> Any:
     """``value`` with its gradient cut: traced values become their plain values (inside
-    records, dicts and lists too), so nothing flows back through them.
+    records, dicts and lists too), so nothing flows back through them, in any enclosing
+    transform either.
 
     Examples
     --------
@@ -206,4 +196,4 @@ def stop_gradient(value: Any) -> Any:
     >>> ng.grad(lambda x: x * ng.stop_gradient(x))(3.0)
     3.0
     """
-    return map_with_paths(lambda _, leaf: leaf.value if isinstance(leaf, Traced) else leaf, value)
+    return map_with_paths(lambda _, leaf: unwrap(leaf), value)

@@ -20,6 +20,7 @@ import numpy as np
 
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.structure import flatten_with_paths
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import NonFiniteError, user_location
 
 __all__ = ["CheckedNodes", "CheckedSweep", "debug_nans"]
@@ -77,6 +78,8 @@ def debug_nans() -> Iterator[None]:
 
 
 def _finite(value: Any) -> bool:
+    # Nested transforms: a value may be a handle of an enclosing arena; check what it holds.
+    value = unwrap(value)
     if isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "fc":
         return bool(np.isfinite(value).all())
     if isinstance(value, float):
@@ -244,6 +247,7 @@ def _where_hint(nodes: CheckedNodes, i: int, g: Any, out: Any) -> str:
     cause is usually a ``where`` downstream of node ``i``, found by a forward walk.
     """
     try:
+        out, g = unwrap(out), unwrap(g)  # nested transforms: what the handles hold
         bad = ~np.isfinite(np.asarray(out)) & (np.broadcast_to(np.asarray(g), np.shape(out)) == 0)
     except ValueError:  # shapes that do not line up: no hint rather than a wrong one
         return ""

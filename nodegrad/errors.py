@@ -17,6 +17,7 @@ __all__ = [
     "ArenaError",
     "ArgumentError",
     "DtypeError",
+    "LeakedTracerError",
     "NoGradientError",
     "NodegradError",
     "NonFiniteError",
@@ -50,6 +51,11 @@ class NoGradientError(NodegradError, NotImplementedError):
 
 class ArenaError(NodegradError, RuntimeError):
     """Misuse of an arena: mixing arenas, unknown nodes, a non-scalar output without a seed."""
+
+
+class LeakedTracerError(ArenaError):
+    """A traced value outlived the transform that traced it (it was stored, or returned
+    inside an aux or a closure) and reached a later computation."""
 
 
 class StructureError(NodegradError, ValueError):

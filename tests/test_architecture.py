@@ -27,9 +27,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "engine",  # what an op is, the handle, structured values, the sweep, recording, the store
         (
-            "nodegrad.engine.registry",
             "nodegrad.engine.plugins",
             "nodegrad.engine.traced",
+            "nodegrad.engine.registry",
             "nodegrad.engine.structure",
             "nodegrad.engine.sweep",
             "nodegrad.engine.record",

@@ -33,9 +33,9 @@ from nodegrad.engine.registry import INPUT, PARAM, Op
 from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced, describe
-from nodegrad.errors import ArenaError, DtypeError, NodegradError, StructureError
+from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError, StructureError
 
-__all__ = ["Arena", "Node", "current_arena", "quiet_while_checking", "too_deep"]
+__all__ = ["Arena", "Node", "current_arena", "nested_arena", "quiet_while_checking", "too_deep"]
 
 
 @attrs.frozen
@@ -135,6 +135,13 @@ class Arena:
         self._released = False
         # The cotangents of the last backward's requested nodes, for display.
         self._last_gradients: dict[int, Any] = {}
+        # For an arena a transform made (nested_arena): the arenas entered in this thread at
+        # the time. Their handles may meet this arena's in an op (an inner transform's
+        # function closing over an outer one's values), where they are constants.
+        self._enclosing: tuple[Arena, ...] = ()
+        # Set by the transform that made this arena once it has returned: its handles are
+        # leaked tracers from then on.
+        self._finished_by = ""
 
     # -- recording ---------------------------------------------------------------------
     def param(self, value: Any, *, name: str = "") -> Any:
@@ -170,14 +177,19 @@ class Arena:
         >>> type(p["w"]).__name__, p["tag"], [n.op for n in a]
         ('Traced', 'layer', ['param', 'map_lookup'])
         """
-        if handler_for(value) is None:
+        if type(value) is Traced:
+            self._check_enclosing(value, name)
+            if value.dtype.kind != "f":
+                msg = f"{name or 'Arena.param'}: only floating-point values are differentiable, got dtype {value.dtype}"
+                raise DtypeError(msg)
+        elif handler_for(value) is None:
             value = _as_float_array(value, name or "Arena.param")
         else:
             try:
                 if any(type(leaf) is Traced for leaf in leaves(value)):
-                    path = next(p for p, leaf in flatten_with_paths(value, name) if type(leaf) is Traced)
-                    msg = f"Arena.param: {path} is already traced; pass plain values"
-                    raise ArenaError(msg)
+                    for path, leaf in flatten_with_paths(value, name):
+                        if type(leaf) is Traced:
+                            self._check_enclosing(leaf, path)
             except RecursionError:
                 raise too_deep("Arena.param", name) from None
         index = len(self._nodes)
@@ -193,6 +205,26 @@ class Arena:
         except RecursionError:
             self._truncate(index)
             raise too_deep("Arena.param", name) from None
+
+    def _check_enclosing(self, leaf: Traced, path: str) -> None:
+        """A traced value can become a leaf of this arena only if an enclosing arena traced
+        it: this arena is then one level deeper (a transform nested in another)."""
+        if leaf.arena is self:
+            msg = f"Arena.param: {path or 'the value'} is already traced in this arena; pass plain values"
+            raise ArenaError(msg)
+        if leaf.arena._finished_by:
+            msg = (
+                f"{path or 'the value'} is a traced value of {leaf.arena._finished_by}, which has already returned (a "
+                "leaked tracer): return what you need from the differentiated function instead"
+            )
+            raise LeakedTracerError(msg)
+        if leaf.arena not in self._enclosing:
+            msg = f"Arena.param: {path or 'the value'} is traced in another arena, which does not enclose this one"
+            raise ArenaError(msg)
+
+    def _finish(self, by: str) -> None:
+        """Mark the arena as done, for the transform ``by`` that made it has returned."""
+        self._finished_by = by
 
     def input(self, value: Any) -> Traced:
         """Add a leaf holding data (any dtype: ops on it say what they cannot use); it is
@@ -441,6 +473,15 @@ class Arena:
 
     def __exit__(self, *exc: object) -> None:
         _state.stack.remove(self)
+
+
+def nested_arena(check_finite: bool | None = None) -> Arena:
+    """A new arena for one call of a transform: one level inside every arena entered in
+    this thread now, so the values those arenas trace can become its leaves and can meet
+    its handles in an op."""
+    arena = Arena(check_finite=check_finite)
+    arena._enclosing = tuple(_state.stack)
+    return arena
 
 
 _NOT_QUIET = contextlib.nullcontext()

@@ -16,12 +16,20 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import Traced, describe
-from nodegrad.errors import ArenaError, DtypeError, NodegradError, OpIndexError, ShapeError, user_location
+from nodegrad.errors import (
+    ArenaError,
+    DtypeError,
+    LeakedTracerError,
+    NodegradError,
+    OpIndexError,
+    ShapeError,
+    user_location,
+)
 
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["call_atomically", "composite", "record", "record1", "record2"]
+__all__ = ["call_atomically", "composite", "inner_arena", "record", "record1", "record2"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,9 +67,23 @@ def _error_like(exc: Exception) -> type[Exception]:
     return ShapeError
 
 
-def _mixed_arenas(op: Op) -> ArenaError:
-    msg = f"{op.name}: inputs belong to different arenas [recorded at {user_location()}]"
-    return ArenaError(msg)
+def inner_arena(where: str, a: Arena, b: Arena) -> Arena:
+    """Of two arenas whose handles meet in one op, the one nested inside the other: the op
+    is recorded there, and the other's handles are constants at that level (their own
+    arena records what is computed from them). Unrelated arenas are an error."""
+    for arena in (a, b):
+        if arena._finished_by:
+            msg = (
+                f"{where}: an input is a traced value of {arena._finished_by}, which has already returned (a leaked "
+                f"tracer): return what you need from the differentiated function instead [at {user_location()}]"
+            )
+            raise LeakedTracerError(msg)
+    if a in b._enclosing:
+        return b
+    if b in a._enclosing:
+        return a
+    msg = f"{where}: inputs belong to different arenas [recorded at {user_location()}]"
+    raise ArenaError(msg)
 
 
 def record1(op: Op, x: Any, *static: Any) -> Any:
@@ -69,10 +91,13 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     if type(x) is not Traced:
         return _forward(op, (x, *static))
     args = (x.value, *static)
-    try:
-        out = op.forward(*args)
-    except Exception as exc:
-        _failed(op, args, (x,), exc)
+    if type(args[0]) is Traced:  # traced at two levels (nested transforms): the enclosing one first
+        out = record1(op, *args)
+    else:
+        try:
+            out = op.forward(*args)
+        except Exception as exc:
+            _failed(op, args, (x,), exc)
     # _push, inlined: this is the commonest path of all.
     arena = x.arena
     nodes = arena._nodes
@@ -86,23 +111,29 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
         arena = x.arena
         if type(y) is Traced:
             if y.arena is not arena:
-                raise _mixed_arenas(op)
+                return _record_across(op, (x, y, *static))
             args = (x.value, y.value, *static)
             parents: tuple[int, ...] = (x.index, y.index)
             argnums: tuple[int, ...] = _ARG01
+            nested = type(args[0]) is Traced or type(args[1]) is Traced
         else:
             args = (x.value, y, *static)
             parents, argnums = (x.index,), _ARG0
+            nested = type(args[0]) is Traced
     elif type(y) is Traced:
         arena = y.arena
         args = (x, y.value, *static)
         parents, argnums = (y.index,), _ARG1
+        nested = type(args[1]) is Traced
     else:
         return _forward(op, (x, y, *static))
-    try:
-        out = op.forward(*args)
-    except Exception as exc:
-        _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
+    if nested:  # traced at two levels (nested transforms): the enclosing one first
+        out = record2(op, *args)
+    else:
+        try:
+            out = op.forward(*args)
+        except Exception as exc:
+            _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
     nodes = arena._nodes
     nodes.append((op, parents, argnums, args, out))
     return Traced(arena, len(nodes) - 1, out)
@@ -115,20 +146,51 @@ def record(op: Op, *args: Any) -> Any:
     argnums: list[int] = []
     values = list(args)
     rules = op.vjps
+    nested = False
     for k, a in enumerate(args):
         if type(a) is Traced:
-            values[k] = a.value
             if k < len(rules) and rules[k] is not None:
                 if arena is None:
                     arena = a.arena
                 elif a.arena is not arena:
-                    raise _mixed_arenas(op)
+                    return _record_across(op, args)
                 parents.append(a.index)
                 argnums.append(k)
+            value = values[k] = a.value
+            nested = nested or type(value) is Traced
     frozen = tuple(values)
-    out = _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
+    # Traced at two levels (nested transforms): the enclosing one records first.
+    out = record(op, *frozen) if nested else _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
     if arena is None:
         return out
+    return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
+
+
+def _record_across(op: Op, args: tuple[Any, ...]) -> Any:
+    """:func:`record` for inputs traced in different arenas, one nested in the other (an
+    inner transform's function closes over an outer transform's value)."""
+    rules = op.vjps
+    has_rule = [k < len(rules) and rules[k] is not None for k in range(len(args))]
+    differentiable = [a for k, a in enumerate(args) if type(a) is Traced and has_rule[k]]
+    arena = differentiable[0].arena
+    for a in differentiable[1:]:
+        if a.arena is not arena:
+            arena = inner_arena(op.name, arena, a.arena)
+    values = list(args)
+    parents: list[int] = []
+    argnums: list[int] = []
+    for k, a in enumerate(args):
+        if type(a) is not Traced:
+            continue
+        if a.arena is arena and has_rule[k]:
+            parents.append(a.index)
+            argnums.append(k)
+            values[k] = a.value
+        elif not has_rule[k]:
+            values[k] = a.value  # no gradient flows here at any level
+        # else: a handle of an enclosing arena, a constant at this level
+    frozen = tuple(values)
+    out = record(op, *frozen)  # records the enclosing levels' part, or runs the forward
     return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
 
 

@@ -14,6 +14,7 @@ traced values when the sweep records itself (higher-order derivatives).
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import NoGradientError
 
 __all__ = [
@@ -83,9 +85,31 @@ def defop(
         rules: Sequence[Rule | None] = vjps[0]
     else:
         rules = tuple(vjps)
+    if first_order:
+        rules = tuple(_first_order_only(name, rule) for rule in rules)
     op = Op(name, forward, rules, family, broadcasts, doc, first_order)
     REGISTRY[name] = op
     return op
+
+
+def _first_order_only(op_name: str, rule: Rule | None) -> Rule | None:
+    """``rule``, refusing to run on traced inputs: a first-order rule reads them only as
+    numbers, so differentiating it again would silently treat its decomposition as
+    constant. A traced cotangent alone is fine (forward mode): the rule is linear in it."""
+    if rule is None:
+        return None
+
+    @functools.wraps(rule)
+    def first_order_rule(g: Any, ans: Any, *args: Any) -> Any:
+        if type(ans) is Traced or any(type(a) is Traced for a in args):
+            msg = (
+                f"op {op_name!r} has a gradient for first derivatives only: forward mode (jvp) works through it, "
+                "a second derivative does not"
+            )
+            raise NoGradientError(msg)
+        return rule(g, ans, *args)
+
+    return first_order_rule
 
 
 def missing_rule(op_name: str, position: int) -> Rule:

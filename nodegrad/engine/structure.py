@@ -93,8 +93,9 @@ def dataclass_field(*, static: bool = False, **kwargs: Any) -> Any:
 
 
 def is_differentiable_leaf(value: Any) -> bool:
-    """True for float arrays, numpy floating scalars and Python floats."""
-    if isinstance(value, np.ndarray | np.floating):
+    """True for float arrays, numpy floating scalars and Python floats, and for values an
+    enclosing transform traced (nested transforms) that stand for one."""
+    if isinstance(value, np.ndarray | np.floating) or type(value) is Traced:
         return value.dtype.kind == "f"
     return isinstance(value, float)
 
@@ -370,11 +371,17 @@ def map_unless_static(fn: Callable[[Any], Any], value: Any) -> Any:
     return handler.build(value, children)
 
 
-def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
-    """Walk two values of one structure together, yielding ``(key_path, leaf, other_leaf)``.
+def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable]) -> bool:
+    # Maps pair entries by key, whatever their order ({'b', 'a'} against {'a', 'b'}).
+    return other == keys or (kind == "map" and len(other) == len(keys) and set(other) == set(keys))
 
-    ``other`` may hold ``None`` in place of a whole subtree. Raises a
-    :class:`StructureError` naming the key path where they differ.
+
+def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """Walk two values of one structure together, yielding ``(key_path, leaf, other_leaf)``
+    in ``value``'s order.
+
+    ``other`` may hold ``None`` in place of a whole subtree; maps are paired by key.
+    Raises a :class:`StructureError` naming the key path where they differ.
     """
     handler = handler_for(value)
     if handler is None or other is None:
@@ -383,7 +390,11 @@ def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, An
         return
     other_handler = handler_for(other)
     keys = handler.keys(value)
-    if other_handler is None or type(other) is not type(value) or other_handler.keys(other) != keys:
+    if (
+        other_handler is None
+        or type(other) is not type(value)
+        or not _same_keys(handler.kind, keys, other_handler.keys(other))
+    ):
         described = (
             type(other).__name__
             if other_handler is None

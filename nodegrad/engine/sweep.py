@@ -155,7 +155,13 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any 
         rules = op.vjps
         for p, k in zip(parents, argnums):  # noqa: B905  (equal by construction; hot loop)
             if mark[p]:
-                gp = rules[k](g, value, *args)
+                try:
+                    gp = rules[k](g, value, *args)
+                except Exception as exc:
+                    failure = _rule_failed(op, g, value, args, exc)
+                    if failure is exc:
+                        raise
+                    raise failure from exc
                 if gp is None:
                     continue
                 if op.broadcasts:
@@ -184,10 +190,10 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
         return seed
     if handler_for(value) is not None:
         return cotangent_for(seed, value, path)
-    kind = np.result_type(value).kind
-    if kind not in "fc":
+    dtype = _dtype_of(value)
+    if dtype.kind not in "fc":
         msg = (
-            f"cannot differentiate the output{' ' + path if path else ''} of dtype {np.result_type(value)}: only "
+            f"cannot differentiate the output{' ' + path if path else ''} of dtype {dtype}: only "
             f"floating outputs have gradients"
         )
         raise DtypeError(msg)
@@ -201,7 +207,13 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
             f"{np.shape(value)}"
         )
         raise ShapeError(msg)
-    return seed_array.astype(np.result_type(value), copy=False)
+    return seed_array.astype(dtype, copy=False)
+
+
+def _dtype_of(value: Any) -> np.dtype[Any]:
+    """The dtype of a forward value: an array, a Python number, or a handle of an enclosing
+    transform's arena (whose value it stands for)."""
+    return value.dtype if type(value) is Traced else np.result_type(value)
 
 
 def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
@@ -223,7 +235,8 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
                 f"output"
             )
             raise ArenaError(msg)
-        paired = [("", leaves[0], np.ones_like(leaves[0].value))]
+        value = leaves[0].value
+        paired = [("", leaves[0], np.ones(np.shape(value), _dtype_of(value)))]
     elif type(output) is Traced:
         paired = [("", output, seed)]
     else:
@@ -297,68 +310,13 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     """Give the caller an array nobody else holds (not a seed, a view or another
     gradient), typed like ``like``. ``taken`` holds the ids of seeds and earlier results.
     """
-    dtype = like.dtype if isinstance(like, np.ndarray) else np.result_type(like)
+    if type(g) is Traced:
+        return g  # traced by an enclosing transform: the enclosing sweep differentiates it
+    dtype = like.dtype if isinstance(like, np.ndarray) else _dtype_of(like)
     if type(g) is not np.ndarray or g.base is not None or id(g) in taken or g.dtype != dtype:
         g = np.array(g, dtype=dtype)
     taken.add(id(g))
     return g
-
-
-class _RecordingRules:
-    """An op's rules as the sweep calls them when it records itself (``create_graph``):
-    the same rules, fed traced values, so every numpy call in them records a node. A rule
-    that cannot run on traced values (it writes into arrays, say) is reported by op name.
-    """
-
-    _cache: ClassVar[dict[tuple[str, bool], _RecordingRules]] = {}
-
-    def __init__(self, op: Any, seed_only: bool) -> None:
-        self.name = op.name
-        self.broadcasts = op.broadcasts
-        # A first-order rule reads its inputs as numbers: exact when only the seed is
-        # differentiated (jvp), refused when the inputs are.
-        self.first_order = op.first_order and not seed_only
-        self._rules = op.vjps
-
-    @classmethod
-    def of(cls, op: Any, seed_only: bool = False) -> _RecordingRules:
-        key = (op.name, seed_only)
-        found = cls._cache.get(key)
-        if found is None or found._rules is not op.vjps:
-            found = cls._cache[key] = cls(op, seed_only)
-        return found
-
-    @property
-    def vjps(self) -> _RecordingRules:
-        return self
-
-    def __getitem__(self, k: int) -> Any:
-        rule = self._rules[k]
-        name = self.name
-        first_order = self.first_order
-
-        def recording_rule(*args: Any) -> Any:
-            if first_order:
-                msg = (
-                    f"op {name!r} has a gradient for first derivatives only: forward mode (jvp) works through it, "
-                    "a second derivative does not"
-                )
-                raise NoGradientError(msg)
-            try:
-                return rule(*args)
-            except NonFiniteError as exc:
-                msg = f"{exc}; this node was recorded by the gradient rule of {name!r} (differentiating it again)"
-                raise NonFiniteError(msg) from None
-            except NodegradError as exc:
-                if isinstance(exc, NoGradientError):
-                    raise
-                msg = f"op {name!r}: its gradient rule cannot be differentiated again: {exc}"
-                raise NoGradientError(msg) from exc
-            except (TypeError, ValueError, IndexError) as exc:
-                msg = f"op {name!r}: its gradient rule cannot be differentiated again ({type(exc).__name__}: {exc})"
-                raise NoGradientError(msg) from exc
-
-        return recording_rule
 
 
 class _RecordingNodes:
@@ -367,24 +325,35 @@ class _RecordingNodes:
     traced values that can be differentiated again.
     """
 
-    def __init__(self, arena: Any, seed_only: bool = False) -> None:
+    def __init__(self, arena: Any) -> None:
         self._arena = arena
         self._nodes = arena._nodes
-        self._seed_only = seed_only
 
     def __getitem__(self, i: int) -> tuple[Any, ...]:
         op, parents, argnums, args, value = self._nodes[i]
         if not parents:
             return op, parents, argnums, args, Traced(self._arena, i, value)
-        if self._seed_only and (op.family == "custom" or op.first_order):
-            # Differentiated in the seed alone (jvp): a rule fed a traced cotangent and the
-            # recorded values (a custom bwd: its residuals) is exact, being linear in the
-            # cotangent, and cheaper.
-            return _RecordingRules.of(op, seed_only=True), parents, argnums, args, value
         lifted = list(args)
         for p, k in zip(parents, argnums, strict=True):
             lifted[k] = Traced(self._arena, p, self._nodes[p][4])
-        return _RecordingRules.of(op), parents, argnums, tuple(lifted), Traced(self._arena, i, value)
+        return op, parents, argnums, tuple(lifted), Traced(self._arena, i, value)
+
+
+def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
+    """The error to raise for a rule of ``op`` that failed. A rule fed traced values is
+    being differentiated again (nested transforms, ``create_graph``): a failure there is
+    reported as that, naming the op."""
+    traced = type(g) is Traced or type(value) is Traced or any(type(a) is Traced for a in args)
+    if not traced or isinstance(exc, NoGradientError):
+        return exc
+    if isinstance(exc, NonFiniteError):
+        msg = f"{exc}; this node was recorded by the gradient rule of {op.name!r} (differentiating it again)"
+        return NonFiniteError(msg)
+    if isinstance(exc, NodegradError):
+        msg = f"op {op.name!r}: its gradient rule cannot be differentiated again: {exc}"
+    else:
+        msg = f"op {op.name!r}: its gradient rule cannot be differentiated again ({type(exc).__name__}: {exc})"
+    return NoGradientError(msg)
 
 
 def gradients(
@@ -395,7 +364,6 @@ def gradients(
     options: GradOptions | None = None,
     finish: Any = None,
     create_graph: bool = False,
-    seed_only: bool = False,
     retain: bool = True,
 ) -> Any:
     """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
@@ -404,9 +372,9 @@ def gradients(
     ``wrt``'s structure, with ``None`` where ``wrt`` holds a non-traced (static) leaf.
     ``finish(g, like)`` post-processes each array gradient; by default it makes sure the
     caller gets arrays that nothing else holds. With ``create_graph`` the sweep records
-    itself into the arena and the gradients are traced values; ``seed_only`` says they will
-    be differentiated with respect to a traced seed alone (``jvp``), which custom rules allow.
-    ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
+    itself into the arena and the gradients are traced values. (Nested transforms need no
+    such mode: there the values are handles of an enclosing arena, so the rules record into
+    it on their own.) ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
     """
     options = _check_options(options)
     flat = type(wrt) is tuple and all(type(t) is Traced for t in wrt)  # grad's common case
@@ -417,7 +385,7 @@ def gradients(
     if checking:
         _check_seeds(arena, seeds)
     if create_graph:
-        nodes: Any = _RecordingNodes(arena, seed_only)
+        nodes: Any = _RecordingNodes(arena)
     elif checking:
         nodes = arena._nodes.for_sweep()  # checks every cotangent (nodegrad.debug)
     else:

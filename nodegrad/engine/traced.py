@@ -1,7 +1,9 @@
 """The traced handle: what user code holds while a function is being differentiated.
 
 A :class:`Traced` is ``(arena, index, value)``: node ``index`` of ``arena``, whose
-forward value is ``value``. Here it is only a handle (its value's attributes, and refusals
+forward value is ``value``. Transforms nest by levels: inside ``grad(grad(f))`` the inner
+arena's values are themselves handles of the outer arena, so ``value`` may be a
+``Traced`` too; :func:`unwrap` reads through every level. Here it is only a handle (its value's attributes, and refusals
 to silently become a plain number or array). Its arithmetic operators and array methods
 are attached by the op families (:mod:`nodegrad.ops.traced_methods`), and numpy's
 dispatch protocols by :mod:`nodegrad.numpy_api`: the engine knows no particular op.
@@ -22,8 +24,11 @@ __all__ = ["Traced", "describe", "unwrap"]
 
 
 def unwrap(value: Any) -> Any:
-    """The forward value of a traced handle; anything else unchanged."""
-    return value.value if type(value) is Traced else value
+    """The plain value under a traced handle, through every level of nesting (for reading
+    shapes, dtypes and masks: it carries no gradient); anything else unchanged."""
+    while type(value) is Traced:
+        value = value.value
+    return value
 
 
 class Traced:
@@ -81,11 +86,12 @@ class Traced:
 
     def __repr__(self) -> str:
         return (
-            f"Traced(node {self.index}, {describe(self.value)}: {np.array2string(np.asarray(self.value), threshold=6)})"
+            f"Traced(node {self.index}, {describe(unwrap(self.value))}: "
+            f"{np.array2string(np.asarray(unwrap(self.value)), threshold=6)})"
         )
 
     def __bool__(self) -> bool:
-        return bool(self.value)
+        return bool(unwrap(self.value))
 
     def __float__(self) -> float:
         # float(x) and math.* would hand back a plain number and silently cut the gradient.
@@ -98,15 +104,16 @@ class Traced:
 
     def __format__(self, spec: str) -> str:
         # Formatting is for reading (logging a loss inside a traced function), not computing.
-        return format(self.value, spec) if spec else repr(self)
+        return format(unwrap(self.value), spec) if spec else repr(self)
 
     def item(self) -> Any:
         """The value as a Python number, for reading only: the result carries no gradient."""
-        return self.value.item() if isinstance(self.value, np.ndarray | np.generic) else self.value
+        value = unwrap(self.value)
+        return value.item() if isinstance(value, np.ndarray | np.generic) else value
 
     def tolist(self) -> Any:
         """The value as nested Python lists, for reading only: the result carries no gradient."""
-        return np.asarray(self.value).tolist()
+        return np.asarray(unwrap(self.value)).tolist()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         msg = (
@@ -154,6 +161,7 @@ class Traced:
 
 def describe(arg: Any) -> str:
     """A short description of an argument for messages: ``float64[2, 3]``, or its repr."""
+    arg = unwrap(arg)
     if isinstance(arg, np.ndarray | np.generic):
         return f"{arg.dtype}{list(arg.shape)}"
     if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, np.ndarray | np.generic) for a in arg):

@@ -9,7 +9,8 @@ import numpy as np
 
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import NoGradientError
-from nodegrad.transforms import _traced_vdot, grad, jvp, vjp
+from nodegrad.transforms import grad, jvp, vjp
+from nodegrad.transforms.common import traced_vdot as _traced_vdot
 from nodegrad.tree import add, map_floats, scale, vdot, zeros_like
 
 __all__ = ["check_grads"]

@@ -1,0 +1,173 @@
+"""What every transform does with its arguments and results.
+
+Transforms nest by levels. Each call of a transform makes its own arena and turns the
+differentiated arguments into its leaves; an argument already traced by an enclosing
+transform becomes a leaf whose value is that transform's handle, so every op inside
+records at both levels and every rule of the inner sweep records into the outer arena.
+Results are lowered by one level on the way out (:func:`lower`): this arena's handles
+become their values, which are plain arrays, or handles of the enclosing transform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nodegrad import ops
+from nodegrad.engine.arena import Arena, too_deep
+from nodegrad.engine.structure import (
+    handler_for,
+    is_differentiable_leaf,
+    leaves,
+    map_with_paths,
+    zip_leaves,
+)
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
+from nodegrad.tree import zeros_like
+
+__all__ = [
+    "check_callable",
+    "check_scalar",
+    "like_argument",
+    "lower",
+    "name_of",
+    "normalize_argnums",
+    "resolve_argnums",
+    "same_shapes",
+    "snapshot",
+    "split_output",
+    "traced_vdot",
+    "zero_tangent",
+]
+
+
+def check_callable(fun: Any, where: str) -> None:
+    if not callable(fun):
+        msg = f"{where} needs a function, got {type(fun).__name__}"
+        raise ArgumentError(msg)
+
+
+def name_of(transform: str, fun: Any) -> str:
+    """``ng.grad(loss)``: how error messages name one transform of one function."""
+    return f"ng.{transform}({getattr(fun, '__qualname__', None) or type(fun).__name__})"
+
+
+def normalize_argnums(argnums: int | Sequence[int]) -> tuple[int, ...]:
+    if isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool):
+        return (int(argnums),)
+    if not isinstance(argnums, (tuple, list)) or not all(
+        isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in argnums
+    ):
+        msg = f"argnums must be an int or a tuple of ints, got {argnums!r}"
+        raise ArgumentError(msg)
+    nums = tuple(int(a) for a in argnums)
+    if not nums or len(set(nums)) != len(nums):
+        msg = f"argnums must be an int or a non-empty tuple of distinct ints, got {argnums!r}"
+        raise ArgumentError(msg)
+    return nums
+
+
+def resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any]) -> tuple[int, ...]:
+    if nums == (0,) and nargs:
+        return nums  # the common case
+    for k in nums:
+        if not -nargs <= k < nargs:
+            name = getattr(fun, "__name__", repr(fun))
+            msg = f"argnums {k} is out of range: {name} was called with {nargs} positional argument(s)"
+            raise ArgumentError(msg)
+    return tuple(k % nargs for k in nums)
+
+
+def snapshot(traced: Any) -> Any:
+    """A copy of a traced argument's containers, taken before the user's function runs: a
+    function that replaces an entry of its argument (``batch["x"] = batch["x"] / 2``) must
+    not change what the gradient is taken with respect to."""
+    return traced if handler_for(traced) is None else map_with_paths(lambda _, leaf: leaf, traced)
+
+
+def like_argument(g: Any, original: Any) -> Any:
+    """Give ``g`` the argument's own leaf types: Python float in, Python float out."""
+    if type(g) is Traced:
+        return g  # traced by an enclosing transform: it differentiates this in turn
+    handler = handler_for(original)
+    if handler is None:
+        if g is not None and isinstance(original, float | np.floating) and type(g) is not type(original):
+            return type(original)(g)
+        return g
+    g_handler = handler_for(g)
+    if g_handler is None:
+        return g
+    children = [like_argument(g_handler.get(g, k), handler.get(original, k)) for k in handler.keys(original)]
+    return g_handler.build(g, children)
+
+
+def lower(value: Any, arena: Arena) -> Any:
+    """``value`` with the handles of ``arena`` replaced by their values, inside any
+    structure: what a transform returns. Handles of enclosing arenas stay as they are."""
+    if type(value) is Traced:
+        return value.value if value.arena is arena else value
+    if handler_for(value) is None:
+        return value
+    return map_with_paths(lambda _, leaf: leaf.value if type(leaf) is Traced and leaf.arena is arena else leaf, value)
+
+
+def split_output(out: Any, has_aux: bool) -> tuple[Any, Any]:
+    if not has_aux:
+        return out, None
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        msg = f"with has_aux=True the function must return a pair (output, aux), got {type(out).__name__}"
+        raise StructureError(msg)
+    return out[0], out[1]
+
+
+def check_scalar(out: Any) -> None:
+    value = unwrap(out)
+    if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
+        return  # the common case: a float scalar
+    if not isinstance(value, (np.ndarray, np.generic, int, float)) or np.result_type(value).kind not in "biuf":
+        msg = f"grad needs a function returning a real scalar, got {type(value).__name__}"
+        if isinstance(value, (np.ndarray, np.generic)):
+            msg += f" of dtype {value.dtype}"
+        raise DtypeError(msg)
+    if np.size(value) != 1:
+        msg = (
+            f"grad needs a function with a scalar output, got shape {np.shape(value)}; "
+            "use nodegrad.vjp for non-scalar outputs"
+        )
+        raise ShapeError(msg)
+
+
+def traced_vdot(a: Any, b: Any) -> Any:
+    """``sum(a * b)`` over the float leaves of two structures, recorded as ops (dict
+    entries paired by key)."""
+    total: Any = 0.0
+    for _, x, y in zip_leaves(a, b):
+        if x is not None and y is not None and is_differentiable_leaf(x):
+            total = total + ops.sum(ops.multiply(x, y))
+    return total
+
+
+def same_shapes(where: str, value: Any, other: Any) -> None:
+    """``other`` has ``value``'s structure and, at every float leaf, its shape."""
+    for path, leaf, other_leaf in zip_leaves(value, other):
+        if is_differentiable_leaf(leaf) and np.shape(leaf) != np.shape(other_leaf):
+            msg = f"{where}: the direction{path} has shape {np.shape(other_leaf)}, the point {np.shape(leaf)}"
+            raise ShapeError(msg)
+
+
+def zero_tangent(value: Any, where: str = "jvp") -> Any:
+    """Zeros shaped like each float leaf of ``value``; ``None`` at its other leaves."""
+    if handler_for(value) is None and not is_differentiable_leaf(value):
+        msg = f"{where}: the output must hold floating-point values, got {type(value).__name__}"
+        raise DtypeError(msg)
+    return zeros_like(value)
+
+
+def traced_leaves(value: Any) -> list[Traced]:
+    try:
+        return [leaf for leaf in leaves(value) if type(leaf) is Traced]
+    except RecursionError:
+        raise too_deep("grad", "an argument") from None

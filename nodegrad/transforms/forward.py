@@ -1,0 +1,82 @@
+"""Forward mode: ``jvp``, by transposing a reverse sweep.
+
+A VJP is linear in its cotangent ``u``, so the gradient with respect to ``u`` of
+``<vjp(u), tangents>`` is the JVP. ``jvp`` records ``fun`` once, sweeps it back with a
+cotangent that is itself a leaf of a second arena (so every rule records, in that second
+arena, how the cotangent flows), and sweeps that second arena once. No separate
+forward-mode rules are kept in step with the VJPs: every op with a VJP has a JVP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nodegrad.engine.arena import nested_arena
+from nodegrad.engine.sweep import gradients
+from nodegrad.errors import ArgumentError, StructureError
+from nodegrad.transforms.common import (
+    check_callable,
+    like_argument,
+    lower,
+    name_of,
+    same_shapes,
+    snapshot,
+    traced_leaves,
+    traced_vdot,
+    zero_tangent,
+)
+
+__all__ = ["jvp"]
+
+
+def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    """Forward mode: ``fun(*primals)`` and its directional derivative along ``tangents``.
+
+    Computed by transposing a VJP: a forward pass and two reverse sweeps. Primals,
+    tangents and the output may be structured (dict tangents are matched to the primals by
+    key); the output tangent has the output's structure (zeros at float leaves that do not
+    depend on the primals, ``None`` at static leaves). Nested in other transforms, and
+    around them, to any depth.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.jvp(lambda x: x ** 2.0, (np.array([1.0, 3.0]),), (np.array([1.0, 1.0]),))
+    (array([1., 9.]), array([2., 6.]))
+    >>> ng.jvp(lambda p: {"y": p["w"] * 3.0}, ({"w": np.array([1.0])},), ({"w": np.array([2.0])},))
+    ({'y': array([3.])}, {'y': array([6.])})
+    """
+    check_callable(fun, "jvp")
+    for what, value in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(value, (tuple, list)):
+            msg = f"jvp: {what} must be a tuple or list with one entry per argument, got {type(value).__name__}"
+            raise ArgumentError(msg)
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        msg = f"jvp: {len(primals)} primals but {len(tangents)} tangents"
+        raise StructureError(msg)
+    for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        same_shapes(f"jvp tangents[{k}]", p, t)  # same structures and shapes, or an error naming the place
+    name = name_of("jvp", fun)
+    with nested_arena() as arena:
+        try:
+            traced = tuple(arena.param(p, name=f"primals[{k}]") for k, p in enumerate(primals))
+            wrt = tuple(snapshot(t) for t in traced)
+            out = fun(*traced)
+            value = lower(out, arena)
+            if not any(leaf.arena is arena for leaf in traced_leaves(out)):
+                return value, zero_tangent(value)
+            # The cotangent u is a leaf of a second arena, shaped like the output: the first
+            # sweep's rules record, there, what they do to it.
+            with nested_arena() as dual:
+                try:
+                    u = dual.param(zero_tangent(value), name="cotangent")
+                    pulled = gradients(arena, out, wrt, seed=u)
+                    tangent_out = gradients(dual, traced_vdot(pulled, tangents), u)
+                finally:
+                    dual._finish(name)
+        finally:
+            arena._finish(name)
+    return value, like_argument(tangent_out, value)

@@ -1,0 +1,258 @@
+"""Whole derivatives: ``jacobian`` (by rows or by columns), ``hessian`` and ``hvp``.
+
+Arguments and outputs may be structured. The Jacobian has JAX's layout: the output's
+structure outside, the argument's inside, and at each pair of leaves an array of shape
+``out_leaf.shape + arg_leaf.shape`` (with ``argnums`` a tuple, a tuple level between).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nodegrad import ops
+from nodegrad.engine.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths
+from nodegrad.engine.traced import Traced
+from nodegrad.errors import ArgumentError, DtypeError
+from nodegrad.transforms.common import (
+    check_callable,
+    normalize_argnums,
+    resolve_argnums,
+    same_shapes,
+    traced_vdot,
+)
+from nodegrad.transforms.forward import jvp
+from nodegrad.transforms.reverse import grad, vjp
+
+__all__ = ["hessian", "hvp", "jacfwd", "jacobian", "jacrev"]
+
+
+def _float_leaves(value: Any) -> list[tuple[str, Any]]:
+    return [(path, leaf) for path, leaf in flatten_with_paths(value) if is_differentiable_leaf(leaf)]
+
+
+def _basis(template: Any, dtype_of: Callable[[Any], Any]) -> list[Any]:
+    """One structure per float entry of ``template``: zeros everywhere but a one there,
+    in the order of the entries (leaf by leaf, each in C order)."""
+    out = []
+    for target, leaf in _float_leaves(template):
+        for k in range(int(np.prod(np.shape(leaf), dtype=int))):
+
+            def unit(path: str, other: Any, target: str = target, k: int = k) -> Any:
+                if not is_differentiable_leaf(other):
+                    return None
+                zeros = np.zeros(np.shape(other), dtype_of(other))
+                if path == target:
+                    zeros.reshape(-1)[k] = 1
+                return zeros
+
+            out.append(unit("", template) if handler_for(template) is None else map_with_paths(unit, template))
+    return out
+
+
+def _dtype(leaf: Any) -> Any:
+    return leaf.dtype if hasattr(leaf, "dtype") else np.float64
+
+
+def _stacked(pieces: list[Any], leading: tuple[int, ...], trailing: tuple[int, ...], axis: int) -> Any:
+    """The pieces (one per entry of a leaf) stacked into an array of ``leading + trailing``."""
+    if not pieces:
+        return np.zeros(leading + trailing)
+    if any(type(p) is Traced for p in pieces):  # inside an enclosing transform: keep it traced
+        return ops.reshape(ops.stack(pieces, axis=axis), leading + trailing)
+    return np.stack([np.asarray(p) for p in pieces], axis=axis).reshape(leading + trailing)
+
+
+def _assemble(out: Any, args: tuple[Any, ...], pieces: list[tuple[Any, ...]], by_rows: bool, single: bool) -> Any:
+    """Lay the derivative pieces out as JAX does. ``pieces`` holds, per float entry of the
+    output (by rows) or of the arguments (by columns), one derivative structure per
+    argument (by rows: shaped like that argument; by columns: shaped like the output)."""
+    out_leaves = _float_leaves(out)
+    arg_leaves = [_float_leaves(a) for a in args]
+    out_sizes = [int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in out_leaves]
+    arg_sizes = [[int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in leaves] for leaves in arg_leaves]
+    flat_pieces = [[[leaf for _, leaf in _float_leaves(p)] for p in row] for row in pieces]
+
+    def block(i: int, position: int, j: int) -> Any:
+        out_shape, arg_shape = np.shape(out_leaves[i][1]), np.shape(arg_leaves[position][j][1])
+        if by_rows:
+            start = sum(out_sizes[:i])
+            column = [flat_pieces[r][position][j] for r in range(start, start + out_sizes[i])]
+            return _stacked(column, out_shape, arg_shape, axis=0)
+        start = sum(sum(sizes) for sizes in arg_sizes[:position]) + sum(arg_sizes[position][:j])
+        row = [flat_pieces[c][0][i] for c in range(start, start + arg_sizes[position][j])]
+        return _stacked(row, out_shape, arg_shape, axis=-1)
+
+    def for_output_leaf(i: int) -> Any:
+        per_argument = [_fill(arg, functools.partial(block, i, position)) for position, arg in enumerate(args)]
+        return per_argument[0] if single else tuple(per_argument)
+
+    return _fill(out, for_output_leaf)
+
+
+def _fill(template: Any, make: Callable[[int], Any]) -> Any:
+    """``template`` rebuilt with ``make(j)`` at its ``j``-th float leaf and ``None`` at its
+    other leaves (a bare array or float is its own leaf 0)."""
+    if handler_for(template) is None:
+        return make(0)
+    counter = iter(range(len(_float_leaves(template))))
+
+    def at(_: str, leaf: Any) -> Any:
+        return make(next(counter)) if is_differentiable_leaf(leaf) else None
+
+    return map_with_paths(at, template)
+
+
+def _check_differentiable(where: str, value: Any, what: str) -> None:
+    if not _float_leaves(value):
+        msg = f"{where}: {what} holds no floating-point value to differentiate"
+        raise DtypeError(msg)
+
+
+def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "rev") -> Callable[..., Any]:
+    """Make a function returning the Jacobian of ``fun`` with respect to argument(s) ``argnums``.
+
+    Parameters
+    ----------
+    fun : callable
+        Returns a float array, or any structure of them.
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate; each may be structured.
+    mode : {"rev", "fwd"}, default "rev"
+        ``"rev"``: one reverse sweep per output entry (cheaper for few outputs).
+        ``"fwd"``: one :func:`~nodegrad.jvp` per argument entry (cheaper for few inputs).
+
+    Returns
+    -------
+    callable
+        Called like ``fun``. For array argument and output, an array of shape
+        ``out.shape + x.shape``; for structured ones, the output's structure outside and the
+        argument's inside (a tuple of those per argument when ``argnums`` is a tuple).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.jacobian(lambda x: x * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [0., 4.]])
+    >>> jac = ng.jacobian(lambda p: {"y": p["a"] * p["b"]})({"a": np.array([2.0]), "b": 3.0})
+    >>> jac["y"]["a"], jac["y"]["b"]
+    (array([[3.]]), array([2.]))
+    """
+    check_callable(fun, "jacobian")
+    nums = normalize_argnums(argnums)
+    single = isinstance(argnums, (int, np.integer))
+    if mode not in ("rev", "fwd"):
+        msg = f"jacobian: mode must be 'rev' or 'fwd', got {mode!r}"
+        raise ArgumentError(msg)
+
+    @functools.wraps(fun)
+    def jacobian_fun(*args: Any, **kwargs: Any) -> Any:
+        positions = resolve_argnums(nums, len(args), fun)
+        chosen = tuple(args[k] for k in positions)
+        for k, value in zip(positions, chosen, strict=True):
+            _check_differentiable("jacobian", value, f"argument {k}")
+
+        def partial(*values: Any) -> Any:
+            call_args = list(args)
+            for k, value in zip(positions, values, strict=True):
+                call_args[k] = value
+            return fun(*call_args, **kwargs)
+
+        if mode == "rev":
+            out, back = vjp(partial, *chosen)
+            _check_differentiable("jacobian", out, "the output")
+            rows = [back(seed) for seed in _basis(out, _dtype)]
+            return _assemble(out, chosen, rows, by_rows=True, single=single)
+        columns = []
+        out = None
+        for position, value in enumerate(chosen):
+            for direction in _basis(value, _dtype):
+                tangents = tuple(direction if p == position else _zeros_like(v) for p, v in enumerate(chosen))
+                out, tangent_out = jvp(partial, chosen, tangents)
+                columns.append((tangent_out,))
+        if out is None:
+            out = partial(*chosen)
+        _check_differentiable("jacobian", out, "the output")
+        return _assemble(out, chosen, columns, by_rows=False, single=single)
+
+    return jacobian_fun
+
+
+def _zeros_like(value: Any) -> Any:
+    if handler_for(value) is None:
+        return np.zeros(np.shape(value), _dtype(value))
+    return map_with_paths(
+        lambda _, leaf: np.zeros(np.shape(leaf), _dtype(leaf)) if is_differentiable_leaf(leaf) else None, value
+    )
+
+
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """:func:`jacobian` by reverse sweeps, one per output entry (JAX's name).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.jacrev(lambda x: x[0] * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [2., 1.]])
+    """
+    return jacobian(fun, argnums, mode="rev")
+
+
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """:func:`jacobian` by forward mode, one :func:`~nodegrad.jvp` per argument entry
+    (JAX's name).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.jacfwd(lambda x: x[0] * x)(np.array([1.0, 2.0]))
+    array([[2., 0.],
+           [2., 1.]])
+    """
+    return jacobian(fun, argnums, mode="fwd")
+
+
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """Make a function returning the Hessian of ``fun``: the Jacobian of its Jacobian, laid
+    out as :func:`jacobian` lays it out. For a scalar ``fun`` of an array, an array of shape
+    ``x.shape + x.shape``; a non-scalar ``fun`` adds its output's shape in front, so
+    ``hessian(hessian(f))`` is the fourth derivative.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.hessian(lambda x: x[0] * x[1] ** 2.0)(np.array([1.0, 3.0]))
+    array([[0., 6.],
+           [6., 2.]])
+    """
+    check_callable(fun, "hessian")
+    return jacobian(jacobian(fun, argnums), argnums)
+
+
+def hvp(fun: Callable[..., Any], x: Any, v: Any) -> Any:
+    """The Hessian of scalar ``fun`` at ``x`` times ``v``, without forming the Hessian.
+
+    Reverse over reverse: the gradient of ``<grad(fun)(x), v>``. ``x`` and ``v`` may be
+    arrays or structures of one shape (dict entries matched by key); the result has
+    ``x``'s structure.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> f = lambda x: ng.sum(x ** 3.0)
+    >>> ng.hvp(f, np.array([1.0, 2.0]), np.array([1.0, 0.0]))
+    array([6., 0.])
+    """
+    check_callable(fun, "hvp")
+    same_shapes("hvp", x, v)
+    return grad(lambda y: traced_vdot(grad(fun)(y), v))(x)

@@ -1,0 +1,282 @@
+"""Reverse mode: ``value_and_grad``, ``grad``, ``vjp`` and ``elementwise_grad``.
+
+Each call makes a fresh arena, turns the differentiated arguments into its leaves, runs
+the user's function (which records nodes as it goes) and sweeps back once. Nested in
+another transform, the same code differentiates the enclosing one's values: see
+:mod:`nodegrad.transforms.common`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
+from nodegrad.engine.structure import zip_leaves
+from nodegrad.engine.sweep import GradOptions, gradients
+from nodegrad.engine.traced import Traced
+from nodegrad.errors import ArgumentError, StructureError
+from nodegrad.transforms.common import (
+    check_callable,
+    check_scalar,
+    like_argument,
+    lower,
+    name_of,
+    normalize_argnums,
+    resolve_argnums,
+    snapshot,
+    split_output,
+)
+from nodegrad.tree import map_floats
+
+__all__ = ["elementwise_grad", "grad", "value_and_grad", "vjp"]
+
+
+def value_and_grad(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    has_aux: bool = False,
+    options: GradOptions | None = None,
+    out: Any = None,
+    accumulate: bool = False,
+    check_finite: bool = False,
+) -> Callable[..., Any]:
+    """Make a function that returns ``fun``'s value and its gradient.
+
+    Parameters
+    ----------
+    fun : callable
+        Returns a scalar (or ``(scalar, aux)`` with ``has_aux``). A differentiated
+        argument is a float, a float array, or any record / dict / list / tuple of them
+        (static leaves such as ints, strings and fields marked static pass through).
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate.
+    has_aux : bool, default False
+        ``fun`` returns ``(output, aux)``; ``aux`` comes back as plain values and gets
+        no gradient.
+    options : GradOptions, optional
+        :attr:`GradOptions.TRAINING` (default) gives zeros for inputs with no path to the
+        output; :attr:`GradOptions.STRICT` raises naming their key paths.
+    out : structure of arrays, optional
+        Preallocated gradient buffers shaped like the gradient. Each call writes into them
+        (overwrite semantics) and returns them: no parameter-sized arrays are allocated
+        for the result.
+    accumulate : bool, default False
+        With ``out``: add into the buffers instead of overwriting them.
+    check_finite : bool, default False
+        Raise :class:`~nodegrad.errors.NonFiniteError` at the first op whose forward value
+        or gradient is NaN or Inf, naming it and the line that recorded it (as inside
+        :func:`nodegrad.debug_nans`). Costs a source-line lookup per op; off, it costs
+        nothing.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``; returns ``(value, grad)``, or ``((value, aux), grad)`` with
+        ``has_aux``. ``grad`` has the argument's structure, type, shape and dtype: a
+        record's gradient is an instance of its class, a dict's a dict with the same
+        keys in the same order, ``None`` at static leaves (a tuple of them when
+        ``argnums`` is a tuple).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> value, g = ng.value_and_grad(lambda x: ng.sum(x ** 2.0))(np.array([1.0, 2.0]))
+    >>> float(value), g
+    (5.0, array([2., 4.]))
+    >>> buffers = {"w": np.zeros(2)}
+    >>> f = ng.value_and_grad(lambda p: ng.sum(p["w"] * 3.0), out=buffers, accumulate=True)
+    >>> _ = f({"w": np.ones(2)}); _, g = f({"w": np.ones(2)})
+    >>> g is buffers, g["w"]
+    (True, array([6., 6.]))
+    """
+    check_callable(fun, "value_and_grad")
+    nums = normalize_argnums(argnums)
+    single = isinstance(argnums, (int, np.integer))
+    if accumulate and out is None:
+        msg = "accumulate=True needs out= buffers to add into"
+        raise ArgumentError(msg)
+    name = name_of("grad", fun)
+
+    @functools.wraps(fun)
+    def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
+        positions = resolve_argnums(nums, len(args), fun)
+        with nested_arena(True if check_finite else None) as arena, quiet_while_checking(bool(check_finite)):
+            try:
+                call_args = list(args)
+                for k in positions:
+                    call_args[k] = arena.param(args[k], name=f"args[{k}]")
+                wrt = tuple(snapshot(call_args[k]) for k in positions)
+                result, aux = split_output(fun(*call_args, **kwargs), has_aux)
+                check_scalar(result)
+                if out is None:
+                    grads = gradients(arena, result, wrt, None, options)
+                    shaped = tuple(like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
+                    grad_value: Any = shaped[0] if single else shaped
+                else:
+                    write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options)
+                    grad_value = out
+                value = lower(result, arena)
+                if has_aux:
+                    return (value, lower(aux, arena)), grad_value
+                return value, grad_value
+            finally:
+                arena._finish(name)
+
+    return value_and_grad_fun
+
+
+def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any) -> None:
+    """Write (or add) the gradients of ``output`` into the buffers ``out``, shaped like ``wrt``."""
+    pairs = [(path, leaf, buf) for path, leaf, buf in zip_leaves(wrt, out) if isinstance(leaf, Traced)]
+    for path, leaf, buf in pairs:
+        bad = not isinstance(buf, np.ndarray) or buf.dtype.kind not in "fc"
+        if bad or buf.shape != np.shape(leaf.value) or not buf.flags.writeable:
+            got = (
+                f"{type(buf).__name__} of shape {np.shape(buf)}" if isinstance(buf, np.ndarray) else type(buf).__name__
+            )
+            msg = f"out{path} must be a writeable array of shape {np.shape(leaf.value)}, got {got}"
+            raise StructureError(msg)
+    raw = gradients(arena, output, [leaf for _, leaf, _ in pairs], None, options, finish=lambda g, like: g)
+    for (_, _, buf), g in zip(pairs, raw, strict=True):
+        if accumulate:
+            np.add(buf, g, out=buf, casting="same_kind")
+        else:
+            np.copyto(buf, g, casting="same_kind")
+
+
+def grad(
+    fun: Callable[..., Any],
+    argnums: int | Sequence[int] = 0,
+    *,
+    has_aux: bool = False,
+    options: GradOptions | None = None,
+    check_finite: bool = False,
+) -> Callable[..., Any]:
+    """Make a function that returns the gradient of scalar-valued ``fun``.
+
+    Same arguments as :func:`value_and_grad`; returns only the gradient, or
+    ``(grad, aux)`` with ``has_aux``.
+
+    Examples
+    --------
+    >>> import attrs, numpy as np
+    >>> import nodegrad as ng
+    >>> @attrs.frozen
+    ... class Line:
+    ...     slope: np.ndarray
+    ...     intercept: float
+    ...     def predict(self, x):
+    ...         return self.slope * x + self.intercept
+    >>> loss = lambda line, x: ng.sum(line.predict(x) ** 2.0)
+    >>> ng.grad(loss)(Line(np.array([1.0]), 0.5), np.array([2.0]))
+    Line(slope=array([10.]), intercept=5.0)
+    """
+    check_callable(fun, "grad")
+    inner = value_and_grad(fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite)
+
+    @functools.wraps(fun)
+    def grad_fun(*args: Any, **kwargs: Any) -> Any:
+        if has_aux:
+            (_, aux), g = inner(*args, **kwargs)
+            return g, aux
+        return inner(*args, **kwargs)[1]
+
+    return grad_fun
+
+
+def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
+    """Evaluate ``fun(*args)`` and return its value and a vector-Jacobian product function.
+
+    Returns
+    -------
+    out : array or structure
+        ``fun(*args)`` as plain values (any structure of arrays).
+    vjp_fun : callable
+        ``vjp_fun(cotangent)`` returns a tuple with one gradient per argument, each shaped
+        like its argument; the cotangent is shaped like ``out``. It can be called any
+        number of times.
+    aux : any
+        Only with ``has_aux=True``: the second element of ``fun``'s ``(output, aux)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> out, back = ng.vjp(lambda x: {"double": x * 2.0, "square": x * x}, np.array([1.0, 2.0]))
+    >>> back({"double": np.ones(2), "square": np.zeros(2)})
+    (array([2., 2.]),)
+    """
+    check_callable(fun, "vjp")
+    with nested_arena() as arena:
+        try:
+            traced = [arena.param(a, name=f"args[{k}]") for k, a in enumerate(args)]
+            wrt = tuple(snapshot(t) for t in traced)
+            result, aux = split_output(fun(*traced), has_aux)
+        finally:
+            arena._finish(name_of("vjp", fun))
+
+    def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
+        grads = gradients(arena, result, wrt, cotangent)
+        return tuple(like_argument(g, a) for g, a in zip(grads, args, strict=True))
+
+    value = lower(result, arena)
+    return (value, vjp_fun, lower(aux, arena)) if has_aux else (value, vjp_fun)
+
+
+def elementwise_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """Make a function returning the sum of the rows of ``fun``'s Jacobian: its vector-Jacobian
+    product with a cotangent of ones (autograd's ``elementwise_grad``).
+
+    For a function applied elementwise this is the derivative of each output entry with
+    respect to its own input entry, in one sweep.
+
+    Parameters
+    ----------
+    fun : callable
+        Returns an array (or any structure of float arrays).
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``; returns the gradient shaped like the argument (a tuple of them
+        when ``argnums`` is a tuple).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.elementwise_grad(ng.tanh)(np.array([0.0, 1.0]))
+    array([1.        , 0.41997434])
+    """
+    check_callable(fun, "elementwise_grad")
+    nums = normalize_argnums(argnums)
+    single = isinstance(argnums, (int, np.integer))
+
+    @functools.wraps(fun)
+    def elementwise_grad_fun(*args: Any, **kwargs: Any) -> Any:
+        positions = resolve_argnums(nums, len(args), fun)
+
+        def partial(*chosen: Any) -> Any:
+            call_args = list(args)
+            for k, value in zip(positions, chosen, strict=True):
+                call_args[k] = value
+            return fun(*call_args, **kwargs)
+
+        out, back = vjp(partial, *(args[k] for k in positions))
+        grads = back(_ones_like(out))
+        return grads[0] if single else grads
+
+    return elementwise_grad_fun
+
+
+def _ones_like(value: Any) -> Any:
+    """Ones shaped like each float leaf of ``value`` (``None`` at its other leaves)."""
+    return map_floats(lambda leaf: np.ones(np.shape(leaf), leaf.dtype if hasattr(leaf, "dtype") else float), value)
