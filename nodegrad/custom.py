@@ -48,7 +48,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
     broadcast cotangent is summed back to the argument's shape, anything else that does
     not fit is an error rather than a gradient of the wrong shape."""
     if type(ct) is Traced:
-        ct_value, shape = ct.value, np.shape(value)
+        ct_value, shape = unwrap(ct), np.shape(value)
     else:
         ct = ct_value = np.asarray(ct)
         shape = np.shape(value)
@@ -127,7 +127,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 # The sweep is recording itself (higher order): run fwd again on the traced
                 # inputs, so the residuals, and bwd's answer, depend on them as they should.
                 _, residuals = fwd(*(view(v) if type(v) is Traced else v for v in values))
-            out = ans.value if type(ans) is Traced else ans
+            out = unwrap(ans)
             shaped_g = materialize(g, out, "", [], True) if handler_for(out) is not None else g
             cotangents = bwd(residuals, shaped_g)
             if not isinstance(cotangents, tuple) or len(cotangents) != len(values):
@@ -141,7 +141,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             ct = backward(g, ans, box, values)[k - 1]
             if ct is None:
                 return None
-            value = values[k - 1].value if type(values[k - 1]) is Traced else values[k - 1]
+            value = unwrap(values[k - 1])
             if handler_for(value) is not None:
                 return cotangent_for(ct, value, f"{name} argument {k - 1}")
             return _fitted(name, k - 1, ct, value)

@@ -5,6 +5,7 @@
 ``large_chain``  W3: a 10-op chain on 10 million elements
 ``dict_params``  W4: a dict of 200 small matrices, the gradient a dict
 ``gather``       W6: a sampled batch from a dict of columns, written in plain numpy
+``higher_order`` W8: hvp and check_grads(order=2) of a small function: nested transforms
 
 Shared: ``environment`` (malloc and thread settings, the header's facts), ``libraries``
 (the peers, their ops and gradient steps, gradient comparison) and ``timing`` (sizes,
@@ -21,6 +22,7 @@ from . import gather, large_chain, mlp
 from .chains import w1_case, w5_case
 from .dict_params import w4_case
 from .gather import w6_cases
+from .higher_order import w8_cases
 from .large_chain import w3_case
 from .mlp import w2_cases
 from .timing import Case, Sizes
@@ -32,6 +34,7 @@ WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], list[Case]]] = {
     "W4": w4_case,
     "W5": w5_case,
     "W6": w6_cases,
+    "W8": w8_cases,
 }
 
 

@@ -33,9 +33,11 @@ class Sizes:
     gather_features: int = 16
     gather_batch: int = 4096
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
-    rounds: dict[str, int] = field(default_factory=lambda: {"W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3, "W6": 10})
+    rounds: dict[str, int] = field(
+        default_factory=lambda: {"W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3, "W6": 10, "W8": 10}
+    )
     runs_per_round: dict[str, int] = field(
-        default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10}
+        default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10, "W8": 20}
     )
     judge_targets: bool = True  # the targets are defined for these sizes only
 
@@ -53,8 +55,8 @@ QUICK = Sizes(
     dict_params=10,
     gather_rows=500,
     gather_batch=200,
-    rounds={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1},
-    runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1},
+    rounds={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
+    runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
     judge_targets=False,
 )
 

@@ -29,7 +29,7 @@ from nodegrad.engine.structure import (
     materialize,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import (
     ArenaError,
     ArgumentError,
@@ -187,7 +187,7 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
         if seed.shape != np.shape(value):
             msg = f"the seed{' at ' + path if path else ''} has shape {seed.shape}, the output {np.shape(value)}"
             raise ShapeError(msg)
-        return seed
+        return _typed_like(seed, value)
     if handler_for(value) is not None:
         return cotangent_for(seed, value, path)
     dtype = _dtype_of(value)
@@ -208,6 +208,17 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
         )
         raise ShapeError(msg)
     return seed_array.astype(dtype, copy=False)
+
+
+def _typed_like(seed: Any, value: Any) -> Any:
+    """A traced seed (a cotangent an enclosing transform differentiates) with the output's
+    array type and dtype, as a plain seed gets them: rules index and reshape their
+    cotangent, which a weakly typed Python float does not allow. The conversion is recorded
+    through numpy's dispatch, so the seed stays differentiable."""
+    dtype = _dtype_of(value)
+    if type(unwrap(seed)) is float:
+        seed = np.multiply(seed, np.ones((), dtype))
+    return seed if seed.dtype == dtype else seed.astype(dtype)
 
 
 def _dtype_of(value: Any) -> np.dtype[Any]:

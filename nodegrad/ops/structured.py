@@ -22,7 +22,7 @@ from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.structure import StructCotangent, format_key, handler_for, has_differentiable_leaf
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import StructureError, user_location
 
 __all__ = ["map_lookup", "pack", "replace", "seq_index", "struct_field", "view"]
@@ -76,7 +76,7 @@ def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int
             f"[called at {user_location()}]"
         )
         raise StructureError(msg)
-    value = parent.value
+    value = unwrap(parent.value)
     handler = handler_for(value)
     path = parent.arena._paths.get(parent.index, "")
     if handler is None or (expected_kind is not None and handler.kind != expected_kind):
@@ -160,9 +160,11 @@ def view(node: Traced) -> Any:
     """The traced view of a node: the node itself for an array, else an instance of the
     value's own container type whose differentiable leaves are traced read nodes.
 
-    Entries that are static (marked so, or holding no floats) are the plain values.
+    Entries that are static (marked so, or holding no floats) are the plain values. The
+    structure is read under every level of handles (a node of a nested transform holds
+    its enclosing transform's handle of the structure).
     """
-    value = node.value
+    value = unwrap(node.value)
     handler = handler_for(value)
     if handler is None:
         return node

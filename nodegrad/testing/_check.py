@@ -9,9 +9,8 @@ import numpy as np
 
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import NoGradientError
-from nodegrad.transforms import grad, jvp, vjp
-from nodegrad.transforms.common import traced_vdot as _traced_vdot
-from nodegrad.tree import add, map_floats, scale, vdot, zeros_like
+from nodegrad.transforms import jvp, vjp
+from nodegrad.tree import add, map_floats, scale, vdot
 
 __all__ = ["check_grads"]
 
@@ -164,8 +163,7 @@ class _Check:
                 self.up_to(order - 1, dfs, [*xs, v], [*names, "the cotangent v"], level + 1, which)
             else:
                 ts = [self.random(x) for x in xs]
-                w = zeros_like(out)
-                dfs = (_jvp_function(fs[0], n, w), _jvp_function(fs[1], n, map_floats(_as_float64, w)))
+                dfs = (_jvp_function(fs[0], n), _jvp_function(fs[1], n))
                 which = " of the 'fwd' derivative (x, t) -> jvp(f, x, t)"
                 tangents = [f"the tangent of {name}" for name in names]
                 self.up_to(order - 1, dfs, [*xs, *ts], [*names, *tangents], level + 1, which)
@@ -203,21 +201,34 @@ class _Check:
                 return value, size
 
             groups = [[k] for k in range(len(xs))]  # one argument at a time
+
+            def directions(group: list[int]) -> list[Any]:
+                return [self.random(x) if k in group else _zeros(x) for k, x in enumerate(xs)]
+
             kind, formula = "the gradient of", "<vjp(v), u>"
         else:
             tangents: dict[int, tuple[list[Any], Any]] = {}  # jvp(f, xs, us)[1]
 
-            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+            def tangent_along(us: list[Any]) -> tuple[Any, Any]:
                 if id(us) not in tangents:
                     out_, tangent = jvp(f, xs, us)
                     _check_like(f"{header}: the tangent jvp(u) of the output", tangent, out_)
-                    tangents[id(us)] = us, tangent
-                tangent = tangents[id(us)][1]
+                    tangents[id(us)] = us, (out_, tangent)
+                return tangents[id(us)][1]
+
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+                tangent = tangent_along(us)[1]
                 return vdot(v_, tangent), vdot(_abs(v_), _abs(tangent))
 
-            out = f(*xs)
-            v = self.random(out)
             groups = [list(range(len(xs)))]  # all the arguments together
+            # The direction's jvp gives the output too: f need not run on its own.
+            first_us = [self.random(x) for x in xs]
+            out = tangent_along(first_us)[0]
+            v = self.random(out)
+
+            def directions(group: list[int]) -> list[Any]:
+                return first_us
+
             kind, formula = "the forward derivative along", "<v, jvp(u)>"
         rtol, atol = self.tolerances(out, xs, level)
 
@@ -236,7 +247,7 @@ class _Check:
             )
 
         for group in groups:
-            us = [self.random(x) if k in group else _zeros(x) for k, x in enumerate(xs)]
+            us = directions(group)
             problem = failure(v, us)
             if problem is None:
                 continue
@@ -274,27 +285,23 @@ class _Check:
 
 
 def _vjp_function(f: Function, n: int) -> Function:
-    """``(x_1, ..., x_n, v) -> vjp(f, x_1, ..., x_n)(v)`` (the one gradient when ``n == 1``),
-    written as the gradient of ``<v, f(x)>`` so that it can be differentiated again:
-    ``nodegrad.grad`` nests inside an enclosing differentiation, ``nodegrad.vjp`` does not."""
+    """``(x_1, ..., x_n, v) -> vjp(f, x_1, ..., x_n)(v)`` (the one gradient when ``n == 1``):
+    transforms nest, so the checks differentiate it in turn."""
 
     def vjp_of_f(*args: Any) -> Any:
         *xs, v = args
-        grads = grad(lambda *ys: _traced_vdot(f(*ys), v), argnums=tuple(range(n)))(*xs)
+        grads = vjp(f, *xs)[1](v)
         return grads[0] if n == 1 else grads
 
     return vjp_of_f
 
 
-def _jvp_function(f: Function, n: int, w: Any) -> Function:
-    """``(x_1, ..., x_n, t_1, ..., t_n) -> jvp(f, xs, ts)[1]``, written so that it can be
-    differentiated again: the gradient, at ``w`` (any point shaped like the output), of
-    ``u -> <vjp(f, xs)(u), ts>``, which is linear in ``u`` with gradient ``jvp(f, xs, ts)``."""
+def _jvp_function(f: Function, n: int) -> Function:
+    """``(x_1, ..., x_n, t_1, ..., t_n) -> jvp(f, xs, ts)[1]``: transforms nest, so the checks
+    differentiate it in turn."""
 
     def jvp_of_f(*args: Any) -> Any:
-        xs, ts = args[:n], args[n:]
-        pulled = lambda u: grad(lambda *ys: _traced_vdot(f(*ys), u), argnums=tuple(range(n)))(*xs)
-        return grad(lambda u: _traced_vdot(pulled(u), ts))(w)
+        return jvp(f, args[:n], args[n:])[1]
 
     return jvp_of_f
 

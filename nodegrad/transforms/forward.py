@@ -3,7 +3,8 @@
 A VJP is linear in its cotangent ``u``, so the gradient with respect to ``u`` of
 ``<vjp(u), tangents>`` is the JVP. ``jvp`` records ``fun`` once, sweeps it back with a
 cotangent that is itself a leaf of a second arena (so every rule records, in that second
-arena, how the cotangent flows), and sweeps that second arena once. No separate
+arena, how the cotangent flows), and sweeps that second arena once, seeded with the
+tangents. No separate
 forward-mode rules are kept in step with the VJPs: every op with a VJP has a JVP.
 """
 
@@ -23,7 +24,6 @@ from nodegrad.transforms.common import (
     same_shapes,
     snapshot,
     traced_leaves,
-    traced_vdot,
     zero_tangent,
 )
 
@@ -74,7 +74,9 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
                 try:
                     u = dual.param(zero_tangent(value), name="cotangent")
                     pulled = gradients(arena, out, wrt, seed=u)
-                    tangent_out = gradients(dual, traced_vdot(pulled, tangents), u)
+                    # The gradient of <pulled(u), tangents> with respect to u: the sweep of
+                    # the second arena from pulled, seeded with the tangents.
+                    tangent_out = gradients(dual, pulled, u, seed=tangents)
                 finally:
                     dual._finish(name)
         finally:
