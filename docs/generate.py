@@ -94,7 +94,19 @@ def _lambda_body(rule: Any) -> str | None:
 def api_page() -> str:
     lines = ["# API reference", "", "Generated from the docstrings by `docs/generate.py`.", ""]
     sections = {
-        "Transforms": ["grad", "value_and_grad", "vjp", "jvp", "hvp", "jacobian", "hessian", "GradOptions"],
+        "Transforms": [
+            "grad",
+            "value_and_grad",
+            "vjp",
+            "jvp",
+            "elementwise_grad",
+            "jacobian",
+            "jacrev",
+            "jacfwd",
+            "hessian",
+            "hvp",
+            "GradOptions",
+        ],
         "Arena": ["Arena", "Node", "Traced"],
         "Structured values": ["field", "dataclass_field", "register_container", "replace"],
         "Custom gradients": ["custom_vjp", "checkpoint", "stop_gradient"],

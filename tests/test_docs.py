@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import importlib.util
 from pathlib import Path
 from types import ModuleType
@@ -34,3 +35,11 @@ def test_every_registered_op_is_in_the_ops_page() -> None:
     text = (DOCS / "ops.md").read_text(encoding="utf-8")
     missing = [name for name in REGISTRY if f"| `{name}` |" not in text]
     assert not missing
+
+
+@pytest.mark.parametrize("page", ["higher-order.md"])
+def test_the_examples_of_the_page_run_as_doctests(page: str) -> None:
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=flags, report=False)
+    assert result.failed == 0
+    assert result.attempted >= 30  # the examples are there to be run
