@@ -99,6 +99,7 @@ def api_page() -> str:
             "value_and_grad",
             "vjp",
             "jvp",
+            "linearize",
             "elementwise_grad",
             "jacobian",
             "jacrev",

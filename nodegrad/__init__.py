@@ -27,6 +27,7 @@ from nodegrad.transforms import (
     jacobian,
     jacrev,
     jvp,
+    linearize,
     value_and_grad,
     vjp,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "jacobian",
     "jacrev",
     "jvp",
+    "linearize",
     "optim",
     "parallel",
     "register_container",

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 import nodegrad as ng
 from nodegrad.engine.record import record1
 from nodegrad.engine.registry import Op
-from nodegrad.errors import NoGradientError
+from nodegrad.errors import NoGradientError, StructureError
 from nodegrad.ops import REGISTRY, pipeline
 from nodegrad.testing import check_grads
 from tests.ops import specs_pipeline
@@ -678,3 +678,42 @@ def test_eigvalsh_is_first_order_only_and_says_so() -> None:
     np.testing.assert_allclose(tangent, (f(m + eps * t) - f(m - eps * t)) / (2 * eps), rtol=1e-6)
     with pytest.raises(NoGradientError, match="'eigvalsh' has a gradient for first derivatives only"):
         ng.hessian(f)(m)
+
+
+# -- linearize -----------------------------------------------------------------------------------
+
+
+@given(float_arrays((3,), floats(-1.5, 1.5)), float_arrays((3,), floats(-1.0, 1.0)), st.floats(-1.0, 1.0))
+def test_linearize_gives_jvp_for_every_tangent_and_records_fun_once(x: np.ndarray, t: np.ndarray, s: float) -> None:
+    calls = []
+
+    def f(p: Any) -> Any:
+        calls.append(1)
+        return {"y": ng.sin(A @ p["x"]) * p["s"], "z": ng.sum(p["x"] ** 3.0)}
+
+    point, direction = {"x": x, "s": 0.7}, {"x": t, "s": s}
+    value, f_jvp = ng.linearize(f, point)
+    expected_value, expected = ng.jvp(f, (point,), (direction,))
+    assert len(calls) == 2  # once for linearize, once for jvp
+    for _ in range(2):  # the same linearization serves again, without running f
+        got = f_jvp(direction)
+        np.testing.assert_allclose(got["y"], expected["y"], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got["z"], expected["z"], rtol=1e-12, atol=1e-14)
+    assert len(calls) == 2
+    np.testing.assert_allclose(value["y"], expected_value["y"])
+    eps = 1e-6
+    plus = f({"x": x + eps * t, "s": 0.7 + eps * s})["y"]
+    minus = f({"x": x - eps * t, "s": 0.7 - eps * s})["y"]
+    np.testing.assert_allclose(f_jvp(direction)["y"], (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
+def test_linearize_nests_in_grad_and_takes_traced_tangents() -> None:
+    x = np.array([0.3, 1.2])
+    f = lambda x: ng.sin(x) * x[0]
+    through_primal = ng.grad(lambda x: ng.sum(ng.linearize(f, x)[1](np.ones(2))))(x)
+    np.testing.assert_allclose(through_primal, ng.grad(lambda x: ng.sum(ng.jvp(f, (x,), (np.ones(2),))[1]))(x))
+    _, f_jvp = ng.linearize(f, x)
+    through_tangent = ng.grad(lambda t: ng.sum(f_jvp(t)))(np.ones(2))  # linear in t: J^T 1
+    np.testing.assert_allclose(through_tangent, ng.jacobian(f)(x).sum(axis=0))
+    with pytest.raises(StructureError, match="1 primals but 2 tangents"):
+        f_jvp(np.ones(2), np.ones(2))

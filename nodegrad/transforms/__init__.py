@@ -2,14 +2,14 @@
 
 - :mod:`~nodegrad.transforms.common` -- arguments, results and how transforms nest;
 - :mod:`~nodegrad.transforms.reverse` -- ``value_and_grad``, ``grad``, ``vjp``, ``elementwise_grad``;
-- :mod:`~nodegrad.transforms.forward` -- ``jvp``;
+- :mod:`~nodegrad.transforms.forward` -- ``jvp``, ``linearize``;
 - :mod:`~nodegrad.transforms.matrices` -- ``jacobian`` (``jacrev``, ``jacfwd``), ``hessian``, ``hvp``.
 
 Every transform works on values traced by any enclosing transform, to any depth and in
 any order: each call differentiates one level, and only with respect to its own inputs.
 """
 
-from nodegrad.transforms.forward import jvp
+from nodegrad.transforms.forward import jvp, linearize
 from nodegrad.transforms.matrices import hessian, hvp, jacfwd, jacobian, jacrev
 from nodegrad.transforms.reverse import elementwise_grad, grad, value_and_grad, vjp
 
@@ -22,6 +22,7 @@ __all__ = [
     "jacobian",
     "jacrev",
     "jvp",
+    "linearize",
     "value_and_grad",
     "vjp",
 ]
