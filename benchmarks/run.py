@@ -48,6 +48,10 @@ W6  A sampled batch from a dict of columns, written in plain numpy (``gather_los
     times the "shared prefix": the gather, where and concatenate that run on plain arrays
     in every library and in the baseline alike (about 87% of the baseline's time; why that
     case's ratio cannot reach 1.0x is in ``workloads/gather.py``).
+W8  Higher order on a 5-element function: ``ng.hvp`` against autograd's
+    ``hessian_vector_product`` and PyTorch's double backward, and ``check_grads(order=2)``
+    in forward and reverse mode against autograd's. In µs per call, as a ratio to autograd.
+    Target: nodegrad <= 1.0x autograd in both.
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
 MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6).

@@ -63,7 +63,8 @@ class Traced:
     @property
     def shape(self) -> tuple[int, ...]:
         """Shape of the value."""
-        return np.shape(self.value)
+        value = self.value
+        return value.shape if type(value) is np.ndarray else np.shape(value)
 
     @property
     def dtype(self) -> np.dtype[Any]:
