@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops",
         ),
     ),
-    ("numpy namespace", ("nodegrad.numpy_api",)),
+    ("numpy namespace", ("nodegrad.numpy_api", "nodegrad.numpy")),
     ("transforms", ("nodegrad.tree", "nodegrad.transforms", "nodegrad.custom", "nodegrad.optim")),
     ("plug-ins", ("nodegrad.debug", "nodegrad.display", "nodegrad.testing", "nodegrad.parallel", "nodegrad.data")),
     ("the package", ("nodegrad", "nodegrad.__main__")),

@@ -514,6 +514,18 @@ def _nan_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(call, (x,), (True,), f"{_name(fn)}(x {shape} with {int(holes.sum())} NaNs, **{kwargs})")
 
 
+@spec(np.full_like)
+@st.composite
+def _full_like_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # The template gives only the shape and dtype; the fill value (any shape that
+    # broadcasts to it) carries the gradient. Plain numpy reaches nodegrad through the
+    # traced template (a traced fill alone: nodegrad.numpy.full_like).
+    shape = draw(shapes())
+    a = draw(float_arrays(shape))
+    fill = draw(float_arrays(draw(stretchable_to(shape))))
+    return Case(lambda a, fill: fn(a, fill), (a, fill), (True, True), f"np.full_like(a {shape}, {fill.shape})")
+
+
 @spec(np.kron, np.polyval, np.convolve)
 @st.composite
 def _product_cases(draw: st.DrawFn, fn: Any) -> Case:
@@ -1065,7 +1077,6 @@ VALUE_CALLS: dict[Any, Callable[[Any, Any], Any]] = {
     np.zeros_like: lambda x, y: np.zeros_like(x),
     np.ones_like: lambda x, y: np.ones_like(x, dtype=np.float32),
     np.empty_like: lambda x, y: np.empty_like(x).shape,
-    np.full_like: lambda x, y: np.full_like(x, 2.5),
     np.round: lambda x, y: np.round(x, 1),
     np.around: lambda x, y: np.around(x),
     np.isfinite: lambda x, y: np.isfinite(x),

@@ -29,6 +29,8 @@ __all__ = [
     "diag",
     "diagonal",
     "diff",
+    "filled",
+    "full_like",
     "hstack",
     "inner",
     "kron",
@@ -309,3 +311,21 @@ def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any
 
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:  # noqa: A002
     return ops.norm(x, ord, (-2, -1), keepdims)
+
+
+def filled(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
+    """An array of ``shape`` holding the traced ``fill_value`` (broadcast to it) everywhere,
+    cast to ``dtype`` (to an integer dtype: plain data, no gradient)."""
+    if dtype is not None and np.dtype(dtype) != fill_value.dtype:
+        fill_value = ops.astype(fill_value, dtype)
+    return ops.broadcast_to(fill_value, tuple(shape) if isinstance(shape, (tuple, list)) else (shape,))
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subok: Any = True, shape: Any = None,
+              **kw: Any) -> Any:  # fmt: skip
+    """``np.full_like``: ``a`` gives only the shape and the default dtype (it carries no
+    gradient); a traced ``fill_value`` carries its gradient to every entry."""
+    if type(fill_value) is not Traced:
+        return np.full_like(unwrap(a), fill_value, dtype=dtype, order=order, subok=subok, shape=shape, **kw)
+    target = np.shape(unwrap(a)) if shape is None else shape
+    return filled(target, fill_value, np.result_type(unwrap(a)) if dtype is None else dtype)

@@ -30,6 +30,7 @@ from nodegrad.numpy_api.composed import (
     diag,
     diagonal,
     diff,
+    full_like,
     hstack,
     inner,
     kron,
@@ -255,6 +256,7 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.solve: ops.solve,
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,
+    np.full_like: full_like,
 }
 # Added in numpy 2.0: mapped where this numpy has them.
 _NUMPY_2_FUNCTIONS = {
@@ -275,7 +277,7 @@ FUNCTIONS.update(
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {
     np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.count_nonzero,
-    np.isclose, np.allclose, np.array_equal, np.zeros_like, np.ones_like, np.empty_like, np.full_like,
+    np.isclose, np.allclose, np.array_equal, np.zeros_like, np.ones_like, np.empty_like,
     np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type, np.sign,
 }  # fmt: skip
 
