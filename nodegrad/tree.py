@@ -1,4 +1,5 @@
-"""Utilities over structured values and gradients: map, zeros, add, scale, norms, clipping.
+"""Utilities over structured values and gradients: map, zeros, add, scale, norms, clipping,
+and flattening a structure to one vector and back.
 
 Every function takes any nesting of records, dicts, lists and tuples with array or float
 leaves, and returns the same structure (records as instances of their class). ``None``
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad import ops
 from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten_with_paths,
@@ -22,13 +24,15 @@ from nodegrad.engine.structure import (
     map_with_paths,
     zip_leaves,
 )
-from nodegrad.errors import ArgumentError
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import ArgumentError, ShapeError
 
 __all__ = [
     "add",
     "clip_by_global_norm",
     "global_norm",
     "map_floats",
+    "ravel",
     "scale",
     "tree_leaves_with_path",
     "tree_map",
@@ -246,3 +250,69 @@ def clip_by_global_norm(tree: Any, max_norm: float) -> tuple[Any, float]:
     if norm <= max_norm:
         return tree, norm
     return scale(tree, max_norm / norm), norm
+
+
+def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """Flatten every float leaf of ``tree`` into one vector, and give the inverse.
+
+    JAX's ``ravel_pytree`` and autograd's ``flatten``: for optimisers, samplers and
+    solvers written for one vector of parameters. The leaves are laid end to end in the
+    order of the structure (C order within each), in their common dtype (a Python float counts
+as float64, so that nothing is rounded on the way); static leaves are
+    not in the vector and come back unchanged. Traced leaves give a traced vector, and the
+    inverse of a traced vector gives traced leaves, so both directions differentiate.
+
+    Parameters
+    ----------
+    tree : structure
+        A record, dict, list or tuple (nested), an array, or a float.
+
+    Returns
+    -------
+    flat : ndarray or Traced
+        A 1-D array of all float entries.
+    unravel : callable
+        ``unravel(vector)`` rebuilds ``tree``'s structure from a vector of ``flat``'s size:
+        each leaf with its own shape and dtype (a Python float comes back as one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> flat, unravel = ng.tree.ravel({"w": np.ones((2, 2)), "b": 0.5, "name": "layer"})
+    >>> flat
+    array([1. , 1. , 1. , 1. , 0.5])
+    >>> unravel(flat * 2.0)
+    {'w': array([[2., 2.],
+           [2., 2.]]), 'b': 1.0, 'name': 'layer'}
+    """
+    leaves = [leaf for _, leaf in differentiable_leaves(tree)]
+    shapes = [np.shape(unwrap(leaf)) for leaf in leaves]
+    sizes = [int(np.prod(shape, dtype=int)) for shape in shapes]
+    # Python floats count as float64 here, not as weak scalars: the round trip is exact.
+    dtype = np.result_type(*(np.asarray(unwrap(leaf)) for leaf in leaves)) if leaves else np.dtype(np.float64)
+    if any(type(leaf) is Traced for leaf in leaves):
+        flat: Any = ops.cat([ops.astype(ops.ravel(leaf), dtype) for leaf in leaves], 0)
+    else:
+        flat = np.concatenate([np.ravel(leaf) for leaf in leaves]).astype(dtype, copy=False) if leaves else np.zeros(0)
+    total = sum(sizes)
+
+    def unravel(vector: Any) -> Any:
+        if np.shape(unwrap(vector)) != (total,):
+            msg = f"tree.ravel: unravel needs a vector of shape ({total},), got shape {np.shape(unwrap(vector))}"
+            raise ShapeError(msg)
+        pieces = iter(range(len(leaves)))
+        offsets = np.cumsum([0, *sizes])
+
+        def rebuild(leaf: Any) -> Any:
+            k = next(pieces)
+            part = vector[int(offsets[k]) : int(offsets[k + 1])]
+            if type(leaf) is float:
+                return part[0] if type(part) is Traced else float(part[0])
+            part = part.reshape(shapes[k])
+            target = unwrap(leaf).dtype
+            return part if part.dtype == target else part.astype(target)
+
+        return map_floats(rebuild, tree)  # the float leaves, in differentiable_leaves' order
+
+    return flat, unravel
