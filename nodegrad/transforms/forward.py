@@ -59,29 +59,8 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         raise StructureError(msg)
     for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
         same_shapes(f"jvp tangents[{k}]", p, t)  # same structures and shapes, or an error naming the place
-    name = name_of("jvp", fun)
-    with nested_arena() as arena:
-        try:
-            traced = tuple(arena.param(p, name=f"primals[{k}]") for k, p in enumerate(primals))
-            wrt = tuple(snapshot(t) for t in traced)
-            out = fun(*traced)
-            value = lower(out, arena)
-            if not any(leaf.arena is arena for leaf in traced_leaves(out)):
-                return value, zero_tangent(value)
-            # The cotangent u is a leaf of a second arena, shaped like the output: the first
-            # sweep's rules record, there, what they do to it.
-            with nested_arena() as dual:
-                try:
-                    u = dual.param(zero_tangent(value), name="cotangent")
-                    pulled = gradients(arena, out, wrt, seed=u)
-                    # The gradient of <pulled(u), tangents> with respect to u: the sweep of
-                    # the second arena from pulled, seeded with the tangents.
-                    tangent_out = gradients(dual, pulled, u, seed=tangents)
-                finally:
-                    dual._finish(name)
-        finally:
-            arena._finish(name)
-    return value, like_argument(tangent_out, value)
+    value, push = _linearized(fun, primals, name_of("jvp", fun))
+    return value, push(tangents)
 
 
 def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
@@ -101,23 +80,7 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
     (array([0., 0.]), array([0.        , 1.38177329]))
     """
     check_callable(fun, "linearize")
-    name = name_of("linearize", fun)
-    with nested_arena() as arena:
-        try:
-            traced = tuple(arena.param(p, name=f"primals[{k}]") for k, p in enumerate(primals))
-            wrt = tuple(snapshot(t) for t in traced)
-            out = fun(*traced)
-            value = lower(out, arena)
-            depends = any(leaf.arena is arena for leaf in traced_leaves(out))
-            if depends:
-                with nested_arena() as dual:
-                    try:
-                        u = dual.param(zero_tangent(value, "linearize"), name="cotangent")
-                        pulled = gradients(arena, out, wrt, seed=u)
-                    finally:
-                        dual._finish(name)
-        finally:
-            arena._finish(name)
+    value, push = _linearized(fun, primals, name_of("linearize", fun))
 
     def jvp_at_primals(*tangents: Any) -> Any:
         if len(tangents) != len(primals):
@@ -125,8 +88,35 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
             raise StructureError(msg)
         for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
             same_shapes(f"linearize tangents[{k}]", p, t)
-        if not depends:
-            return zero_tangent(value, "linearize")
-        return like_argument(gradients(dual, pulled, u, seed=tangents), value)
+        return push(tangents)
 
     return value, jvp_at_primals
+
+
+def _linearized(fun: Callable[..., Any], primals: tuple[Any, ...], name: str) -> tuple[Any, Callable[..., Any]]:
+    """Record ``fun`` at ``primals`` and sweep it once into a second arena, whose leaf ``u``
+    stands for the output's cotangent. Returns the output and ``push(tangents)``: the
+    gradient of ``<vjp(u), tangents>`` with respect to ``u``, one sweep of the second arena
+    seeded with the tangents, which is the JVP."""
+    with nested_arena() as arena:
+        try:
+            traced = tuple(arena.param(p, name=f"primals[{k}]") for k, p in enumerate(primals))
+            wrt = tuple(snapshot(t) for t in traced)
+            out = fun(*traced)
+            value = lower(out, arena)
+            if not any(leaf.arena is arena for leaf in traced_leaves(out)):
+                zeros = zero_tangent(value, name)
+                return value, lambda tangents: zeros
+            with nested_arena() as dual:
+                try:
+                    u = dual.param(zero_tangent(value, name), name="cotangent")
+                    pulled = gradients(arena, out, wrt, seed=u)
+                finally:
+                    dual._finish(name)
+        finally:
+            arena._finish(name)
+
+    def push(tangents: tuple[Any, ...]) -> Any:
+        return like_argument(gradients(dual, pulled, u, seed=tuple(tangents)), value)
+
+    return value, push
