@@ -1135,3 +1135,33 @@ def test_a_nan_names_the_key_paths_its_inputs_were_computed_from() -> None:
     message = str(info.value)
     assert "from args[0]['w'], args[0]['b']" in message
     assert "unused" not in message
+
+
+@pytest.mark.parametrize("kind", ["custom_vjp", "where", "checkpoint"])
+def test_a_cotangent_written_between_two_sweeps_gives_the_new_answer(kind: str) -> None:
+    # Rules share work per cotangent object (custom_vjp's kept answer, where's split):
+    # the caller's array, reused and written in place, must not bring back the old answer.
+    mask = np.array([True, False, True])
+    custom = ng.custom_vjp(lambda x: x * 2.0)
+    custom.defvjp(lambda x: (x * 2.0, None), lambda residuals, g: (g * 2.0,))
+    fun = {
+        "custom_vjp": custom,
+        "where": lambda x: ng.where(mask, x, -x),
+        "checkpoint": ng.checkpoint(lambda x: ng.where(mask, x * 2.0, -x)),
+    }[kind]
+    x = np.ones(3)
+    _, back = ng.vjp(fun, x)
+    _, back_dict = ng.vjp(lambda x: {"out": fun(x)}, x)
+    cotangent, in_dict = np.ones(3), {"out": np.ones(3)}
+    first, first_dict = back(cotangent)[0], back_dict(in_dict)[0]
+    cotangent[:] = 3.0
+    in_dict["out"][:] = 3.0
+    np.testing.assert_allclose(back(cotangent)[0], 3.0 * first)
+    np.testing.assert_allclose(back_dict(in_dict)[0], 3.0 * first_dict)
+    arena = ng.Arena()
+    p = arena.param(x)
+    y = fun(p)
+    seed = np.ones(3)
+    once = arena.backward(y, wrt=p, seed=seed)
+    seed[:] = 3.0
+    np.testing.assert_allclose(arena.backward(y, wrt=p, seed=seed), 3.0 * once)

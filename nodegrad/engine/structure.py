@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import StructureError
 
 __all__ = [
@@ -461,7 +461,10 @@ def cotangent_for(seed: Any, value: Any, path: str) -> Any:
                 f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"
             )
             raise StructureError(msg)
-        return seed_array.astype(np.result_type(value), copy=False)
+        dtype = np.result_type(unwrap(value))
+        if type(seed_array) is Traced:
+            return seed_array if seed_array.dtype == dtype else seed_array.astype(dtype)
+        return np.array(seed_array, dtype=dtype)  # a copy the sweep owns, as for an array seed
     list(zip_leaves(value, seed, path))  # validates the whole structure first
     slots = {}
     for i, key in enumerate(handler.keys(value)):

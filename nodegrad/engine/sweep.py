@@ -207,7 +207,10 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
             f"{np.shape(value)}"
         )
         raise ShapeError(msg)
-    return seed_array.astype(dtype, copy=False)
+    # Always a copy the sweep owns: rules share work per cotangent object (custom_vjp's
+    # kept answer, PerCotangent), so the caller's array, written between two calls with
+    # the same object, must never reach them.
+    return np.array(seed_array, dtype=dtype)
 
 
 def _typed_like(seed: Any, value: Any) -> Any:
