@@ -1165,3 +1165,14 @@ def test_a_cotangent_written_between_two_sweeps_gives_the_new_answer(kind: str) 
     once = arena.backward(y, wrt=p, seed=seed)
     seed[:] = 3.0
     np.testing.assert_allclose(arena.backward(y, wrt=p, seed=seed), 3.0 * once)
+
+
+def test_iterating_a_0d_traced_value_raises_as_numpy_does() -> None:
+    # Python would otherwise iterate through __getitem__ and stop at the first IndexError:
+    # a 0-d value gave no entries, and this gradient came out as 1.0 instead of raising.
+    with pytest.raises(TypeError, match="iteration over a 0-d"):
+        ng.grad(lambda z: sum(list(z), 0.0) + z)(np.array(2.0))
+    with pytest.raises(TypeError, match="iteration over a 0-d"):
+        list(np.array(2.0))  # the behaviour being matched
+    g = ng.grad(lambda z: sum((row[0] * row[1] for row in z), 0.0))(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_allclose(g, [[2.0, 1.0], [4.0, 3.0]])

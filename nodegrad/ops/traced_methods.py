@@ -17,6 +17,7 @@ import numpy as np
 
 from nodegrad.engine.record import record1, record2
 from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import DtypeError
 from nodegrad.ops import reduce
 from nodegrad.ops.elementwise import ABS, ADD, DIVIDE, MULTIPLY, NEGATIVE, SUBTRACT, clamp, power, remainder
 from nodegrad.ops.index import getitem
@@ -171,6 +172,14 @@ class _ArrayMethods:
 
     def __getitem__(self, index: Any) -> Any:
         return getitem(self, index)
+
+    def __iter__(self) -> Any:
+        # Without this, Python would iterate through __getitem__ until an IndexError, and a
+        # 0-d value would silently give no entries where numpy raises.
+        if np.ndim(unwrap(self.value)) == 0:
+            msg = f"iteration over a 0-d traced value (node {self.index}), as over a 0-d array"  # type: ignore[attr-defined]
+            raise DtypeError(msg)
+        return (getitem(self, k) for k in range(len(unwrap(self.value))))
 
     # -- operators ------------------------------------------------------------------------
     def __add__(self, other: Any) -> Any:
