@@ -1176,3 +1176,43 @@ def test_iterating_a_0d_traced_value_raises_as_numpy_does() -> None:
         list(np.array(2.0))  # the behaviour being matched
     g = ng.grad(lambda z: sum((row[0] * row[1] for row in z), 0.0))(np.array([[1.0, 2.0], [3.0, 4.0]]))
     np.testing.assert_allclose(g, [[2.0, 1.0], [4.0, 3.0]])
+
+
+def test_leaving_an_arena_twice_or_from_another_thread_is_an_arena_error() -> None:
+    arena = ng.Arena()
+    with arena:
+        pass
+    with pytest.raises(ArenaError, match="not entered in this thread"):
+        arena.__exit__(None, None, None)
+    arena.__enter__()
+    errors: list[BaseException] = []
+
+    def leave_elsewhere() -> None:
+        try:
+            arena.__exit__(None, None, None)
+        except BaseException as exc:  # the test inspects what was raised
+            errors.append(exc)
+
+    thread = threading.Thread(target=leave_elsewhere)
+    thread.start()
+    thread.join()
+    assert len(errors) == 1 and isinstance(errors[0], ArenaError)
+    arena.__exit__(None, None, None)  # this thread can still leave it
+    assert current_arena() is None
+
+
+def test_a_failed_sweep_that_releases_leaves_the_arena_released_as_a_whole() -> None:
+    failing = ng.custom_vjp(lambda x: x * 2.0)
+
+    def bwd(residuals: Any, g: Any) -> Any:
+        msg = "bwd failed"
+        raise RuntimeError(msg)
+
+    failing.defvjp(lambda x: (x * 2.0, None), bwd)
+    arena = ng.Arena()
+    p = arena.param(np.ones(3))
+    y = ng.sum(ng.exp(failing(ng.sin(p))))
+    with pytest.raises(RuntimeError, match="bwd failed"):
+        arena.backward(y, wrt=p, retain=False)
+    with pytest.raises(ArenaError, match="released by backward"):
+        arena.backward(y, wrt=p)

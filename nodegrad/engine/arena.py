@@ -312,10 +312,14 @@ class Arena:
         if self._released:
             msg = "this arena's forward values were released by backward(retain=False): record the computation again"
             raise ArenaError(msg)
-        with quiet_while_checking(self.check_finite):
-            result = gradients(self, output, wrt, seed, options, create_graph=create_graph, retain=retain)
-        if not retain:
-            self._release()
+        try:
+            with quiet_while_checking(self.check_finite):
+                result = gradients(self, output, wrt, seed, options, create_graph=create_graph, retain=retain)
+        finally:
+            if not retain:
+                # All or nothing: a sweep that failed midway has dropped some values already,
+                # so the rest go too, and the arena says so to a later backward.
+                self._release()
         return result
 
     def _start_checking(self) -> None:
@@ -472,7 +476,11 @@ class Arena:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _state.stack.remove(self)
+        stack = _state.stack
+        if not any(entered is self for entered in stack):
+            msg = "leaving an arena that is not entered in this thread (left twice, or entered in another thread)"
+            raise ArenaError(msg)
+        stack.remove(self)
 
 
 def nested_arena(check_finite: bool | None = None) -> Arena:
