@@ -316,3 +316,19 @@ def test_rejects_bad_order(order: Any) -> None:
 def test_rejects_bad_modes(modes: Any) -> None:
     with pytest.raises(ValueError, match="modes must be a non-empty tuple"):
         check_grads(ng.sin, 0.5, modes=modes)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e6, 1e9])
+def test_a_large_function_value_does_not_fail_a_right_gradient(offset: float) -> None:
+    # Central differences of f + offset lose digits to rounding in proportion to the
+    # offset; the tolerance accounts for that, so a right gradient passes at any offset...
+    x = np.array([1.0, -0.5, 2.0])
+    check_grads(lambda x: ng.sum(x * x) + offset, x, order=2)
+    check_grads(lambda x: ng.sum(ng.sin(x)) * offset, x)
+
+
+def test_a_wrong_rule_under_a_large_offset_is_still_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ... while a rule 1% off still fails beneath an offset of a million.
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * 1.01)
+    with pytest.raises(AssertionError, match="rounding of the evaluations"):
+        check_grads(lambda x: ng.sum(ng.sin(x)) + 1e6, np.array([0.5, 1.0, -2.0]))

@@ -187,6 +187,12 @@ class _Check:
 
             return (vdot(v, side(1.0)) - vdot(v, side(-1.0))) / (2 * self.eps)
 
+        def rounding(v: Any, us: list[Any]) -> float:
+            # What float64 rounding of the two evaluations alone can put into the central
+            # difference: a large value (f + 1e6) loses digits its derivative does not have.
+            size = vdot(_abs(v), _abs(moved[(id(us), 1.0)][1])) + vdot(_abs(v), _abs(moved[(id(us), -1.0)][1]))
+            return 4 * float(np.finfo(np.float64).eps) * size / (2 * self.eps)
+
         if mode == "rev":
             out, back = vjp(f, *xs)
             v = self.random(out)
@@ -236,14 +242,15 @@ class _Check:
             value, terms = analytic(v_, us)
             expected = numeric(v_, us)
             size = max(abs(expected), terms)
-            tolerance = atol + rtol * size
+            noise = rounding(v_, us)
+            tolerance = atol + rtol * size + noise
             if abs(value - expected) <= tolerance:  # a NaN fails this comparison too
                 return None
             return (
                 f"  analytic {formula} = {value!r}\n"
                 f"  numeric  (central difference, eps={self.eps:g}) = {expected!r}\n"
                 f"  |difference| = {abs(value - expected):.3g} > tolerance {tolerance:.3g} "
-                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g})"
+                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g} + rounding of the evaluations {noise:.3g})"
             )
 
         for group in groups:
