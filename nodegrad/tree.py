@@ -258,7 +258,7 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
     JAX's ``ravel_pytree`` and autograd's ``flatten``: for optimisers, samplers and
     solvers written for one vector of parameters. The leaves are laid end to end in the
     order of the structure (C order within each), in their common dtype (a Python float counts
-as float64, so that nothing is rounded on the way); static leaves are
+    as float64, so that nothing is rounded on the way); static leaves are
     not in the vector and come back unchanged. Traced leaves give a traced vector, and the
     inverse of a traced vector gives traced leaves, so both directions differentiate.
 
