@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import pytest
 from hypothesis import settings
 
@@ -40,3 +42,24 @@ def test_an_unknown_profile_name_is_an_error(monkeypatch: pytest.MonkeyPatch) ->
             load_profile()
     finally:
         settings.load_profile(before)
+
+
+def test_a_profile_the_user_registered_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = settings._current_profile
+    original = settings.get_profile("ci")
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("NODEGRAD_HYPOTHESIS_PROFILE", raising=False)
+    settings.register_profile("ci", max_examples=7)  # the user's own ci profile
+    try:
+        assert load_profile() == "ci"
+        assert settings.default.max_examples == 7
+    finally:
+        settings.register_profile("ci", original)
+        settings.load_profile(before)
+
+
+def test_installing_nodegrad_registers_no_pytest_plugin() -> None:
+    # Opt-in only (-p nodegrad.testing.pytest_plugin): an installed entry point would
+    # change the hypothesis settings of every test suite on the machine.
+    plugins = importlib.metadata.entry_points(group="pytest11")
+    assert [ep.value for ep in plugins if ep.value.startswith("nodegrad")] == []
