@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import nodegrad
+import nodegrad.numpy
 import nodegrad.testing
 import nodegrad.testing.pytest_plugin
 import nodegrad.testing.strategies
+from nodegrad.numpy_api import catalog
 from nodegrad.ops import REGISTRY
 
 DOCS = Path(__file__).parent
@@ -44,7 +46,41 @@ def ops_page() -> str:
         vjp = _vjp_summary(op).replace("|", "\\|") + ("<br>*first order only*" if op.first_order else "")
         broadcasts = "yes" if op.broadcasts else "no"
         lines.append(f"| `{op.name}` | {op.family} | {op.doc} | {vjp} | float32, float64 | {broadcasts} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, "", *_namespace_section()]) + "\n"
+
+
+def _namespace_section() -> list[str]:
+    """The counts of numpy's public callables by what they do with traced values."""
+    found = catalog.classify(nodegrad.numpy.REPLACED)
+    never, not_yet = found["not differentiable"], found["not yet"]
+
+    def names(group: list[str]) -> str:
+        return ", ".join(f"`{name}`" for name in group)
+
+    return [
+        "## numpy's namespace",
+        "",
+        "Every public callable of `numpy`, `numpy.linalg` and `numpy.fft` (and `numpy.random`,",
+        "which draws plain data), classified in `nodegrad.numpy_api.catalog` by what it does",
+        "with a traced value; a test fails when numpy gains one that is not classified.",
+        "",
+        f"- **differentiable: {len(found['differentiable'])}**, each with its gradient rule and a generated",
+        "  hypothesis test (`tests/test_numpy_api.py`, `tests/test_numpy_catalog.py`);",
+        f"- **plain by nature: {len(found['plain'])}**, computed on the values (indices, booleans, shapes,",
+        "  rounding, arrays built from shapes and plain parameters);",
+        f"- **refused: {len(never) + len(not_yet)}**, with an error (naming the function, for those numpy",
+        "  dispatches):",
+        f"  {len(never)} not differentiable (integer or index results, piecewise constant, in-place,",
+        f"  I/O, set operations) and {len(not_yet)} differentiable in principle without a rule yet.",
+        "",
+        "<details><summary>The refused names</summary>",
+        "",
+        f"Not differentiable: {names(never)}.",
+        "",
+        f"Without a rule yet: {names(not_yet)}.",
+        "",
+        "</details>",
+    ]
 
 
 def _vjp_summary(op: Any) -> str:

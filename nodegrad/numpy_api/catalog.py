@@ -1,0 +1,372 @@
+"""Every public callable of numpy, classified by what it does with a traced value.
+
+The scope is each callable of ``numpy.__all__``, ``numpy.linalg.__all__`` and
+``numpy.fft.__all__`` (classes, dtypes and submodules are not callables to classify),
+plus ``numpy.random``, which draws plain data from plain parameters. Each name lands in
+one of four categories, the first two derived from the tables, the last two kept by hand
+with a one-line reason per entry:
+
+- ``differentiable``: a key of :data:`~nodegrad.numpy_api.FUNCTIONS` or
+  :data:`~nodegrad.numpy_api.UFUNCS`, or a constructor ``nodegrad.numpy`` replaces
+  (the ``replaced`` argument of :func:`classify`);
+- ``plain``: passes plain values through: :data:`~nodegrad.numpy_api.VALUE_FUNCTIONS` and
+  :data:`~nodegrad.numpy_api.VALUE_UFUNCS`, ufuncs with no floating-point loop (traced
+  values are floats), and the callables numpy does not dispatch, which build arrays from
+  shapes and plain parameters or set options (``zeros``, ``arange``, ``set_printoptions``);
+- ``not differentiable`` (:data:`NOT_DIFFERENTIABLE`): refused on traced values, and
+  rightly so: integer, boolean or index results, piecewise-constant values, in-place
+  writers, I/O, set operations;
+- ``not yet`` (:data:`NOT_YET`): differentiable in principle, refused for want of a rule.
+
+A callable numpy does not dispatch that passes traced arguments on to one it does
+(:data:`DELEGATES`: ``np.row_stack`` calls ``np.vstack``) has that one's category. A
+hand-kept entry that the tables have since taken up (a rule, a value entry) has the
+derived category: it wins. Refused functions that numpy dispatches raise
+:class:`~nodegrad.errors.NoGradientError` naming themselves (``np.percentile``,
+``np.linalg.eig``, ``np.fft.fft``); the few refused callables numpy does not dispatch
+fail when they convert a traced value to a plain array.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Collection
+from typing import Any
+
+import numpy as np
+
+from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS
+from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS
+
+__all__ = [
+    "CATEGORIES",
+    "DELEGATES",
+    "NOT_DIFFERENTIABLE",
+    "NOT_YET",
+    "classify",
+    "derived_category",
+    "is_dispatched",
+    "overlaps",
+    "public_callables",
+    "stale_entries",
+    "unknown_entries",
+]
+
+CATEGORIES = ("differentiable", "plain", "not differentiable", "not yet")
+
+# The functions numpy hands to ``__array_function__`` are instances of this type.
+_DISPATCHER = type(np.concatenate)
+
+_NAMESPACES = {"np": np, "np.linalg": np.linalg, "np.fft": np.fft}
+_DATA_MODULES = {"np.random": np.random}  # plain data drawn from plain parameters
+
+_WRITES = "writes into an array in place"
+_INDICES = "returns indices"
+_BOOLS = "returns booleans"
+_DTYPES = "answers a question about dtypes"
+_DATES = "works on dates and business days"
+_TEXT = "formats an array as text"
+_SAVES = "writes arrays to files"
+_SETS = "a set operation: returns unique values"
+_COUNTS = "counts samples in bins: piecewise constant"
+_BUFFERS = "reads raw memory or an iterator, not array values"
+_MATRIX = "builds the np.matrix subclass"
+_COMPLEX = "complex results: complex gradients are not supported yet"
+_TWIN = "the array-API twin of a differentiable np function (a different object)"
+_SPLIT = "views of parts of an array: differentiable"
+_NAN = "ignores NaNs: differentiable where the values are finite"
+_ORDER = "an order statistic: differentiable as the selected values"
+_POLY = "polynomial arithmetic: differentiable in the coefficients"
+
+#: Callables numpy does not dispatch that pass traced arguments on to a dispatched one: each
+#: has the category of the one it calls.
+DELEGATES: dict[str, str] = {
+    "np.row_stack": "np.vstack",  # a deprecated name of vstack
+    "np.fft.fftfreq": "np.multiply",  # the frequencies times 1 / (n * d): traced in the spacing d
+    "np.fft.rfftfreq": "np.multiply",
+}
+
+#: Refused on traced values because their results carry no gradient: name -> reason.
+NOT_DIFFERENTIABLE: dict[str, str] = {
+    "np.copyto": _WRITES,
+    "np.put": _WRITES,
+    "np.place": _WRITES,
+    "np.putmask": _WRITES,
+    "np.put_along_axis": _WRITES,
+    "np.fill_diagonal": _WRITES,
+    "np.argwhere": _INDICES,
+    "np.flatnonzero": _INDICES,
+    "np.nanargmax": _INDICES,
+    "np.nanargmin": _INDICES,
+    "np.argpartition": "returns the permutation that partitions: indices",
+    "np.lexsort": "returns the permutation that sorts: indices",
+    "np.searchsorted": "returns insertion indices: piecewise constant",
+    "np.digitize": "returns bin indices: piecewise constant",
+    "np.unravel_index": _INDICES,
+    "np.ravel_multi_index": _INDICES,
+    "np.diag_indices_from": _INDICES,
+    "np.tril_indices_from": _INDICES,
+    "np.triu_indices_from": _INDICES,
+    "np.ix_": "builds index arrays from index sequences",
+    "np.any": _BOOLS,
+    "np.all": _BOOLS,
+    "np.isin": _BOOLS,
+    "np.array_equiv": _BOOLS,
+    "np.iscomplex": _BOOLS,
+    "np.isreal": _BOOLS,
+    "np.iscomplexobj": _BOOLS,
+    "np.isrealobj": _BOOLS,
+    "np.isposinf": _BOOLS,
+    "np.isneginf": _BOOLS,
+    "np.may_share_memory": "returns a boolean about memory",
+    "np.shares_memory": "returns a boolean about memory",
+    "np.isfortran": "returns a memory-layout flag",
+    "np.can_cast": _DTYPES,
+    "np.min_scalar_type": _DTYPES,
+    "np.common_type": _DTYPES,
+    "np.busday_offset": _DATES,
+    "np.busday_count": _DATES,
+    "np.is_busday": _DATES,
+    "np.datetime_as_string": _DATES,
+    "np.array2string": _TEXT,
+    "np.array_repr": _TEXT,
+    "np.array_str": _TEXT,
+    "np.save": _SAVES,
+    "np.savez": _SAVES,
+    "np.savez_compressed": _SAVES,
+    "np.savetxt": _SAVES,
+    "np.unique": _SETS,
+    "np.unique_all": _SETS,
+    "np.unique_counts": _SETS,
+    "np.unique_inverse": _SETS,
+    "np.unique_values": _SETS,
+    "np.union1d": _SETS,
+    "np.intersect1d": _SETS,
+    "np.setdiff1d": _SETS,
+    "np.setxor1d": _SETS,
+    "np.histogram": _COUNTS,
+    "np.histogram2d": _COUNTS,
+    "np.histogramdd": _COUNTS,
+    "np.histogram_bin_edges": "bin edges from the range of the samples: piecewise linear, chosen by counts",
+    "np.fix": "rounds towards zero: piecewise constant",
+    "np.packbits": "packs booleans into bits",
+    "np.unpackbits": "unpacks integers into bits",
+    "np.einsum_path": "returns a contraction order, not values",
+    "np.linalg.matrix_rank": "returns an integer",
+    "np.frombuffer": _BUFFERS,
+    "np.fromiter": _BUFFERS,
+    "np.from_dlpack": _BUFFERS,
+    "np.nested_iters": _BUFFERS,
+    "np.asmatrix": _MATRIX,
+    "np.bmat": _MATRIX,
+}
+
+#: Differentiable in principle, refused on traced values for want of a rule: name -> reason.
+NOT_YET: dict[str, str] = {
+    "np.percentile": _ORDER,
+    "np.quantile": _ORDER,
+    "np.median": _ORDER,
+    "np.nanpercentile": _ORDER,
+    "np.nanquantile": _ORDER,
+    "np.nanmedian": _ORDER,
+    "np.partition": _ORDER,
+    "np.nanmax": _NAN,
+    "np.nanmin": _NAN,
+    "np.nanprod": _NAN,
+    "np.nancumsum": _NAN,
+    "np.nancumprod": _NAN,
+    "np.nanvar": _NAN,
+    "np.nanstd": _NAN,
+    "np.cumulative_sum": "a running sum, as cumsum",
+    "np.cumulative_prod": "a running product, as cumprod",
+    "np.cov": "a covariance: a polynomial of the values",
+    "np.corrcoef": "covariances over standard deviations",
+    "np.interp": "piecewise linear in the sample values",
+    "np.correlate": "a sum of products, as convolve",
+    "np.vdot": "a dot product of the flattened arrays",
+    "np.gradient": "central differences: linear",
+    "np.ediff1d": "differences of the flattened array: linear",
+    "np.trim_zeros": "a slice of the array",
+    "np.sinc": "sin(pi x) / (pi x): smooth",
+    "np.i0": "a Bessel function: smooth",
+    "np.unwrap": "adds multiples of the period: the gradient passes through",
+    "np.nan_to_num": "the values, with non-finite entries replaced by constants",
+    "np.real": "the value itself for real values",
+    "np.imag": "zero for real values",
+    "np.real_if_close": "the value itself for real values",
+    "np.angle": "constant for real values (0 or pi)",
+    "np.astype": "a cast between float dtypes",
+    "np.linspace": "linear in start and stop",
+    "np.logspace": "smooth in start and stop",
+    "np.geomspace": "smooth in start and stop",
+    "np.array_split": _SPLIT,
+    "np.hsplit": _SPLIT,
+    "np.vsplit": _SPLIT,
+    "np.dsplit": _SPLIT,
+    "np.unstack": _SPLIT,
+    "np.column_stack": "concatenation: linear",
+    "np.dstack": "concatenation: linear",
+    "np.block": "concatenation: linear",
+    "np.append": "concatenation: linear",
+    "np.insert": "concatenation with new entries: linear",
+    "np.delete": "a selection of entries: linear",
+    "np.compress": "a selection of entries: linear",
+    "np.extract": "a selection of entries: linear",
+    "np.choose": "a selection among arrays: linear in the choices",
+    "np.select": "a selection among arrays: linear in the choices",
+    "np.piecewise": "applies functions on masked parts",
+    "np.resize": "a repetition of the entries: linear",
+    "np.rot90": "a permutation of the entries: linear",
+    "np.fliplr": "a permutation of the entries: linear",
+    "np.flipud": "a permutation of the entries: linear",
+    "np.rollaxis": "a permutation of the axes: linear",
+    "np.matrix_transpose": "a permutation of the axes; np.linalg.matrix_transpose has the rule",
+    "np.broadcast_arrays": "broadcasting: linear",
+    "np.meshgrid": "broadcasting of the coordinates: linear",
+    "np.diagflat": "places the entries on a diagonal: linear",
+    "np.vander": "powers of the values: smooth",
+    "np.cross": "a bilinear product",
+    "np.apply_along_axis": "calls a function on slices, assembling its results into a plain array",
+    "np.apply_over_axes": "calls a function repeatedly on the whole array",
+    "np.asarray_chkfinite": "the value itself after a finiteness check; converts to a plain array",
+    "np.require": "the value itself with memory requirements; converts to a plain array",
+    "np.bincount": "linear in weights= (the samples are integers)",
+    "np.poly": "polynomial coefficients from the roots: smooth",
+    "np.polyadd": _POLY,
+    "np.polysub": _POLY,
+    "np.polymul": _POLY,
+    "np.polydiv": _POLY,
+    "np.polyder": _POLY,
+    "np.polyint": _POLY,
+    "np.polyfit": "a least-squares fit: differentiable in the samples",
+    "np.roots": _COMPLEX,
+    "np.sort_complex": _COMPLEX,
+    "np.frexp": "the mantissa is differentiable (the exponent is an integer)",
+    "np.modf": "the fractional part is differentiable (the integral part is piecewise constant)",
+    "np.divmod": "the remainder is differentiable (the quotient is piecewise constant)",
+    "np.linalg.eig": _COMPLEX,
+    "np.linalg.eigvals": _COMPLEX,
+    "np.linalg.eigh": "a symmetric eigendecomposition",
+    "np.linalg.svd": "the singular vectors of a decomposition",
+    "np.linalg.qr": "a QR decomposition",
+    "np.linalg.pinv": "a pseudo-inverse through the SVD",
+    "np.linalg.lstsq": "a least-squares solution",
+    "np.linalg.matrix_power": "a product of matrices",
+    "np.linalg.tensorsolve": "a linear solve of reshaped tensors",
+    "np.linalg.tensorinv": "an inverse of reshaped tensors",
+    "np.linalg.cond": "a ratio of norms",
+    "np.linalg.multi_dot": "a chain of matrix products",
+    "np.linalg.matmul": _TWIN,
+    "np.linalg.vecdot": _TWIN,
+    "np.linalg.outer": _TWIN,
+    "np.linalg.tensordot": _TWIN,
+    "np.linalg.trace": _TWIN,
+    "np.linalg.diagonal": _TWIN,
+    "np.linalg.cross": _TWIN,
+    **{
+        f"np.fft.{name}": _COMPLEX
+        for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn", "ihfft")
+    },
+    **{f"np.fft.{name}": "real results of complex spectra" for name in ("irfft", "irfft2", "irfftn", "hfft")},
+    "np.fft.fftshift": "a roll of the entries: linear",
+    "np.fft.ifftshift": "a roll of the entries: linear",
+}
+
+
+def public_callables() -> dict[str, Any]:
+    """Every callable in scope, by qualified name (``np.sum``, ``np.linalg.eig``), with
+    ``np.random`` standing for the random module."""
+    found: dict[str, Any] = {}
+    for prefix, module in _NAMESPACES.items():
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if callable(obj) and not inspect.isclass(obj) and not isinstance(obj, types.ModuleType):
+                found[f"{prefix}.{name}"] = obj
+    return found | _DATA_MODULES
+
+
+def is_dispatched(obj: Any) -> bool:
+    """Whether numpy hands traced arguments of ``obj`` to nodegrad (a ufunc, or a function
+    numpy dispatches through ``__array_function__``)."""
+    return isinstance(obj, np.ufunc | _DISPATCHER)
+
+
+def _has_float_loop(ufunc: np.ufunc) -> bool:
+    return any(np.dtype(code).kind == "f" for types_ in ufunc.types for code in types_.split("->")[0])
+
+
+def _in(obj: Any, table: Collection[Any]) -> bool:
+    try:
+        return obj in table
+    except TypeError:  # unhashable
+        return False
+
+
+def derived_category(name: str, obj: Any, replaced: Collection[str] = ()) -> str | None:
+    """The category that ``obj`` (public as ``name``) has from the tables, or None when it
+    is left to the hand-kept lists."""
+    ufunc = isinstance(obj, np.ufunc)
+    if _in(obj, UFUNCS if ufunc else FUNCTIONS) or name.removeprefix("np.") in replaced:
+        return "differentiable"
+    if _in(obj, VALUE_UFUNCS if ufunc else VALUE_FUNCTIONS) or (ufunc and not _has_float_loop(obj)):
+        return "plain"
+    if isinstance(obj, types.ModuleType) and name in _DATA_MODULES:
+        return "plain"
+    if name in DELEGATES:
+        target = DELEGATES[name]
+        return derived_category(target, public_callables()[target], replaced)
+    if not is_dispatched(obj) and name not in NOT_DIFFERENTIABLE and name not in NOT_YET:
+        return "plain"  # numpy converts every argument to a plain value itself
+    return None
+
+
+def _explicit(name: str) -> str | None:
+    if name in NOT_DIFFERENTIABLE:
+        return "not differentiable"
+    return "not yet" if name in NOT_YET else None
+
+
+def classify(replaced: Collection[str] = ()) -> dict[str, list[str]]:
+    """``{category: sorted qualified names}`` over :func:`public_callables`, with an
+    ``"unclassified"`` list for names in no category (empty while the lists are complete).
+
+    ``replaced`` names the top-level constructors that ``nodegrad.numpy`` replaces with
+    versions taking traced values (its ``REPLACED``): they count as differentiable.
+    """
+    out: dict[str, list[str]] = {category: [] for category in (*CATEGORIES, "unclassified")}
+    for name, obj in public_callables().items():
+        out[derived_category(name, obj, replaced) or _explicit(name) or "unclassified"].append(name)
+    return {category: sorted(names) for category, names in out.items()}
+
+
+def overlaps(replaced: Collection[str] = ()) -> list[str]:
+    """Names in two categories: in both hand-kept lists, in both derived ones, or kept as
+    not differentiable while the tables differentiate them. (A hand-kept entry the tables
+    have since taken up otherwise is not one: see :func:`stale_entries`.)"""
+    found = sorted(set(NOT_DIFFERENTIABLE) & set(NOT_YET))
+    for name, obj in public_callables().items():
+        category = derived_category(name, obj, replaced)
+        if category == "differentiable" and name in NOT_DIFFERENTIABLE:
+            found.append(f"{name}: differentiable and not differentiable")
+        ufunc = isinstance(obj, np.ufunc)
+        if _in(obj, UFUNCS if ufunc else FUNCTIONS) and _in(obj, VALUE_UFUNCS if ufunc else VALUE_FUNCTIONS):
+            found.append(f"{name}: differentiable and plain")
+    return found
+
+
+def stale_entries(replaced: Collection[str] = ()) -> list[str]:
+    """Hand-kept entries that the tables now classify (a rule or a value entry was added):
+    the derived category counts, and the entry can go."""
+    callables = public_callables()
+    return sorted(
+        name
+        for name in set(NOT_YET) | set(NOT_DIFFERENTIABLE)
+        if name in callables and derived_category(name, callables[name], replaced) is not None
+    )
+
+
+def unknown_entries() -> list[str]:
+    """Hand-kept entries that name no public callable of this numpy."""
+    known = set(public_callables())
+    return sorted((set(NOT_DIFFERENTIABLE) | set(NOT_YET) | set(DELEGATES) | set(DELEGATES.values())) - known)
