@@ -22,7 +22,7 @@ from hypothesis import Phase, given, settings
 
 import nodegrad as ng
 from nodegrad.engine.arena import current_arena
-from nodegrad.errors import ArenaError, DtypeError, NodegradError, NonFiniteError
+from nodegrad.errors import ArenaError, ArgumentError, DtypeError, NodegradError, NonFiniteError
 from tests.strategies import float_arrays, floats, shapes
 
 HERE = Path(__file__).resolve()
@@ -1216,3 +1216,16 @@ def test_a_failed_sweep_that_releases_leaves_the_arena_released_as_a_whole() -> 
         arena.backward(y, wrt=p, retain=False)
     with pytest.raises(ArenaError, match="released by backward"):
         arena.backward(y, wrt=p)
+
+
+@pytest.mark.parametrize("alias", ["the argument", "a view of it"])
+def test_an_out_buffer_that_is_the_argument_is_refused_and_the_argument_kept(alias: str) -> None:
+    params = {"w": np.array([1.0, 2.0, 3.0]), "b": np.array([0.5])}
+    buffers = params if alias == "the argument" else {"w": params["w"][:], "b": np.zeros(1)}
+    f = ng.value_and_grad(lambda p: ng.sum(p["w"] ** 2.0) + ng.sum(p["b"]), out=buffers)
+    with pytest.raises(ArgumentError, match=r"out\['w'\] shares memory with the argument"):
+        f(params)
+    np.testing.assert_array_equal(params["w"], [1.0, 2.0, 3.0])  # not overwritten
+    separate = {"w": np.zeros(3), "b": np.zeros(1)}
+    _, g = ng.value_and_grad(lambda p: ng.sum(p["w"] ** 2.0) + ng.sum(p["b"]), out=separate)(params)
+    np.testing.assert_array_equal(g["w"], [2.0, 4.0, 6.0])

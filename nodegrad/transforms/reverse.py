@@ -17,7 +17,7 @@ import numpy as np
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
 from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.sweep import GradOptions, gradients
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
     check_callable,
@@ -142,6 +142,11 @@ def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: b
             )
             msg = f"out{path} must be a writeable array of shape {np.shape(leaf.value)}, got {got}"
             raise StructureError(msg)
+        value = unwrap(leaf)
+        if np.may_share_memory(buf, value) and np.shares_memory(buf, value):
+            # Writing the gradient there would overwrite the argument being differentiated.
+            msg = f"out{path} shares memory with the argument it is the gradient of: pass separate buffers"
+            raise ArgumentError(msg)
     raw = gradients(arena, output, [leaf for _, leaf, _ in pairs], None, options, finish=lambda g, like: g)
     for (_, _, buf), g in zip(pairs, raw, strict=True):
         if accumulate:
