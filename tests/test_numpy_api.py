@@ -19,8 +19,10 @@ from __future__ import annotations
 import ast
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import hypothesis.extra.numpy as hnp
@@ -31,7 +33,7 @@ from hypothesis import assume, given, note
 
 import nodegrad as ng
 from nodegrad.engine.traced import Traced
-from nodegrad.errors import ArenaError, DtypeError, NoGradientError, ShapeError
+from nodegrad.errors import ArenaError, ArgumentError, DtypeError, NoGradientError, ShapeError
 from nodegrad.numpy_api import FUNCTIONS, UFUNCS, VALUE_FUNCTIONS, VALUE_UFUNCS
 from nodegrad.testing import check_grads
 from tests import plain_numpy_model
@@ -455,11 +457,19 @@ def _joining_cases(draw: st.DrawFn, fn: Any) -> Case:
     else:  # vstack: 1-D arrays stack as rows
         other = shape if len(shape) == 1 else (draw(st.integers(1, 3)), *shape[1:])
     a, b = draw(float_arrays(shape)), draw(float_arrays(other))
+    kwargs = (
+        {}
+        if fn is np.inner
+        else _kw(
+            dtype=_maybe(draw, st.sampled_from([np.float64, "f8", None])),
+            casting=_maybe(draw, st.sampled_from(["no", "equiv", "safe", "same_kind", "unsafe"])),
+        )
+    )
     return Case(
-        lambda a, b: fn(a, b) if fn is np.inner else fn([a, b]),
+        lambda a, b: fn(a, b) if fn is np.inner else fn([a, b], **kwargs),
         (a, b),
         draw(diff_mask(2)),
-        f"{_name(fn)} {shape} {other}",
+        f"{_name(fn)} {shape} {other} **{kwargs}",
     )
 
 
@@ -732,8 +742,8 @@ def _split_cases(draw: st.DrawFn, fn: Any) -> Case:
     length = shape[axis]
     if draw(st.booleans()):  # N equal sections
         where: Any = draw(st.sampled_from([d for d in range(1, length + 1) if length % d == 0]))
-    else:  # split points, sorted, possibly repeated or past the end (empty pieces)
-        where = sorted(draw(st.lists(st.integers(0, length + 1), max_size=3)))
+    else:  # split points in any order, negative, repeated or past the end (empty pieces)
+        where = draw(st.lists(st.integers(-length - 1, length + 1), max_size=3))
     return Case(lambda x: fn(x, where, axis=axis), (x,), (True,), f"np.split(x {shape}, {where!r}, axis={axis})")
 
 
@@ -954,6 +964,255 @@ def _copy_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda x: fn(x), (x,), (True,), f"np.copy(x {np.shape(x)})")
 
 
+@spec(np.array_split, np.hsplit, np.vsplit, np.dsplit)
+@st.composite
+def _splitting_cases(draw: st.DrawFn, fn: Any) -> Case:
+    min_dims = {np.array_split: 1, np.hsplit: 1, np.vsplit: 2, np.dsplit: 3}[fn]
+    shape = draw(shapes(min_dims=min_dims, max_dims=max(min_dims, 3)))
+    x = draw(float_arrays(shape))
+    kwargs: dict[str, Any] = {}
+    if fn is np.array_split:
+        axis = draw(single_axis(len(shape)))
+        kwargs = _kw(axis=axis) if axis != 0 or draw(st.booleans()) else {}
+    else:
+        axis = {np.hsplit: 1 if len(shape) > 1 else 0, np.vsplit: 0, np.dsplit: 2}[fn]
+    length = shape[axis]
+    if draw(st.booleans()):  # N sections: equal ones, but any N for array_split
+        divisors = [d for d in range(1, length + 1) if length % d == 0]
+        where: Any = draw(st.integers(1, length + 2) if fn is np.array_split else st.sampled_from(divisors))
+    else:  # split points in any order, negative ones and ones past the end included
+        where = draw(st.lists(st.integers(-length - 1, length + 1), max_size=3))
+        if draw(st.booleans()):
+            where = np.array(where, dtype=np.intp)
+    return Case(lambda x: fn(x, where, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, {where!r}, **{kwargs})")
+
+
+@st.composite
+def _shapes_joining_on(draw: st.DrawFn, count: int, base: tuple[int, ...], axis: int) -> list[tuple[int, ...]]:
+    """``count`` shapes equal to ``base`` but along ``axis``, where each has its own length."""
+    return [tuple(draw(st.integers(1, 3)) if k == axis else n for k, n in enumerate(base)) for _ in range(count)]
+
+
+@spec(np.column_stack, np.dstack, np.append)
+@st.composite
+def _gluing_cases(draw: st.DrawFn, fn: Any) -> Case:
+    count = draw(st.integers(1, 3))
+    kwargs: dict[str, Any] = {}
+    if fn is np.column_stack:  # 1-D arrays (and 0-D ones of one row) become columns
+        rows = draw(st.integers(1, 3))
+        if draw(st.booleans()):
+            rest = draw(shapes(max_dims=1, max_side=3))
+            arrays_shapes = draw(_shapes_joining_on(count, (rows, 1, *rest), 1))
+        else:
+            options = [(rows,), (rows, 1)] + ([()] if rows == 1 else [])
+            arrays_shapes = [draw(st.sampled_from(options)) for _ in range(count)]
+            arrays_shapes = [(rows, draw(st.integers(1, 3))) if len(s) == 2 else s for s in arrays_shapes]
+    elif fn is np.dstack:  # (n,) -> (1, n, 1), (m, n) -> (m, n, 1), then joined on axis 2
+        m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        options = [(m, n), (m, n, 1)] + ([(n,)] if m == 1 else []) + ([()] if m == n == 1 else [])
+        arrays_shapes = [draw(st.sampled_from(options)) for _ in range(count)]
+        arrays_shapes = [(m, n, draw(st.integers(1, 3))) if len(s) == 3 else s for s in arrays_shapes]
+    else:
+        count = 2
+        shape = draw(shapes())
+        if shape and draw(st.booleans()):
+            axis = draw(single_axis(len(shape)))
+            arrays_shapes = [shape, draw(_shapes_joining_on(1, shape, axis % len(shape)))[0]]
+            kwargs = {"axis": axis}
+        else:  # axis=None: both flattened, any shapes
+            arrays_shapes = [shape, draw(shapes())]
+    arrays = tuple(draw(float_arrays(s)) for s in arrays_shapes)
+
+    def call(*xs: Any) -> Any:
+        return fn(*xs, **kwargs) if fn is np.append else fn(list(xs))
+
+    return Case(call, arrays, draw(diff_mask(len(arrays))), f"{_name(fn)} of {arrays_shapes}, **{kwargs}")
+
+
+@spec(np.select)
+@st.composite
+def _select_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes())
+    count = draw(st.integers(1, 3))
+    conditions = [draw(hnp.arrays(bool, draw(stretchable_to(shape)))) for _ in range(count)]
+    choices = [draw_operand(draw, draw(stretchable_to(shape))) for _ in range(count)]
+    default = _maybe(draw, st.one_of(floats(), st.just(0), float_arrays(draw(stretchable_to(shape)))))
+    diff = draw(diff_mask(count))
+    # np.select dispatches on the conditions and choices only: a traced default needs a traced choice.
+    traced_default = default is not _OMIT and not isinstance(default, int) and draw(st.booleans())
+    operands = (*choices, default) if traced_default else tuple(choices)
+    diff = (*diff, True) if traced_default else diff
+
+    def call(*xs: Any) -> Any:
+        if traced_default:
+            return fn(conditions, list(xs[:-1]), xs[-1])
+        return fn(conditions, list(xs), **_kw(default=default))
+
+    desc = f"np.select({count} conditions, choices {[np.shape(c) for c in choices]}, default {np.shape(default)})"
+    return Case(call, operands, diff, desc)
+
+
+@spec(np.rot90, np.fliplr, np.flipud, np.rollaxis)
+@st.composite
+def _turning_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=2 if fn in (np.rot90, np.fliplr) else 1))
+    x = draw(float_arrays(shape))
+    ndim = len(shape)
+    if fn is np.rot90:
+        pair = [a - ndim if draw(st.booleans()) else a for a in draw(st.permutations(range(ndim)))[:2]]
+        kwargs = _kw(k=_maybe(draw, st.integers(-5, 5)), axes=_maybe(draw, st.just(tuple(pair))))
+    elif fn is np.rollaxis:
+        kwargs = _kw(axis=draw(single_axis(ndim)), start=_maybe(draw, st.integers(-ndim, ndim)))
+    else:
+        kwargs = {}
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.cross)
+@st.composite
+def _cross_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # Vectors of 3 (or, deprecated, 2) components along any axis of each operand; the
+    # other axes broadcast.
+    n_a, n_b = draw(st.sampled_from([3, 3, 2])), draw(st.sampled_from([3, 3, 2]))
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    if draw(st.booleans()):  # one axis= for a, b and the result
+        depth = max(len(batch_a), len(batch_b))
+        batch_a, batch_b = (1,) * (depth - len(batch_a)) + batch_a, (1,) * (depth - len(batch_b)) + batch_b
+        place = draw(st.integers(0, depth))
+        shape_a, shape_b = (*batch_a[:place], n_a, *batch_a[place:]), (*batch_b[:place], n_b, *batch_b[place:])
+        axis = place - depth - 1 if draw(st.booleans()) else place
+        kwargs = {"axis": axis}  # with 2-D vectors on both sides the result has no vector axis
+    else:
+        pa, pb = draw(st.integers(0, len(batch_a))), draw(st.integers(0, len(batch_b)))
+        shape_a, shape_b = (*batch_a[:pa], n_a, *batch_a[pa:]), (*batch_b[:pb], n_b, *batch_b[pb:])
+        out_ndim = max(len(batch_a), len(batch_b)) + 1
+        kwargs = _kw(
+            axisa=pa - len(shape_a) if pa == len(batch_a) and draw(st.booleans()) else pa,
+            axisb=pb,
+            axisc=_maybe(draw, st.integers(-out_ndim, out_ndim - 1)) if n_a == 3 or n_b == 3 else _OMIT,
+        )
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+
+    def call(a: Any, b: Any) -> Any:
+        with warnings.catch_warnings():  # 2-D vectors: numpy's DeprecationWarning
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return fn(a, b, **kwargs)
+
+    return Case(call, (a, b), draw(diff_mask(2)), f"np.cross(a {shape_a}, b {shape_b}, **{kwargs})")
+
+
+@spec(np.sinc, np.real, np.real_if_close)
+@st.composite
+def _entrywise_cases(draw: st.DrawFn, fn: Any) -> Case:
+    x = draw_operand(draw, draw(shapes()), st.one_of(st.just(0.0), floats()))  # exact zeros: sinc's series
+    kwargs = _kw(tol=_maybe(draw, st.sampled_from([1e-3, 100, 1000]))) if fn is np.real_if_close else {}
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {np.shape(x)}, **{kwargs})")
+
+
+@spec(np.nan_to_num)
+@st.composite
+def _nan_to_num_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # NaN and +-inf at fixed places: their gradient is 0, a traced nan= gets theirs.
+    shape = draw(shapes())
+    x = draw(float_arrays(shape))
+    holes = draw(hnp.arrays(np.float64, shape, elements=st.sampled_from([0.0, 0.0, np.nan, np.inf, -np.inf])))
+    infinite = bool(np.isinf(holes).any())
+    # Moderate replacements for infinities: numpy's defaults (the float extremes) would
+    # overflow the finite-difference sums.
+    kwargs = _kw(
+        copy=_maybe(draw, st.just(True)),
+        posinf=draw(floats()) if infinite else _maybe(draw, floats()),
+        neginf=draw(floats()) if infinite else _maybe(draw, floats()),
+    )
+    fill = draw_operand(draw, draw(stretchable_to(shape)))
+    traced_fill = draw(st.booleans())
+
+    def call(x: Any, *fill_: Any) -> Any:
+        holed = np.where(holes != 0, holes, x)
+        return fn(holed, nan=fill_[0], **kwargs) if fill_ else fn(holed, **kwargs)
+
+    operands = (x, fill) if traced_fill else (x,)
+    diff = draw(diff_mask(2)) if traced_fill else (True,)
+    diff = (True, diff[1]) if traced_fill else diff  # x traced: np.nan_to_num dispatches on x alone
+    nan_shape = np.shape(fill) if traced_fill else None
+    desc = f"np.nan_to_num(x {shape} with {int(np.count_nonzero(holes))} holes, nan {nan_shape}, **{kwargs})"
+    return Case(call, operands, diff, desc)
+
+
+@spec(np.linspace)
+@st.composite
+def _linspace_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape_start, shape_stop = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    start, stop = draw_operand(draw, shape_start), draw_operand(draw, shape_stop)
+    num = draw(st.integers(0, 6))
+    endpoint = _maybe(draw, st.booleans())
+    div = num - 1 if endpoint in (True, _OMIT) else num
+    ndim = len(np.broadcast_shapes(shape_start, shape_stop))
+    kwargs = _kw(
+        endpoint=endpoint,
+        retstep=draw(st.booleans()) if div > 0 else _OMIT,  # else the step is a plain nan
+        dtype=_maybe(draw, st.sampled_from([np.float64, "float64"])),
+        axis=_maybe(draw, st.integers(-ndim - 1, ndim)),
+    )
+    positional = draw(st.booleans())
+
+    def call(start: Any, stop: Any) -> Any:
+        return fn(start, stop, num, **kwargs) if positional else fn(start, stop, num=num, **kwargs)
+
+    desc = f"np.linspace(start {shape_start}, stop {shape_stop}, num={num}, **{kwargs})"
+    return Case(call, (start, stop), draw(diff_mask(2)), desc)
+
+
+@spec(np.gradient)
+@st.composite
+def _gradient_cases(draw: st.DrawFn, fn: Any) -> Case:
+    edge_order = _maybe(draw, st.sampled_from([1, 2]))
+    shape = draw(shapes(min_dims=1, min_side=3 if edge_order == 2 else 2))
+    f = draw(float_arrays(shape))
+    ndim = len(shape)
+    axis = _maybe(
+        draw,
+        st.one_of(
+            single_axis(ndim),
+            st.permutations(range(ndim)).flatmap(lambda p: st.integers(1, ndim).map(lambda k: tuple(p[:k]))),
+        ),
+    )
+    picked = range(ndim) if axis is _OMIT else (axis,) if isinstance(axis, int) else axis
+    spacing = st.one_of(away_from_zero(0.2), st.just(2))
+    kind = draw(st.sampled_from(["none", "one", "each"]))
+    if kind == "none":
+        spacings: list[Any] = []
+    elif kind == "one":
+        spacings = [draw(spacing)]
+    else:  # a step or coordinates per axis: steps of one sign, at least 0.2 apart
+        spacings = []
+        for a in picked:
+            if draw(st.booleans()):
+                spacings.append(draw(spacing))
+                continue
+            steps = draw(float_arrays((shape[a] - 1,), grid(0.2, 1.0, step=0.1))) * draw(st.sampled_from([1, -1]))
+            spacings.append(np.concatenate([[draw(floats())], steps]).cumsum())
+    kwargs = _kw(axis=axis, edge_order=edge_order)
+    operands = (f, *spacings)
+    desc = f"np.gradient(f {shape}, spacings {[np.shape(s) for s in spacings]}, **{kwargs})"
+    diff = [d and not isinstance(v, int) for d, v in zip(draw(diff_mask(len(operands))), operands, strict=True)]
+    # Integer steps are data; f untraced only when every step is traced (else a plain part).
+    diff[0] = diff[0] or len(operands) == 1 or not all(diff[1:])
+    return Case(lambda f, *sp: fn(f, *sp, **kwargs), operands, tuple(diff), desc)
+
+
+@spec(np.partition)
+@st.composite
+def _partition_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))
+    x = draw(separated_arrays(shape))  # no ties: which entry lands where is unique
+    axis = _maybe(draw, st.one_of(st.none(), single_axis(len(shape))))
+    n = math.prod(shape) if axis is None else shape[-1 if axis is _OMIT else axis]
+    kth = draw(st.one_of(st.integers(-n, n - 1), st.lists(st.integers(-n, n - 1), min_size=1, max_size=3)))
+    kwargs = _kw(axis=axis, kind=_maybe(draw, st.just("introselect")))
+    return Case(lambda x: fn(x, kth, **kwargs), (x,), (True,), f"np.partition(x {shape}, {kth!r}, **{kwargs})")
+
+
 # -- the tables are covered ----------------------------------------------------------------------------
 
 
@@ -1084,6 +1343,8 @@ VALUE_CALLS: dict[Any, Callable[[Any, Any], Any]] = {
     np.isinf: lambda x, y: np.isinf(x),
     np.result_type: lambda x, y: np.result_type(x, np.float32),
     np.sign: lambda x, y: np.sign(x),
+    np.imag: lambda x, y: np.imag(x),
+    np.angle: lambda x, y: np.angle(x, deg=True),
 }
 
 
@@ -1483,3 +1744,198 @@ def test_vecdot_refuses_keywords_it_cannot_honour() -> None:
         with pytest.raises(ShapeError, match="3 and 2 entries"):
             np.vecdot(x, np.ones(2))
         assert len(arena) == size
+
+
+# -- splits, stacks, rotations, cross products, entrywise and along-axis functions -------------------
+
+
+def test_split_reads_split_points_in_any_order_as_numpy_does() -> None:
+    x0 = np.arange(5.0)
+    for where in ([3, 1], [-2], [1, -1], [7, 2]):
+        call = lambda x, where=where: np.split(x, where)
+        out, _ = ng.vjp(call, x0)
+        _assert_same_as_numpy(out, call(x0))
+        check_grads(call, x0)
+
+
+def test_row_stack_takes_vstack_s_arguments() -> None:
+    a0, b0 = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    with pytest.warns(DeprecationWarning, match="row_stack"):
+        expected = np.row_stack([a0, b0], casting="safe")
+    with pytest.warns(DeprecationWarning, match="row_stack"):
+        out, back = ng.vjp(lambda a, b: np.row_stack([a, b], casting="safe"), a0, b0)
+    _assert_same_as_numpy(out, expected)
+    np.testing.assert_array_equal(back(np.ones((2, 2)))[0], [1.0, 1.0])
+
+
+@pytest.mark.parametrize("fn", [np.hstack, np.vstack], ids=_name)
+def test_stacks_cast_to_the_dtype_asked_for(fn: Any) -> None:
+    a0, b0 = np.array([[1.5, 2.0]]), np.array([[0.25, -1.0]])
+    call = lambda a, b: fn([a, b], dtype=np.float32)
+    out, back = ng.vjp(call, a0, b0)
+    _assert_same_as_numpy(out, call(a0, b0))
+    g = back(np.ones(np.shape(out), np.float32))[0]
+    assert g.dtype == np.float64
+    np.testing.assert_array_equal(g, np.ones_like(a0))
+    integers = ng.vjp(lambda a, b: fn([a, b], dtype=np.int64, casting="unsafe"), a0, b0)[0]
+    _assert_equal_values(integers, fn([a0, b0], dtype=np.int64, casting="unsafe"))
+    with ng.Arena() as arena:
+        a = arena.param(a0)
+        size = len(arena)
+        with pytest.raises(TypeError):
+            fn([a0, b0], dtype=np.float32, casting="safe")  # numpy refuses it too
+        with pytest.raises(DtypeError, match=rf"np\.{fn.__name__}: cannot cast .* 'safe'"):
+            fn([a, b0], dtype=np.float32, casting="safe")
+        with pytest.raises(DtypeError, match=rf"np\.{fn.__name__}: cannot cast .* 'no'"):
+            fn([a, b0.astype(np.float32)], casting="no")
+        with pytest.raises(ArgumentError, match=rf"np\.{fn.__name__}: casting must be one of"):
+            fn([a, b0], casting="sometimes")
+        assert len(arena) == size
+
+
+def test_cross_of_2_vectors_warns_as_numpy_does() -> None:
+    a0, b0 = np.array([[1.0, 2.0], [0.5, -1.0]]), np.array([[3.0, -1.0, 2.0], [1.0, 1.0, 1.0]])
+    for call in (lambda a, b: np.cross(a, b), lambda a, b: np.cross(a, a)):
+        with pytest.warns(DeprecationWarning, match="2-dimensional vectors"):
+            expected = call(a0, b0)
+        with pytest.warns(DeprecationWarning, match="2-dimensional vectors") as caught:
+            out, _ = ng.vjp(call, a0, b0)
+        assert all(w.filename == __file__ for w in caught), [w.filename for w in caught]
+        _assert_same_as_numpy(out, expected)
+
+
+_X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]])
+
+REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
+    ("array_split-0-sections", lambda v: np.array_split(v.x, 0), ShapeError, r"np\.array_split: number sections"),
+    ("hsplit-0-d", lambda v: np.hsplit(v.entry, 1), ShapeError, r"np\.hsplit: hsplit only works on arrays of 1"),
+    ("hsplit-unequal", lambda v: np.hsplit(v.x, 2), ShapeError, r"np\.hsplit: array split does not result"),
+    ("vsplit-1-d", lambda v: np.vsplit(v.row, 1), ShapeError, r"np\.vsplit: vsplit only works on arrays of 2"),
+    ("dsplit-2-d", lambda v: np.dsplit(v.x, 1), ShapeError, r"np\.dsplit: dsplit only works on arrays of 3"),
+    ("array_split-axis", lambda v: np.array_split(v.x, 2, axis=2), ShapeError, r"np\.array_split: axis 2"),
+    ("select-lengths", lambda v: np.select([v.x > 0], [v.x, v.x]), ShapeError, r"np\.select: list of cases"),
+    ("select-numeric-condition", lambda v: np.select([v.x], [v.x]), DtypeError, r"np\.select: invalid entry 0"),
+    (
+        "select-shapes",
+        lambda v: np.select([v.x > 0, v.x > 1], [v.x, np.ones(2)]),
+        ShapeError,
+        r"np\.select: shape mismatch",
+    ),
+    ("rot90-one-axis", lambda v: np.rot90(v.x, axes=(0,)), ShapeError, r"np\.rot90: len\(axes\) must be 2"),
+    ("rot90-same-axes", lambda v: np.rot90(v.x, axes=(0, -2)), ShapeError, r"np\.rot90: Axes must be different"),
+    ("rot90-axes-range", lambda v: np.rot90(v.x, axes=(0, 3)), ShapeError, r"np\.rot90: Axes=\(0, 3\) out of range"),
+    ("fliplr-1-d", lambda v: np.fliplr(v.row), ShapeError, r"np\.fliplr: Input must be >= 2-d"),
+    ("flipud-0-d", lambda v: np.flipud(v.entry), ShapeError, r"np\.flipud: Input must be >= 1-d"),
+    ("rollaxis-start", lambda v: np.rollaxis(v.x, 0, 3), ShapeError, r"np\.rollaxis: 'start' arg requires -2 <= start"),
+    ("rollaxis-axis", lambda v: np.rollaxis(v.x, 2), ShapeError, r"np\.rollaxis: axis 2 is out of bounds"),
+    ("cross-0-d", lambda v: np.cross(v.entry, v.x), ShapeError, r"np\.cross: At least one array has zero"),
+    ("cross-4-vectors", lambda v: np.cross(v.x, np.ones((2, 4))), ShapeError, r"np\.cross: incompatible"),
+    ("cross-axisc", lambda v: np.cross(v.x, v.x, axisc=2), ShapeError, r"np\.cross: axisc 2 is out of bounds"),
+    ("real-complex", lambda v: np.real(v.complex), DtypeError, r"np\.real: complex values are not supported yet"),
+    ("imag-complex", lambda v: np.imag(v.complex), DtypeError, r"np\.imag: complex values are not supported yet"),
+    ("angle-complex", lambda v: np.angle(v.complex), DtypeError, r"np\.angle: complex values are not supported yet"),
+    ("real_if_close-complex", lambda v: np.real_if_close(v.complex), DtypeError, r"np\.real_if_close: complex"),
+    ("nan_to_num-complex", lambda v: np.nan_to_num(v.complex), DtypeError, r"np\.nan_to_num: complex"),
+    ("sinc-complex", lambda v: np.sinc(v.complex), DtypeError, r"np\.sinc: complex"),
+    ("nan_to_num-in-place", lambda v: np.nan_to_num(v.x, copy=False), ArgumentError, r"np\.nan_to_num: copy=False"),
+    ("nan_to_num-nan-shape", lambda v: np.nan_to_num(v.x, nan=np.zeros(4)), ShapeError, r"np\.nan_to_num: nan="),
+    ("linspace-negative", lambda v: np.linspace(v.x, 1.0, -1), ArgumentError, r"np\.linspace: Number of samples, -1"),
+    ("linspace-float-num", lambda v: np.linspace(v.x, 1.0, 2.5), ArgumentError, r"np\.linspace: num must be"),
+    ("linspace-device", lambda v: np.linspace(v.x, 1.0, device="gpu"), ArgumentError, r"np\.linspace: device"),
+    ("partition-order", lambda v: np.partition(v.x, 1, order="a"), ArgumentError, r"np\.partition: order="),
+    ("partition-kth", lambda v: np.partition(v.x, 3), ShapeError, r"np\.partition: kth\(=3\) out of bounds"),
+    ("gradient-too-short", lambda v: np.gradient(v.x, edge_order=2), ShapeError, r"np\.gradient: Shape of array"),
+    ("gradient-edge-order", lambda v: np.gradient(v.x, edge_order=3), ArgumentError, r"np\.gradient: edge_order"),
+    ("gradient-2-d-steps", lambda v: np.gradient(v.x, v.x, 1.0), ShapeError, r"np\.gradient: distances must be"),
+    ("gradient-step-count", lambda v: np.gradient(v.x, 1.0, 2.0, 3.0), ArgumentError, r"np\.gradient: invalid"),
+    ("gradient-coordinates", lambda v: np.gradient(v.x, [1.0], 1.0), ShapeError, r"np\.gradient: when 1d"),
+    ("gradient-repeated-axis", lambda v: np.gradient(v.x, axis=(0, -2)), ShapeError, r"np\.gradient: repeated"),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "pattern"), [r[1:] for r in REFUSED_CALLS], ids=[r[0] for r in REFUSED_CALLS]
+)
+def test_invalid_calls_raise_naming_the_function(
+    call: Callable[[Any], Any], error: type[Exception], pattern: str
+) -> None:
+    with ng.Arena() as arena:
+        x = arena.param(_X)
+        # The operands, recorded before the call: a matrix, a row, an entry, complex values.
+        v = SimpleNamespace(x=x, row=x[0], entry=x[0, 0], complex=x * 1j)
+        size = len(arena)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            with pytest.raises(error, match=pattern) as info:
+                call(v)
+        assert len(arena) == size, f"the failed call left nodes: {[n.op for n in arena][size:]}"
+    assert Path(__file__).name in str(info.value), str(info.value)
+
+
+def test_sinc_differentiates_to_any_order_at_zero() -> None:
+    # sinc(x) = 1 - (pi x)^2 / 6 + (pi x)^4 / 120 - ...: at 0 the derivatives are 0, -pi^2/3, 0, pi^4/5.
+    x0 = np.array([0.0, 0.0, 0.5, -1.25])
+    d1 = ng.grad(lambda x: np.sum(np.sinc(x)))
+    d2 = ng.grad(lambda x: np.sum(d1(x)))
+    d4 = ng.grad(lambda x: np.sum(ng.grad(lambda y: np.sum(d2(y)))(x)))
+    np.testing.assert_allclose(d1(x0)[:2], 0.0, atol=1e-15)
+    np.testing.assert_allclose(d2(x0)[:2], -(np.pi**2) / 3, rtol=1e-12)
+    np.testing.assert_allclose(d4(x0)[:2], np.pi**4 / 5, rtol=1e-12)
+    check_grads(np.sinc, x0, order=2)
+
+
+def test_nan_to_num_passes_the_gradient_to_the_finite_entries_only() -> None:
+    x0 = np.array([1.5, np.nan, np.inf, -np.inf, -2.0])
+    out, back = ng.vjp(lambda x: np.nan_to_num(x), x0)
+    _assert_same_as_numpy(out, np.nan_to_num(x0))
+    np.testing.assert_array_equal(back(np.ones(5))[0], [1.0, 0.0, 0.0, 0.0, 1.0])
+    # Traced replacements get the gradient of the entries they replace.
+    out, back = ng.vjp(lambda x, n, p: np.nan_to_num(x, nan=n, posinf=p, neginf=-p), x0, 0.5, 2.0)
+    _assert_same_as_numpy(out, np.nan_to_num(x0, nan=0.5, posinf=2.0, neginf=-2.0))
+    g_x, g_n, g_p = back(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))
+    np.testing.assert_array_equal(g_x, [1.0, 0.0, 0.0, 0.0, 5.0])
+    assert (g_n, g_p) == (2.0, 3.0 - 4.0)
+
+
+def test_linspace_integer_dtype_and_undefined_step_follow_numpy() -> None:
+    start0, stop0 = np.array([0.5, -1.5]), 3.25
+    with ng.Arena() as arena:
+        start = arena.param(start0)
+        floored = np.linspace(start, stop0, 4, dtype=np.int64, axis=-1)
+        one, step = np.linspace(start, stop0, 1, retstep=True)
+    _assert_plain(floored)  # integers: plain data, as astype gives them
+    _assert_equal_values(floored, np.linspace(start0, stop0, 4, dtype=np.int64, axis=-1))
+    assert type(one) is Traced and np.isnan(step)
+    _assert_same_as_numpy(one.value, np.linspace(start0, stop0, 1))
+    check_grads(lambda a, b: np.linspace(a, b, 5, endpoint=False, axis=1), start0, np.array([[2.0], [4.0]]), order=2)
+
+
+def test_gradient_with_coordinates_differentiates_in_the_coordinates() -> None:
+    f0, x0 = np.array([1.0, 4.0, 9.0, 16.0]), np.array([0.0, 1.0, 2.0, 3.0])  # uniform coordinates
+    out, _ = ng.vjp(lambda f, x: np.gradient(f, x, edge_order=2), f0, x0)
+    _assert_same_as_numpy(out, np.gradient(f0, x0, edge_order=2))
+    check_grads(lambda f, x: np.gradient(f, x), f0, x0, order=2)
+    check_grads(lambda f, x: np.gradient(f, x, edge_order=2), f0, x0)
+
+
+def test_partition_sends_the_gradient_to_the_entries_it_moved() -> None:
+    x0 = np.array([3.0, 1.0, 2.0, 5.0, 4.0])
+    out, back = ng.vjp(lambda x: np.partition(x, 1), x0)
+    expected = np.partition(x0, 1)
+    _assert_same_as_numpy(out, expected)
+    cotangent = np.arange(1.0, 6.0)
+    g = back(cotangent)[0]
+    for k, value in enumerate(expected):  # each output's cotangent lands on the entry with its value
+        assert g[x0 == value] == cotangent[k]
+
+
+def test_angle_and_imag_of_real_values_are_plain() -> None:
+    x0 = np.array([-1.5, 0.0, -0.0, 2.0])
+    with ng.Arena() as arena:
+        x = arena.param(x0)
+        size = len(arena)
+        angles, parts = np.angle(x), np.imag(x)
+        assert len(arena) == size
+    _assert_plain([angles, parts])
+    _assert_equal_values(angles, np.angle(x0))
+    _assert_equal_values(parts, np.imag(x0))

@@ -13,8 +13,10 @@ unmodified numpy code records nodes. Three tables say what happens:
 The ufunc table and its dispatch are in :mod:`nodegrad.numpy_api.ufuncs`, the function
 table and its dispatch in :mod:`nodegrad.numpy_api.functions`, and the numpy functions
 written as compositions of the ops (``np.diff``, ``np.tile``, ``np.convolve``, ...) in
-:mod:`nodegrad.numpy_api.composed`. Importing this package attaches both protocols to
-the engine's :class:`~nodegrad.engine.traced.Traced` handle.
+:mod:`nodegrad.numpy_api.composed`, :mod:`~nodegrad.numpy_api.shaping`,
+:mod:`~nodegrad.numpy_api.elementwise` and :mod:`~nodegrad.numpy_api.along_axis`.
+Importing this package attaches both protocols to the engine's
+:class:`~nodegrad.engine.traced.Traced` handle.
 """
 
 from __future__ import annotations

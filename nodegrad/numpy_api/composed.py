@@ -16,7 +16,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import no_extras, read_keepdims
 from nodegrad.ops.arguments import normalize_axis
 
@@ -75,15 +75,38 @@ def _atleast(ndim: int) -> Callable[..., Any]:
 atleast_1d, atleast_2d, atleast_3d = _atleast(1), _atleast(2), _atleast(3)
 
 
-def hstack(tup: Any, **kw: Any) -> Any:
-    no_extras("hstack", **kw)
-    arrays = [atleast_1d(a) for a in tup]
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _cast_for_joining(name: str, arrays: list[Any], dtype: Any, casting: Any) -> list[Any]:
+    """``arrays`` cast to ``dtype`` (by default their common dtype), each cast allowed by
+    ``casting`` as numpy's ``concatenate`` checks it; to a non-float dtype the values are
+    plain data, as ``astype`` gives them."""
+    if casting not in _CASTINGS:
+        msg = f"np.{name}: casting must be one of {_CASTINGS}, got {casting!r} [called at {user_location()}]"
+        raise ArgumentError(msg)
+    dtypes = [np.result_type(unwrap(a)) for a in arrays]
+    try:
+        target = np.result_type(*dtypes) if dtype is None else np.dtype(dtype)
+    except TypeError as exc:
+        raise DtypeError(f"np.{name}: {exc} [called at {user_location()}]") from None
+    for d in dtypes:
+        if not np.can_cast(d, target, casting):
+            msg = (
+                f"np.{name}: cannot cast array data from {d} to {target} according to the rule {casting!r} "
+                f"[called at {user_location()}]"
+            )
+            raise DtypeError(msg)
+    return [a if d == target else ops.astype(a, target) for a, d in zip(arrays, dtypes, strict=True)]
+
+
+def hstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    arrays = _cast_for_joining("hstack", [atleast_1d(a) for a in tup], dtype, casting)
     return ops.cat(arrays, 0 if np.ndim(unwrap(arrays[0])) == 1 else 1)
 
 
-def vstack(tup: Any, **kw: Any) -> Any:
-    no_extras("vstack", **kw)
-    return ops.cat([atleast_2d(a) for a in tup], 0)
+def vstack(tup: Any, *, dtype: Any = None, casting: Any = "same_kind") -> Any:
+    return ops.cat(_cast_for_joining("vstack", [atleast_2d(a) for a in tup], dtype, casting), 0)
 
 
 def _neighbours(name: str, a: Any, axis: int) -> tuple[int, tuple[slice, ...], tuple[slice, ...]]:

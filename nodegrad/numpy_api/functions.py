@@ -4,8 +4,12 @@
 (``np.dot`` to ``ops.dot``), through a thin adapter written here that reads numpy's
 signature (``np.sum``'s ``where=``, ``np.einsum``'s interleaved form, ``np.reshape``'s
 ``order=``, ...), or onto a function built from the ops in
-:mod:`nodegrad.numpy_api.composed`. :data:`VALUE_FUNCTIONS` are computed on the forward
-values: shapes, indices, comparisons and rounding carry no gradient.
+:mod:`nodegrad.numpy_api.composed`, :mod:`~nodegrad.numpy_api.shaping` (splits, stacks,
+rotations, ``np.cross``), :mod:`~nodegrad.numpy_api.elementwise` (``np.sinc``,
+``np.nan_to_num``, ...) or :mod:`~nodegrad.numpy_api.along_axis` (``np.linspace``,
+``np.gradient``, ``np.partition``). :data:`VALUE_FUNCTIONS` are computed on the forward
+values: shapes, indices, comparisons and rounding carry no gradient (a few, such as
+``np.imag``, check their arguments first).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
+from nodegrad.numpy_api import along_axis, elementwise, shaping
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
     atleast_1d,
@@ -257,6 +262,26 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,
     np.full_like: full_like,
+    np.array_split: shaping.array_split,
+    np.hsplit: shaping.hsplit,
+    np.vsplit: shaping.vsplit,
+    np.dsplit: shaping.dsplit,
+    np.column_stack: shaping.column_stack,
+    np.dstack: shaping.dstack,
+    np.append: shaping.append,
+    np.select: shaping.select,
+    np.rot90: shaping.rot90,
+    np.fliplr: shaping.fliplr,
+    np.flipud: shaping.flipud,
+    np.rollaxis: shaping.rollaxis,
+    np.cross: shaping.cross,
+    np.sinc: elementwise.sinc,
+    np.real: elementwise.real,
+    np.real_if_close: elementwise.real_if_close,
+    np.nan_to_num: elementwise.nan_to_num,
+    np.linspace: along_axis.linspace,
+    np.gradient: along_axis.gradient,
+    np.partition: along_axis.partition,
 }
 # Added in numpy 2.0: mapped where this numpy has them.
 _NUMPY_2_FUNCTIONS = {
@@ -278,14 +303,19 @@ FUNCTIONS.update(
 VALUE_FUNCTIONS = {
     np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.count_nonzero,
     np.isclose, np.allclose, np.array_equal, np.zeros_like, np.ones_like, np.empty_like,
-    np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type, np.sign,
+    np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type, np.sign, np.imag, np.angle,
 }  # fmt: skip
+# Value functions that check their arguments first (complex values are refused).
+_VALUE_IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.imag: elementwise.imag,
+    np.angle: elementwise.angle,
+}
 
 
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
     if func in VALUE_FUNCTIONS:
-        return func(*forward_values(args), **forward_values(kwargs))
+        return _VALUE_IMPLEMENTATIONS.get(func, func)(*forward_values(args), **forward_values(kwargs))
     impl = FUNCTIONS.get(func)
     if impl is None:
         name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"

@@ -7,7 +7,6 @@ repeats accumulates. Out-of-bounds indices raise when the op is recorded.
 from __future__ import annotations
 
 import builtins
-import itertools
 import math
 from typing import Any
 
@@ -361,5 +360,7 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     except ValueError as exc:
         msg = f"split: {exc} (axis {axis} of shape {shape}) [called at {user_location()}]"
         raise ShapeError(msg) from exc
-    bounds = np.cumsum([0] + [len(p) for p in pieces])
-    return [getitem(x, (slice(None),) * axis + (slice(int(a), int(b)),)) for a, b in itertools.pairwise(bounds)]
+    # Each piece of the positions is a run start..end: that slice, whatever order (or sign)
+    # the split points are given in.
+    before = (slice(None),) * axis
+    return [getitem(x, (*before, slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0))) for p in pieces]

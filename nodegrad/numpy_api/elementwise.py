@@ -1,0 +1,121 @@
+"""numpy's entrywise functions that are not ufuncs, built from the ops.
+
+``np.sinc``, ``np.real``, ``np.real_if_close`` and ``np.nan_to_num`` on traced values are
+compositions of nodegrad ops (``where``, ``sin``, products) giving numpy's values, so their
+gradients are the ops' rules and differentiate again. ``np.imag`` and ``np.angle`` of real
+values are piecewise constant (zeros; 0 or pi): :func:`imag` and :func:`angle` compute
+them on the forward values, with no gradient. Complex traced values are refused with a
+:class:`~nodegrad.errors.DtypeError`: complex gradients are not supported yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nodegrad import ops
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+
+__all__ = ["angle", "imag", "nan_to_num", "real", "real_if_close", "sinc"]
+
+# sin(y) / y = sum_k (-1)^k y^(2k) / (2k + 1)!, highest power first. For |y| < 1/2 the
+# terms left out are below 1e-19: the series gives the values, and its derivatives are
+# exact where those of sin(y) / y cancel (the first is cos(y) / y - sin(y) / y^2).
+_SINC_SERIES = tuple((-1) ** k / float(np.prod(np.arange(1.0, 2 * k + 2))) for k in range(8))[::-1]
+_SINC_NEAR = 0.5
+
+
+def _refuse_complex(name: str, value: Any) -> None:
+    if np.iscomplexobj(unwrap(value)):
+        msg = (
+            f"np.{name}: complex values are not supported yet (complex gradients are not supported) "
+            f"[called at {user_location()}]"
+        )
+        raise DtypeError(msg)
+
+
+def sinc(x: Any) -> Any:
+    """``sin(pi x) / (pi x)``, 1 at 0; for ``|pi x| < 1/2`` its Taylor series, which gives
+    the same values and exact derivatives of every order (0 and 1 included)."""
+    _refuse_complex("sinc", x)
+    y = np.pi * x
+    near = np.abs(unwrap(y)) < _SINC_NEAR
+    # Each branch sees only its own entries (a constant elsewhere): the unused one stays finite.
+    far = ops.where(near, 1.0, y)
+    t = ops.where(near, y, 0.0) ** 2
+    series: Any = _SINC_SERIES[0]
+    for c in _SINC_SERIES[1:]:
+        series = series * t + c
+    return ops.where(near, series, ops.sin(far) / far)
+
+
+def real(val: Any) -> Any:
+    """The real part of a real array: the value itself, with its gradient."""
+    _refuse_complex("real", val)
+    return val
+
+
+def real_if_close(a: Any, tol: Any = 100) -> Any:
+    """A real array is returned as it is (``tol`` applies to complex values only)."""
+    _refuse_complex("real_if_close", a)
+    return a
+
+
+def imag(val: Any) -> Any:
+    """The imaginary part of the forward values: zeros for real ones, no gradient."""
+    _refuse_complex("imag", val)
+    return np.imag(val)
+
+
+def angle(z: Any, deg: bool = False) -> Any:
+    """The argument of the forward values: 0 or pi (180) for real ones, no gradient."""
+    _refuse_complex("angle", z)
+    return np.angle(z, deg)
+
+
+def _replacement(name: str, value: Any, default: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Any:
+    """The value written over non-finite entries, in ``x``'s dtype (a traced one keeps its
+    gradient); it must broadcast to ``x``'s shape, as numpy's copy into ``x`` needs."""
+    value = default if value is None else value
+    try:
+        fits = np.broadcast_shapes(np.shape(unwrap(value)), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        msg = (
+            f"np.nan_to_num: {name}= of shape {np.shape(unwrap(value))} does not broadcast to x's shape {shape} "
+            f"[called at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    if type(value) is Traced:
+        return value if value.dtype == dtype else ops.astype(value, dtype)
+    return np.asarray(value).astype(dtype)
+
+
+def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    """NaN, +inf and -inf replaced (by 0, the largest and the most negative finite value by
+    default); the gradient is 1 at the finite entries, 0 at the replaced ones (a traced
+    replacement value gets those)."""
+    _refuse_complex("nan_to_num", x)
+    if not copy:
+        msg = (
+            "np.nan_to_num: copy=False replaces the entries of x in place, and a traced value is never written "
+            f"in place; use the returned value (copy=True) [called at {user_location()}]"
+        )
+        raise ArgumentError(msg)
+    value = np.asarray(unwrap(x))
+    if value.dtype.kind != "f":
+        return x
+    limits = np.finfo(value.dtype)
+    out = x
+    for mask, fill, default, what in (
+        (np.isnan(value), nan, 0.0, "nan"),
+        (np.isposinf(value), posinf, limits.max, "posinf"),
+        (np.isneginf(value), neginf, limits.min, "neginf"),
+    ):
+        replacement = _replacement(what, fill, default, value.dtype, value.shape)
+        if mask.any() or type(replacement) is Traced:
+            out = ops.where(mask, replacement, out)
+    return out
