@@ -395,6 +395,16 @@ def _norm_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _svdvals_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = (*draw(shapes(max_dims=1, max_side=3)), draw(st.integers(1, 4)), draw(st.integers(1, 4)))
     x = well_separated_matrices(draw, shape)
+    if fn is np.linalg.svd and draw(st.booleans()):
+        # The vectors: their signs are arbitrary, so squares of them; full_matrices=True
+        # with m != n adds vectors that are not unique, so only for a square matrix.
+        kwargs = _kw(full_matrices=False if shape[-1] != shape[-2] else _maybe(draw, st.booleans()))
+
+        def call(x: Any) -> Any:
+            u, s, vh = fn(x, **kwargs)
+            return u**2, s, vh**2
+
+        return Case(call, (x,), (True,), f"np.linalg.svd(x {shape}, **{kwargs}): U**2, S, Vh**2")
     if fn is np.linalg.svd:
         return Case(lambda x: fn(x, compute_uv=False), (x,), (True,), f"np.linalg.svd(x {shape}, compute_uv=False)")
     return Case(fn, (x,), (True,), f"np.linalg.svdvals(x {shape})")
@@ -419,6 +429,65 @@ def _square_matrix_cases(draw: st.DrawFn, fn: Any) -> Case:
     if fn is np.linalg.cholesky:  # of a @ a^T (positive definite), which is symmetric
         return Case(lambda a: fn(a @ np.swapaxes(a, -1, -2)), (a,), (True,), f"np.linalg.cholesky(a a^T {a.shape})")
     return Case(fn, (a,), (True,), f"{_name(fn)}(a {a.shape})")
+
+
+@spec(np.linalg.eigh)
+@st.composite
+def _eigh_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # Of a a^T: symmetric, eigenvalues the (distinct) s^2; the vectors' signs are arbitrary.
+    a = well_separated_matrices(draw, (*draw(shapes(max_dims=1, max_side=3)), *[draw(st.integers(1, 4))] * 2))
+    kwargs = _kw(UPLO=_maybe(draw, st.sampled_from(["L", "U"])))
+
+    def call(a: Any) -> Any:
+        w, v = fn(a @ np.swapaxes(a, -1, -2), **kwargs)
+        return w, v**2
+
+    return Case(call, (a,), (True,), f"np.linalg.eigh(a a^T {a.shape}, **{kwargs}): w, v**2")
+
+
+@spec(np.linalg.qr)
+@st.composite
+def _qr_cases(draw: st.DrawFn, fn: Any) -> Case:
+    n = draw(st.integers(1, 3))
+    a = well_separated_matrices(draw, (*draw(shapes(max_dims=1, max_side=3)), n + draw(st.integers(0, 2)), n))
+    mode = _maybe(draw, st.sampled_from(["reduced", "r"] + (["complete"] if a.shape[-2] == n else [])))
+    kwargs = _kw(mode=mode)
+    return Case(lambda a: fn(a, **kwargs), (a,), (True,), f"np.linalg.qr(a {a.shape}, **{kwargs})")
+
+
+@spec(np.linalg.pinv, np.linalg.lstsq)
+@st.composite
+def _least_squares_cases(draw: st.DrawFn, fn: Any) -> Case:
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    if fn is np.linalg.pinv:
+        a = well_separated_matrices(draw, (*draw(shapes(max_dims=1, max_side=3)), m, n))
+        kwargs = draw(st.sampled_from([{}, {"rcond": 1e-10}, {"rtol": None}, {"rtol": 1e-12}, {"hermitian": False}]))
+        return Case(lambda a: fn(a, **kwargs), (a,), (True,), f"np.linalg.pinv(a {a.shape}, **{kwargs})")
+    a = well_separated_matrices(draw, (m, n))
+    b = draw(float_arrays((m,) if draw(st.booleans()) else (m, draw(st.integers(1, 3)))))
+    rcond = _maybe(draw, st.sampled_from([None, 1e-10]))
+    parts = slice(0, 2) if m > n else slice(0, 1)  # the residuals are empty unless m > n; the rank is plain
+
+    def call(a: Any, b: Any) -> Any:
+        return fn(a, b, **_kw(rcond=rcond))[parts]
+
+    return Case(call, (a, b), draw(diff_mask(2)), f"np.linalg.lstsq(a {a.shape}, b {b.shape}, rcond={rcond})")
+
+
+@spec(np.linalg.matrix_power, np.linalg.tensorsolve, np.linalg.tensorinv)
+@st.composite
+def _matrix_power_and_tensor_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn is np.linalg.matrix_power:
+        n = draw(st.integers(1, 3))
+        a = well_separated_matrices(draw, (*draw(shapes(max_dims=1, max_side=3)), n, n))
+        power = draw(st.sampled_from([-3, -2, -1, 1, 2, 3, 5, np.int64(2)]))
+        return Case(lambda a: fn(a, power), (a,), (True,), f"np.linalg.matrix_power(a {a.shape}, {power!r})")
+    outer_shape, inner_shape = draw(st.sampled_from([((4,), (2, 2)), ((2, 3), (6,)), ((2, 2), (2, 2)), ((3,), (3,))]))
+    a = well_separated_matrices(draw, (math.prod(outer_shape),) * 2).reshape(*outer_shape, *inner_shape)
+    if fn is np.linalg.tensorinv:
+        return Case(lambda a: fn(a, ind=len(outer_shape)), (a,), (True,), f"np.linalg.tensorinv(a {a.shape})")
+    b = draw(float_arrays(outer_shape))
+    return Case(fn, (a, b), draw(diff_mask(2)), f"np.linalg.tensorsolve(a {a.shape}, b {b.shape})")
 
 
 @spec(np.atleast_1d, np.atleast_2d, np.atleast_3d, np.diff, np.roll, np.repeat, np.tile, np.ptp)
@@ -1422,9 +1491,6 @@ def test_where_with_only_a_condition_is_nonzero() -> None:
 _BUF = np.zeros((3, 3))
 
 UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
-    ("eigh", lambda x: np.linalg.eigh(x), "np.linalg.eigh"),
-    ("eig", lambda x: np.linalg.eig(x), "np.linalg.eig"),
-    ("qr", lambda x: np.linalg.qr(x), "np.linalg.qr"),
     ("median", lambda x: np.median(x), "np.median"),
     ("copysign-out", lambda x: np.copysign(x, -1.0, out=_BUF), "np.copysign"),
     ("ldexp-out", lambda x: np.ldexp(x, 2, out=_BUF), "np.ldexp"),
@@ -1443,7 +1509,6 @@ UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
     ("cumsum-dtype", lambda x: np.cumsum(x, dtype=np.float32), "np.cumsum"),
     ("take-wrap", lambda x: np.take(x, [7], mode="wrap"), "np.take"),
     ("concatenate-dtype", lambda x: np.concatenate([x, x], dtype=np.float32), "np.concatenate"),
-    ("svd-vectors", lambda x: np.linalg.svd(x), "np.linalg.svd"),
 ]
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, elementwise, shaping
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
@@ -54,6 +54,7 @@ from nodegrad.numpy_api.composed import (
     vector_norm,
     vstack,
 )
+from nodegrad.ops import linalg
 
 __all__ = ["FUNCTIONS", "VALUE_FUNCTIONS", "dispatch_function"]
 
@@ -147,13 +148,23 @@ def _from_sublists(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
 
 
 def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
-    if compute_uv:
-        msg = (
-            "np.linalg.svd with compute_uv=True has no gradient rule for traced values (only the singular values "
-            f"have one); pass compute_uv=False for them [called at {user_location()}]"
-        )
-        raise NoGradientError(msg)
-    return ops.svdvals(a)
+    # hermitian=True only picks numpy's algorithm for a symmetric a: the same factorisation
+    # (up to the signs of the singular vectors, which are arbitrary either way).
+    return ops.svd(a, full_matrices) if compute_uv else ops.svdvals(a)
+
+
+def _pinv(a: Any, rcond: Any = None, hermitian: bool = False, **kw: Any) -> Any:
+    rtol = kw.pop("rtol", np._NoValue)
+    no_extras("linalg.pinv", **kw)
+    return ops.pinv(a, rcond, hermitian, rtol=rtol)
+
+
+def _eig(a: Any) -> Any:
+    msg = (
+        "np.linalg.eig: its eigenvalues and eigenvectors are complex in general, and complex gradients are not "
+        f"supported yet (for a symmetric matrix, np.linalg.eigh has them) [called at {user_location()}]"
+    )
+    raise DtypeError(msg)
 
 
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
@@ -261,6 +272,13 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.solve: ops.solve,
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,
+    np.linalg.eigh: ops.eigh,
+    np.linalg.qr: ops.qr,
+    np.linalg.pinv: _pinv,
+    np.linalg.lstsq: ops.lstsq,
+    np.linalg.matrix_power: ops.matrix_power,
+    np.linalg.tensorsolve: linalg.tensorsolve,
+    np.linalg.tensorinv: linalg.tensorinv,
     np.full_like: full_like,
     np.array_split: shaping.array_split,
     np.hsplit: shaping.hsplit,
@@ -283,6 +301,8 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.gradient: along_axis.gradient,
     np.partition: along_axis.partition,
 }
+# Refused on traced values with a reason other than a missing rule.
+_REFUSED: dict[Callable[..., Any], Callable[..., Any]] = {np.linalg.eig: _eig}
 # Added in numpy 2.0: mapped where this numpy has them.
 _NUMPY_2_FUNCTIONS = {
     "trapezoid": trapezoid,
@@ -316,7 +336,7 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
     if func in VALUE_FUNCTIONS:
         return _VALUE_IMPLEMENTATIONS.get(func, func)(*forward_values(args), **forward_values(kwargs))
-    impl = FUNCTIONS.get(func)
+    impl = FUNCTIONS.get(func) or _REFUSED.get(func)
     if impl is None:
         name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
         msg = f"{name} has no gradient rule for traced values [called at {user_location()}]"

@@ -1,5 +1,10 @@
 """Specs for the linalg family: matmul, einsum, svdvals, eigvalsh, cholesky, inv, solve, det and logabsdet (slogdet);
-tensordot, dot and outer (composites)."""
+eigh_vectors, svd_u, svd_vh, qr_q, qr_r and pinv; tensordot, dot, outer, eigh, svd, qr, lstsq, matrix_power,
+tensorsolve and tensorinv (composites).
+
+The sign of an eigenvector or of a pair of singular vectors is arbitrary, so their specs
+differentiate functions of the vectors that do not depend on it (squares, ``v diag(c) v^T``,
+``u_i v_i^T``) at matrices with well-separated values, where those are smooth."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import hypothesis.strategies as st
 import numpy as np
 
 import nodegrad as ng
-from nodegrad.errors import ShapeError
+from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError
+from nodegrad.ops.linalg import tensorinv, tensorsolve
 from tests.ops.harness import BadCall, Case, diff_mask, draw_operand, well_separated_matrices
 from tests.strategies import float_arrays, floats, shapes
 
@@ -209,6 +215,151 @@ def _solve_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
     return Case(ng.solve, np.linalg.solve, (a, b), diff, desc=f"solve {a.shape} {b.shape}")
 
 
+@st.composite
+def _eigh_cases(draw: st.DrawFn, part: str = "both") -> Case:
+    """Of a symmetric matrix (symmetrized first, as for eigvalsh) with distinct eigenvalues:
+    the eigenvalues, the squares of the eigenvectors' entries or ``v diag(c) v^T``."""
+    a = _symmetric_case(draw, ng.eigvalsh, np.linalg.eigvalsh, True).values[0]
+    uplo = draw(st.sampled_from(["L", "U"]))
+    kind = draw(st.sampled_from(["squares", "weighted outer"] if part == "vectors" else ["squares", "values"]))
+    c = draw(float_arrays((a.shape[-1],)))
+
+    def of(eigh: Any) -> Any:
+        def fn(x: Any) -> Any:
+            w, v = eigh(_symmetric(x), UPLO=uplo)
+            if kind == "values":
+                return w
+            if kind == "squares":
+                return v**2
+            return np.matmul(v * c.astype(x.dtype), np.swapaxes(v, -1, -2))
+
+        return fn
+
+    return Case(of(ng.eigh), of(np.linalg.eigh), (a,), (True,), desc=f"eigh {a.shape} UPLO={uplo} {kind}")
+
+
+def _svd_matrix(draw: st.DrawFn) -> np.ndarray:
+    batch = draw(shapes(max_dims=1, max_side=3))
+    return well_separated_matrices(draw, (*batch, draw(st.integers(1, 4)), draw(st.integers(1, 4))))
+
+
+@st.composite
+def _svd_cases(draw: st.DrawFn, part: str = "any") -> Case:
+    """Squares of the first min(m, n) singular vectors (U's columns, Vh's rows), the
+    products ``u_i v_i^T`` summed with weights, or the singular values."""
+    x = _svd_matrix(draw)
+    k = min(x.shape[-2:])
+    # full_matrices=True with m != n adds vectors that are not unique (tested on their own).
+    full = x.shape[-1] == x.shape[-2] and draw(st.booleans())
+    kinds = {"u": ["u squares", "pairs"], "vh": ["vh squares", "pairs"], "any": ["u squares", "vh squares", "values"]}
+    kind = draw(st.sampled_from(kinds[part]))
+    c = draw(float_arrays((k,)))
+
+    def of(svd: Any) -> Any:
+        def fn(x: Any) -> Any:
+            u, s, vh = svd(x, full_matrices=full)
+            u, vh = u[..., :, :k], vh[..., :k, :]
+            if kind == "u squares":
+                return u**2
+            if kind == "vh squares":
+                return vh**2
+            if kind == "pairs":
+                return np.matmul(u * c.astype(x.dtype), vh)
+            return s
+
+        return fn
+
+    return Case(of(ng.svd), of(np.linalg.svd), (x,), (True,), desc=f"svd {x.shape} full_matrices={full} {kind}")
+
+
+@st.composite
+def _qr_cases(draw: st.DrawFn, part: str = "any") -> Case:
+    """Q or R of a matrix with m >= n and full column rank (numpy's signs: a smooth branch)."""
+    batch = draw(shapes(max_dims=1, max_side=3))
+    n = draw(st.integers(1, 3))
+    x = well_separated_matrices(draw, (*batch, n + draw(st.integers(0, 2)), n))
+    which = {"q": "Q", "r": "R"}.get(part) or draw(st.sampled_from(["Q", "R", "mode r"]))
+    if which == "mode r":
+        return Case(lambda x: ng.qr(x, mode="r"), lambda x: np.linalg.qr(x, mode="r"), (x,), (True,), f"qr r {x.shape}")
+    index = 0 if which == "Q" else 1
+    return Case(lambda x: ng.qr(x)[index], lambda x: np.linalg.qr(x)[index], (x,), (True,), f"qr {x.shape} {which}")
+
+
+@st.composite
+def _pinv_cases(draw: st.DrawFn) -> Case:
+    x = _svd_matrix(draw)
+    return Case(ng.pinv, np.linalg.pinv, (x,), (True,), desc=f"pinv {x.shape}")
+
+
+@st.composite
+def _lstsq_cases(draw: st.DrawFn) -> Case:
+    """The solution (any m, n: of least norm when m < n) or the residuals (m > n)."""
+    n = draw(st.integers(1, 3))
+    m = draw(st.integers(1, 5))
+    a = well_separated_matrices(draw, (m, n))
+    b = draw(float_arrays((m,) if draw(st.booleans()) else (m, draw(st.integers(1, 3)))))
+    index = draw(st.sampled_from([0, 1] if m > n else [0]))
+    return Case(
+        lambda a, b: ng.lstsq(a, b)[index],
+        lambda a, b: np.linalg.lstsq(a, b)[index],
+        (a, b),
+        draw(diff_mask(2)),
+        desc=f"lstsq {a.shape} {b.shape} part {index}",
+    )
+
+
+@st.composite
+def _matrix_power_cases(draw: st.DrawFn) -> Case:
+    x = _square_stack(draw)
+    n = draw(st.sampled_from([-3, -2, -1, 1, 2, 3, 4]))
+    return Case(
+        lambda x: ng.matrix_power(x, n),
+        lambda x: np.linalg.matrix_power(x, n),
+        (x,),
+        (True,),
+        desc=f"matrix_power {x.shape} {n}",
+    )
+
+
+def _factored_shape(draw: st.DrawFn, size: int) -> tuple[int, ...]:
+    """A shape of ``size`` elements: ``(size,)``, or two factors of it."""
+    pairs = [(d, size // d) for d in range(2, size) if size % d == 0]
+    return draw(st.sampled_from([(size,), *pairs]))
+
+
+@st.composite
+def _tensorsolve_cases(draw: st.DrawFn) -> Case:
+    size = draw(st.sampled_from([1, 2, 3, 4, 6]))
+    b_shape, x_shape = _factored_shape(draw, size), _factored_shape(draw, size)
+    a = well_separated_matrices(draw, (size, size)).reshape(*b_shape, *x_shape)
+    axes = None
+    if len(x_shape) == 2 and draw(st.booleans()):  # x's first axis moved to the front, and named
+        a, axes = np.moveaxis(a, len(b_shape), 0), (0,)
+    b = draw(float_arrays(b_shape))
+    return Case(
+        lambda a, b: tensorsolve(a, b, axes),
+        lambda a, b: np.linalg.tensorsolve(a, b, axes),
+        (a, b),
+        draw(diff_mask(2)),
+        desc=f"tensorsolve {a.shape} {b_shape} axes={axes}",
+    )
+
+
+@st.composite
+def _tensorinv_cases(draw: st.DrawFn) -> Case:
+    size = draw(st.sampled_from([1, 2, 3, 4, 6]))
+    out_shape, in_shape = _factored_shape(draw, size), _factored_shape(draw, size)
+    a = well_separated_matrices(draw, (size, size)).reshape(*out_shape, *in_shape)
+    ind = len(out_shape)
+    return Case(
+        lambda a: tensorinv(a, ind),
+        lambda a: np.linalg.tensorinv(a, ind),
+        (a,),
+        (True,),
+        desc=f"tensorinv {a.shape} ind={ind}",
+    )
+
+
 SPECS: dict[str, st.SearchStrategy[Case]] = {
     "matmul": _matmul_cases(),
     "einsum": _einsum_cases(),
@@ -219,12 +370,25 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "solve": _solve_cases(),
     "cholesky": _cholesky_cases(),
     "eigvalsh": _eigvalsh_cases(),
+    "eigh_vectors": _eigh_cases("vectors"),
+    "svd_u": _svd_cases("u"),
+    "svd_vh": _svd_cases("vh"),
+    "qr_q": _qr_cases("q"),
+    "qr_r": _qr_cases("r"),
+    "pinv": _pinv_cases(),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
     "dot": _dot_cases(),
     "outer": _outer_cases(),
     "slogdet": _logabsdet_cases(),  # the public name of the logabsdet op
+    "eigh": _eigh_cases(),
+    "svd": _svd_cases(),
+    "qr": _qr_cases(),
+    "lstsq": _lstsq_cases(),
+    "matrix_power": _matrix_power_cases(),
+    "tensorsolve": _tensorsolve_cases(),
+    "tensorinv": _tensorinv_cases(),
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
     "matmul": _matmul_cases(batch_broadcast=True),
@@ -255,4 +419,23 @@ BAD_CALLS = [
     BadCall("logabsdet", (_M23,), lambda x: ng.slogdet(x), ShapeError, ("square",), "slogdet"),
     BadCall("solve", (_M23, np.ones(2)), ng.solve, ShapeError, ("square", "(2, 3)")),
     BadCall("solve", (np.eye(2), np.ones(3)), ng.solve, ShapeError, ("float64[2, 2]", "float64[3]")),
+    BadCall("eigh_vectors", (_M23,), ng.eigh, ShapeError, ("square", "(2, 3)"), "eigh"),
+    BadCall("eigh_vectors", (np.eye(2),), lambda x: ng.eigh(x, UPLO="X"), ShapeError, ("UPLO", "'X'"), "eigh"),
+    BadCall("svd_u", (np.ones(3),), ng.svd, ShapeError, ("shape (3,)", "matrix"), "svd"),
+    BadCall("svd_vh", (np.full((2, 2), np.nan),), ng.svd, ShapeError, ("float64[2, 2]", "converge"), "svd_u"),
+    BadCall("qr_q", (np.ones(3),), ng.qr, ShapeError, ("shape (3,)", "matrix"), "qr"),
+    BadCall("qr_r", (_M23,), lambda x: ng.qr(x, mode="r"), NoGradientError, ("m < n", "(2, 3)"), "qr"),
+    BadCall("qr_q", (_M45,), lambda x: ng.qr(x, mode="complete"), NoGradientError, ("fewer rows",), "qr"),
+    BadCall("qr_q", (_M23.T,), lambda x: ng.qr(x, mode="complete"), NoGradientError, ("'complete'",), "qr"),
+    BadCall("qr_q", (_M23.T,), lambda x: ng.qr(x, mode="raw"), NoGradientError, ("'raw'",), "qr"),
+    BadCall("qr_q", (_M23.T,), lambda x: ng.qr(x, mode="full"), ArgumentError, ("mode", "'full'"), "qr"),
+    BadCall("pinv", (np.ones(3),), ng.pinv, ShapeError, ("shape (3,)", "matrix")),
+    BadCall("pinv", (_M23,), lambda x: ng.pinv(x, 0.1, rtol=0.1), ArgumentError, ("rtol", "rcond")),
+    BadCall("lstsq", (_M23, np.ones(3)), ng.lstsq, ShapeError, ("(2, 3)", "(3,)")),
+    BadCall("matrix_power", (_M23,), lambda x: ng.matrix_power(x, 2), ShapeError, ("square", "(2, 3)")),
+    BadCall("matrix_power", (np.eye(2),), lambda x: ng.matrix_power(x, 1.5), DtypeError, ("integer", "1.5")),
+    BadCall("matrix_power", (np.ones((2, 2)),), lambda x: ng.matrix_power(x, -1), ShapeError, ("Singular",), "inv"),
+    BadCall("tensorsolve", (np.ones((2, 3)), np.ones(2)), tensorsolve, ShapeError, ("(2, 3)",)),
+    BadCall("tensorinv", (np.ones((2, 3)),), lambda x: tensorinv(x, 1), ShapeError, ("(2, 3)",)),
+    BadCall("tensorinv", (np.eye(2),), lambda x: tensorinv(x, 0), ArgumentError, ("ind", "0")),
 ]
