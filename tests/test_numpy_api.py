@@ -661,6 +661,83 @@ def _array_api_norm_cases(draw: st.DrawFn, fn: Any) -> Case:
 spec(*filter(None, (getattr(np.linalg, n, None) for n in ("vector_norm", "matrix_norm", "matrix_transpose"))))(
     _array_api_norm_cases
 )
+if hasattr(np, "matrix_transpose"):
+    spec(np.matrix_transpose)(_array_api_norm_cases)
+
+
+def _linalg_api(*names: str) -> list[Any]:
+    """numpy.linalg's array-API functions of these names that this numpy has (2.0)."""
+    return [f for name in names if (f := getattr(np.linalg, name, None)) is not None]
+
+
+@spec(*_linalg_api("matmul", "outer", "tensordot", "vecdot", "cross"))
+@st.composite
+def _linalg_api_product_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn is np.linalg.matmul:
+        return draw(_matmul_cases(fn))
+    if fn is np.linalg.outer:
+        a, b = draw(float_arrays(shapes(min_dims=1, max_dims=1))), draw(float_arrays(shapes(min_dims=1, max_dims=1)))
+        return Case(lambda a, b: fn(a, b), (a, b), draw(diff_mask(2)), f"np.linalg.outer({a.shape}, {b.shape})")
+    if fn is np.linalg.tensordot:
+        k = draw(st.integers(0, 2))
+        contracted = draw(shapes(min_dims=k, max_dims=k, max_side=3))
+        shape_a = (*draw(shapes(max_dims=2, max_side=3)), *contracted)
+        shape_b = (*contracted, *draw(shapes(max_dims=2, max_side=3)))
+        a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+        kwargs = _kw(axes=k if k != 2 or draw(st.booleans()) else _OMIT)
+        desc = f"np.linalg.tensordot({shape_a}, {shape_b}, **{kwargs})"
+        return Case(lambda a, b: fn(a, b, **kwargs), (a, b), draw(diff_mask(2)), desc)
+    # vecdot and cross: vectors along `axis` (the last by default), the other axes broadcast.
+    n = 3 if fn is np.linalg.cross else draw(st.integers(1, 4))
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    depth = draw(st.integers(1, 1 + min(len(batch_a), len(batch_b))))
+    place = lambda batch: (*batch[: len(batch) - depth + 1], n, *batch[len(batch) - depth + 1 :])
+    shape_a, shape_b = place(batch_a), place(batch_b)
+    a, b = draw(float_arrays(shape_a)), draw(float_arrays(shape_b))
+    kwargs = _kw(axis=-depth if depth > 1 or draw(st.booleans()) else _OMIT)
+    desc = f"{_name(fn)}({shape_a}, {shape_b}, **{kwargs})"
+    return Case(lambda a, b: fn(a, b, **kwargs), (a, b), draw(diff_mask(2)), desc)
+
+
+@spec(*_linalg_api("trace", "diagonal"))
+@st.composite
+def _linalg_api_diagonal_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=2, max_dims=4))
+    x = draw(float_arrays(shape))
+    offset = _maybe(draw, st.integers(-shape[-2], shape[-1]))
+    dtype = _maybe(draw, st.sampled_from([None, np.float64])) if fn is np.linalg.trace else _OMIT
+    kwargs = _kw(offset=offset, dtype=dtype)
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+@spec(np.linalg.multi_dot)
+@st.composite
+def _multi_dot_cases(draw: st.DrawFn, fn: Any) -> Case:
+    sides = draw(st.lists(st.integers(1, 4), min_size=3, max_size=6))
+    shapes_ = [(sides[i], sides[i + 1]) for i in range(len(sides) - 1)]
+    if draw(st.booleans()):
+        shapes_[0] = shapes_[0][1:]
+    if draw(st.booleans()) and (len(shapes_) > 1 or len(shapes_[0]) == 2):
+        shapes_[-1] = shapes_[-1][:1]
+    arrays = tuple(draw(float_arrays(s)) for s in shapes_)
+    desc = f"np.linalg.multi_dot of {[a.shape for a in arrays]}"
+    return Case(lambda *arrays: fn(list(arrays)), arrays, draw(diff_mask(len(arrays))), desc)
+
+
+@spec(np.linalg.cond)
+@st.composite
+def _cond_cases(draw: st.DrawFn, fn: Any) -> Case:
+    p = _maybe(draw, st.sampled_from([None, 2, -2, "fro", "nuc", 1, -1, np.inf, -np.inf]))
+    batch = draw(shapes(max_dims=1, max_side=3))
+    if p in (_OMIT, None, 2, -2):
+        x = well_separated_matrices(draw, (*batch, draw(st.integers(1, 4)), draw(st.integers(1, 4))))
+    else:
+        x = well_separated_matrices(draw, (*batch, *[draw(st.integers(1, 4))] * 2))
+        if p not in ("fro", "nuc"):  # the max/min of line sums of |x| and |inv(x)|: unique
+            assume(_line_sums_are_separated(x, p, (-2, -1)))
+            assume(_line_sums_are_separated(np.linalg.inv(x), p, (-2, -1)))
+    args = () if p is _OMIT else (p,)
+    return Case(lambda x: fn(x, *args), (x,), (True,), f"np.linalg.cond(x {x.shape}, *{args})")
 
 
 @spec(np.cumsum, np.cumprod)
@@ -1915,7 +1992,29 @@ REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
     ("gradient-step-count", lambda v: np.gradient(v.x, 1.0, 2.0, 3.0), ArgumentError, r"np\.gradient: invalid"),
     ("gradient-coordinates", lambda v: np.gradient(v.x, [1.0], 1.0), ShapeError, r"np\.gradient: when 1d"),
     ("gradient-repeated-axis", lambda v: np.gradient(v.x, axis=(0, -2)), ShapeError, r"np\.gradient: repeated"),
+    ("multi_dot-out", lambda v: np.linalg.multi_dot([v.x, v.row], out=_BUF), ArgumentError, r"np\.linalg\.multi_dot"),
+    ("multi_dot-one", lambda v: np.linalg.multi_dot([v.x]), ShapeError, r"np\.linalg\.multi_dot: Expecting"),
+    (
+        "multi_dot-3-d",
+        lambda v: np.linalg.multi_dot([v.x, np.ones((2, 3, 2)), np.ones(2)]),
+        ShapeError,
+        r"np\.linalg\.multi_dot: 3-dimensional array given",
+    ),
+    ("cond-not-square", lambda v: np.linalg.cond(v.x, 1), ShapeError, r"np\.linalg\.cond: Last 2 dimensions"),
+    ("cond-vector", lambda v: np.linalg.cond(v.row), ShapeError, r"np\.linalg\.cond: needs at least two"),
 ]
+_LINALG_API_REFUSED: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
+    ("linalg-outer-2-d", lambda v: np.linalg.outer(v.x, v.row), ShapeError, r"np\.linalg\.outer: Input arrays must"),
+    ("linalg-cross-2", lambda v: np.linalg.cross(v.x, np.ones((2, 2))), ShapeError, r"np\.linalg\.cross: Both input"),
+    ("linalg-cross-axis", lambda v: np.linalg.cross(v.x, v.x, axis=2), ShapeError, r"np\.linalg\.cross: axis 2"),
+    ("linalg-trace-1-d", lambda v: np.linalg.trace(v.row), ShapeError, r"np\.linalg\.trace: needs at least two"),
+    ("linalg-trace-int", lambda v: np.linalg.trace(v.x, dtype=np.int64), ArgumentError, r"np\.linalg\.trace: dtype"),
+    ("linalg-diagonal-0-d", lambda v: np.linalg.diagonal(v.entry), ShapeError, r"np\.linalg\.diagonal: needs"),
+    ("linalg-vecdot-sizes", lambda v: np.linalg.vecdot(v.x, np.ones(2)), ShapeError, r"np\.linalg\.vecdot: the vector"),
+    ("matrix_transpose-1-d", lambda v: np.matrix_transpose(v.row), ShapeError, r"np\.matrix_transpose: Input array"),
+]
+if hasattr(np.linalg, "outer"):  # numpy 2.0
+    REFUSED_CALLS += _LINALG_API_REFUSED
 
 
 @pytest.mark.parametrize(

@@ -73,7 +73,6 @@ _COUNTS = "counts samples in bins: piecewise constant"
 _BUFFERS = "reads raw memory or an iterator, not array values"
 _MATRIX = "builds the np.matrix subclass"
 _COMPLEX = "complex results: complex gradients are not supported yet"
-_TWIN = "the array-API twin of a differentiable np function (a different object)"
 _SPLIT = "views of parts of an array: differentiable"
 _NAN = "ignores NaNs: differentiable where the values are finite"
 _ORDER = "an order statistic: differentiable as the selected values"
@@ -200,7 +199,6 @@ NOT_YET: dict[str, str] = {
     "np.choose": "a selection among arrays: linear in the choices",
     "np.piecewise": "applies functions on masked parts",
     "np.resize": "a repetition of the entries: linear",
-    "np.matrix_transpose": "a permutation of the axes; np.linalg.matrix_transpose has the rule",
     "np.broadcast_arrays": "broadcasting: linear",
     "np.meshgrid": "broadcasting of the coordinates: linear",
     "np.diagflat": "places the entries on a diagonal: linear",
@@ -225,15 +223,6 @@ NOT_YET: dict[str, str] = {
     "np.divmod": "the remainder is differentiable (the quotient is piecewise constant)",
     "np.linalg.eig": _COMPLEX,
     "np.linalg.eigvals": _COMPLEX,
-    "np.linalg.cond": "a ratio of norms",
-    "np.linalg.multi_dot": "a chain of matrix products",
-    "np.linalg.matmul": _TWIN,
-    "np.linalg.vecdot": _TWIN,
-    "np.linalg.outer": _TWIN,
-    "np.linalg.tensordot": _TWIN,
-    "np.linalg.trace": _TWIN,
-    "np.linalg.diagonal": _TWIN,
-    "np.linalg.cross": _TWIN,
     **{
         f"np.fft.{name}": _COMPLEX
         for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn", "ihfft")

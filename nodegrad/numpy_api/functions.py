@@ -24,7 +24,7 @@ from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
-from nodegrad.numpy_api import along_axis, elementwise, shaping
+from nodegrad.numpy_api import along_axis, elementwise, linalg_api, shaping
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
     atleast_1d,
@@ -300,6 +300,8 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linspace: along_axis.linspace,
     np.gradient: along_axis.gradient,
     np.partition: along_axis.partition,
+    np.linalg.multi_dot: linalg_api.multi_dot,
+    np.linalg.cond: linalg_api.cond,
 }
 # Refused on traced values with a reason other than a missing rule.
 _REFUSED: dict[Callable[..., Any], Callable[..., Any]] = {np.linalg.eig: _eig}
@@ -309,7 +311,7 @@ _NUMPY_2_FUNCTIONS = {
     "svdvals": ops.svdvals,
     "vector_norm": vector_norm,
     "matrix_norm": matrix_norm,
-    "matrix_transpose": lambda x: ops.swapaxes(x, -1, -2),
+    "matrix_transpose": linalg_api.matrix_transpose,
 }
 FUNCTIONS.update(
     {
@@ -318,6 +320,11 @@ FUNCTIONS.update(
         if (f := getattr(np.linalg, name, None) or getattr(np, name, None)) is not None
     }
 )
+# numpy.linalg's array-API functions (numpy 2.0): objects of their own, not the top-level ones.
+_LINALG_API = ("matmul", "outer", "tensordot", "trace", "diagonal", "cross", "vecdot")
+FUNCTIONS.update({f: getattr(linalg_api, name) for name in _LINALG_API if (f := getattr(np.linalg, name, None))})
+if hasattr(np, "matrix_transpose"):
+    FUNCTIONS[np.matrix_transpose] = linalg_api.matrix_transpose
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {
