@@ -358,6 +358,11 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
     being differentiated again (nested transforms, ``create_graph``): a failure there is
     reported as that, naming the op."""
     traced = type(g) is Traced or type(value) is Traced or any(type(a) is Traced for a in args)
+    if isinstance(exc, np.linalg.LinAlgError):
+        # A decomposition the rule needs does not exist here (a singular matrix, say): the
+        # gradient is not defined at this input.
+        msg = f"op {op.name!r}: its gradient is not defined at this input ({type(exc).__name__}: {exc})"
+        return NonFiniteError(msg)
     if not traced or isinstance(exc, NoGradientError):
         return exc
     if isinstance(exc, NonFiniteError):

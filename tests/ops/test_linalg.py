@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 
 import nodegrad as ng
-from nodegrad.errors import DtypeError, NoGradientError
+from nodegrad.errors import DtypeError, NoGradientError, NonFiniteError
 from nodegrad.testing import check_grads
 from tests.ops import specs_linalg
 
@@ -241,3 +241,33 @@ def test_second_derivatives(name: str, data: st.DataObject) -> None:
     spec = {**specs_linalg.SPECS, **specs_linalg.COMPOSITES}[name]
     case = data.draw(spec, label="case")
     check_grads(case.fn, *case.values, argnums=case.argnums, order=2)
+
+
+_NON_FINITE = {"inf": np.array([[1.0, np.inf], [0.5, 2.0]]), "nan": np.array([[1.0, np.nan], [0.5, 2.0]])}
+
+
+@pytest.mark.parametrize("entry", ["inf", "nan"])
+@pytest.mark.parametrize(
+    ("name", "fun"),
+    [
+        ("det", lambda m: ng.det(m)),
+        ("svdvals", lambda m: ng.sum(ng.svdvals(m))),
+        ("svdvals", lambda m: np.linalg.norm(m, 2)),
+        ("svdvals", lambda m: np.linalg.norm(m, "nuc")),
+        ("svd", lambda m: ng.sum(ng.svd(m)[0] ** 2.0)),
+        ("eig", lambda m: ng.sum(ng.eigh(m)[1] ** 2.0)),
+        ("eigvalsh", lambda m: ng.sum(ng.eigvalsh(m))),
+        ("pinv", lambda m: ng.sum(ng.pinv(m))),
+    ],
+)
+def test_a_non_finite_matrix_never_reaches_lapack_in_a_gradient(name: str, fun: Any, entry: str) -> None:
+    # An SVD or eigendecomposition of such a matrix may never return (OpenBLAS), or fail
+    # with a bare LinAlgError: the op says what is wrong first.
+    with np.errstate(all="ignore"), pytest.raises(NonFiniteError, match=f"{name}.*NaN or Inf"):  # det's LU warns
+        ng.grad(fun)(_NON_FINITE[entry])
+
+
+def test_the_gradient_of_slogdet_at_a_singular_matrix_is_a_nodegrad_error() -> None:
+    with pytest.raises(NonFiniteError, match="'logabsdet': its gradient is not defined at this input") as info:
+        ng.grad(lambda m: ng.slogdet(m)[1])(np.zeros((2, 2)))
+    assert isinstance(info.value.__cause__, np.linalg.LinAlgError)

@@ -16,7 +16,7 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.ops.elementwise import where
-from nodegrad.ops.linalg.decompositions import SVDVALS, inv, solve
+from nodegrad.ops.linalg.decompositions import SVDVALS, inv, lapack_ready, solve
 from nodegrad.ops.linalg.products import matmul
 from nodegrad.ops.shape import reshape, transpose
 
@@ -43,7 +43,7 @@ def _pinv_rule(g: Any, ans: Any, x: Any, rcond: Any, hermitian: Any) -> Any:
 
 PINV = defop(
     "pinv",
-    lambda x, rcond, hermitian: np.linalg.pinv(x, rcond=rcond, hermitian=hermitian),
+    lambda x, rcond, hermitian: np.linalg.pinv(lapack_ready("pinv", x), rcond=rcond, hermitian=hermitian),
     _pinv_rule,
     None,
     None,
@@ -128,7 +128,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     m, n = np.shape(a_value)
     if rcond is None:
         rcond = np.finfo(np.float64).eps * max(m, n)  # numpy's default: it solves in float64
-    singular_values = np.linalg.svd(a_value, compute_uv=False)
+    singular_values = np.linalg.svd(lapack_ready("lstsq", a_value), compute_uv=False)
     rank = np.intc(np.sum(singular_values > rcond * np.max(singular_values, initial=0)))  # numpy's type
     x = matmul(pinv(a, rcond), b)
     if rank == n and m > n:

@@ -11,24 +11,37 @@ import numpy as np
 from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import PerCotangent, defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.errors import NonFiniteError, ShapeError, user_location
 
 __all__ = ["cholesky", "det", "eigvalsh", "inv", "slogdet", "solve", "svdvals"]
 
 # -- singular values ----------------------------------------------------------------------------
 
 
+def lapack_ready(op_name: str, x: Any) -> Any:
+    """``x``, checked to be finite before LAPACK decomposes it: an SVD or eigendecomposition
+    of a matrix holding NaN or Inf may never return (OpenBLAS), or fails with a bare
+    ``LinAlgError``. Raises :class:`~nodegrad.errors.NonFiniteError` naming the op."""
+    if not np.all(np.isfinite(x)):
+        msg = (
+            f"{op_name}: the matrix holds NaN or Inf, where its decomposition (and so its gradient) is not "
+            f"defined [at {user_location()}]"
+        )
+        raise NonFiniteError(msg)
+    return x
+
+
 def _svdvals_rule(g: Any, ans: Any, x: Any) -> Any:
     # d(s_i) = u_i^T dX v_i for each simple singular value, so the VJP is U diag(g) V^T.
     # The signs of a singular pair cancel in u_i v_i^T; the decomposition is redone here
     # rather than kept from the forward, which needs the values only.
-    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    u, _, vh = np.linalg.svd(lapack_ready("svdvals", x), full_matrices=False)
     return np.matmul(u * g[..., None, :], vh)
 
 
 SVDVALS = defop(
     "svdvals",
-    lambda x: np.linalg.svd(x, compute_uv=False),
+    lambda x: np.linalg.svd(lapack_ready("svdvals", x), compute_uv=False),
     _svdvals_rule,
     family="linalg",
     doc="singular values of the last two axes, largest first",
@@ -126,7 +139,7 @@ def _cofactors(x: np.ndarray) -> np.ndarray:
     """The cofactor matrix of ``x`` (the gradient of its determinant), exact also where ``x``
     is singular: with ``x = U S V^T``, it is ``det(U) det(V) U diag(p) V^T``, where ``p_i`` is
     the product of the singular values other than ``s_i``."""
-    u, s, vh = np.linalg.svd(x)
+    u, s, vh = np.linalg.svd(lapack_ready("det", x))
     ones = np.ones_like(s[..., :1])
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
@@ -160,13 +173,13 @@ LOGABSDET = defop(
 def _eigvalsh_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
     # d(w_i) = v_i^T dA v_i for each simple eigenvalue: V diag(g) V^T, symmetric (numpy
     # reads one triangle of a matrix it takes as symmetric).
-    _, v = np.linalg.eigh(x, UPLO=uplo)
+    _, v = np.linalg.eigh(lapack_ready("eigvalsh", x), UPLO=uplo)
     return np.matmul(v * g[..., None, :], _transposed(v))
 
 
 EIGVALSH = defop(
     "eigvalsh",
-    lambda x, uplo: np.linalg.eigvalsh(x, UPLO=uplo),
+    lambda x, uplo: np.linalg.eigvalsh(lapack_ready("eigvalsh", x), UPLO=uplo),
     _eigvalsh_rule,
     None,
     family="linalg",

@@ -27,7 +27,7 @@ from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
-from nodegrad.ops.linalg.decompositions import EIGVALSH, SVDVALS
+from nodegrad.ops.linalg.decompositions import EIGVALSH, SVDVALS, lapack_ready
 
 __all__ = ["eigh", "qr", "svd"]
 
@@ -100,7 +100,7 @@ def _eigh_vectors_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
     """V (F * skew(V^T g)) V^T, F_ij = 1 / (w_j - w_i) off the diagonal: symmetric"""
     # With A V = V diag(w): dV = V (F * (V^T dA V)). Only the antisymmetric part of V^T g
     # reaches a symmetric gradient (F is antisymmetric).
-    w = np.linalg.eigvalsh(x, UPLO=uplo)
+    w = np.linalg.eigvalsh(lapack_ready("eigh", x), UPLO=uplo)
     c = np.matmul(_transposed(ans), g)
     skew = 0.5 * (c - _transposed(c))
     repeated = _repeated_pairs(w)
@@ -111,7 +111,7 @@ def _eigh_vectors_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
 
 EIGH_VECTORS = defop(
     "eigh_vectors",
-    lambda x, uplo: np.linalg.eigh(x, UPLO=uplo)[1],
+    lambda x, uplo: np.linalg.eigh(lapack_ready("eigh", x), UPLO=uplo)[1],
     _eigh_vectors_rule,
     None,
     family="linalg",
@@ -169,7 +169,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
 def _reduced_svd(x: np.ndarray, full: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The SVD as the forward computed it (the same call, so the same signs), cut to the
     ``k = min(m, n)`` singular pairs."""
-    u, s, vh = np.linalg.svd(x, full_matrices=full)
+    u, s, vh = np.linalg.svd(lapack_ready("svd", x), full_matrices=full)
     k = s.shape[-1]
     return u[..., :, :k], s, vh[..., :k, :]
 
@@ -238,7 +238,7 @@ def _svd_vh_rule(g: Any, ans: Any, x: Any, full: Any) -> Any:
 
 SVD_U = defop(
     "svd_u",
-    lambda x, full: np.linalg.svd(x, full_matrices=full)[0],
+    lambda x, full: np.linalg.svd(lapack_ready("svd", x), full_matrices=full)[0],
     _svd_u_rule,
     None,
     family="linalg",
@@ -247,7 +247,7 @@ SVD_U = defop(
 )
 SVD_VH = defop(
     "svd_vh",
-    lambda x, full: np.linalg.svd(x, full_matrices=full)[2],
+    lambda x, full: np.linalg.svd(lapack_ready("svd", x), full_matrices=full)[2],
     _svd_vh_rule,
     None,
     family="linalg",
