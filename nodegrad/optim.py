@@ -39,9 +39,22 @@ def _keep_type(new: Any, old: Any) -> Any:
     return type(old)(new) if isinstance(old, float) else new
 
 
-def _update(params: Any, grads: Any, step: Any) -> Any:
-    # Parameters whose gradient slot is None (static fields) are carried over as they are.
-    return map_floats(lambda p, g: p if g is None else _keep_type(step(p, g), p), params, grads)
+def _update(where: str, params: Any, grads: Any, step: Any) -> Any:
+    # Parameters whose gradient slot is None (static fields) are carried over as they are;
+    # an update never broadcasts a parameter to another shape, nor widens its dtype.
+    for path, p, g in zip_leaves(params, grads):
+        if g is not None and is_differentiable_leaf(p) and np.shape(g) != np.shape(p):
+            msg = (
+                f"{where}: the gradient at {path or 'the top level'} has shape {np.shape(g)}, the parameter "
+                f"{np.shape(p)}; gradients are not broadcast"
+            )
+            raise ShapeError(msg)
+    return map_floats(lambda p, g: p if g is None else _keep_type(_like(step(p, g), p), p), params, grads)
+
+
+def _like(new: Any, old: Any) -> Any:
+    """``new`` in ``old``'s array dtype (a float32 parameter stays float32)."""
+    return new.astype(old.dtype, copy=False) if isinstance(old, np.ndarray) and new.dtype != old.dtype else new
 
 
 def _check_rate(lr: float) -> None:
@@ -60,7 +73,7 @@ def sgd(params: Any, grads: Any, lr: float) -> Any:
     {'w': 0.95, 'tag': 'a'}
     """
     _check_rate(lr)
-    return _update(params, grads, lambda p, g: p - lr * g)
+    return _update("sgd", params, grads, lambda p, g: p - lr * g)
 
 
 @attrs.frozen
@@ -107,6 +120,8 @@ def adam(
     (array([0.9]), 1)
     """
     _check_rate(lr)
+    b1, b2 = _decay("adam", "b1", b1), _decay("adam", "b2", b2)
+    eps = _positive("adam", "eps", eps)
     if state is None:
         state = AdamState(0, zeros_like(grads), zeros_like(grads))
     step = state.step + 1
@@ -115,7 +130,7 @@ def adam(
     mu_hat_scale = 1 / (1 - b1**step)
     nu_hat_scale = 1 / (1 - b2**step)
     steps = tree_map(lambda m, v: lr * (m * mu_hat_scale) / (np.sqrt(v * nu_hat_scale) + eps), mu, nu)
-    return _update(params, steps, lambda p, s: p - s), AdamState(step, mu, nu)
+    return _update("adam", params, steps, lambda p, s: p - s), AdamState(step, mu, nu)
 
 
 # -- drivers: whole optimisations, as autograd.misc.optimizers runs them ----------------------

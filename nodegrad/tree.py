@@ -133,7 +133,13 @@ def add(a: Any, b: Any) -> Any:
     >>> ng.tree.add([1.0, None, None], [2.0, None, 5.0])
     [3.0, None, 5.0]
     """
-    others = iter([y for _, _, y in zip_leaves(a, b)])  # the same structure, or an error naming the place
+    pairs = list(zip_leaves(a, b))  # the same structure, or an error naming the place
+    for path, x, y in pairs:
+        if is_differentiable_leaf(x) and is_differentiable_leaf(y) and np.shape(x) != np.shape(y):
+            where = path or "the top level"
+            msg = f"tree.add: at {where} shapes {np.shape(x)} and {np.shape(y)} differ (no broadcasting)"
+            raise ShapeError(msg)
+    others = iter([y for _, _, y in pairs])
     return map_with_paths(lambda _, x: _add_slot(x, next(others)), a)
 
 

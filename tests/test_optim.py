@@ -405,3 +405,28 @@ def test_trajectories_match_autograds_optimizers(method: str, hp: dict[str, Any]
     want_tree = getattr(optimizers, method)(tree_grad, tree0, None, 50, **hp)
     for key in ("x", "y"):
         np.testing.assert_allclose(got_tree[key], want_tree[key], rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("step", ["sgd", "adam"])
+def test_one_step_updates_never_broadcast_nor_widen(step: str) -> None:
+    # params (2,) with gradients (3, 1) used to come back as (3, 2); a float32 parameter
+    # with a float64 gradient came back as float64.
+    update = (lambda p, g: ng.optim.sgd(p, g, lr=0.1)) if step == "sgd" else (lambda p, g: ng.optim.adam(p, g)[0])
+    with pytest.raises(ShapeError, match=rf"{step}: the gradient at \['w'\] has shape \(3, 1\), the parameter \(2,\)"):
+        update({"w": np.ones(2)}, {"w": np.ones((3, 1))})
+    kept = update({"w": np.ones(2, np.float32), "b": 0.5}, {"w": np.ones(2), "b": 1.0})
+    assert kept["w"].dtype == np.float32 and type(kept["b"]) is float
+
+
+@pytest.mark.parametrize(
+    ("name", "value"), [("b1", 1.5), ("b1", -0.1), ("b2", 1.0), ("eps", float("nan")), ("eps", 0.0)]
+)
+def test_adam_step_refuses_settings_outside_their_range(name: str, value: float) -> None:
+    with pytest.raises(ArgumentError, match=f"adam: {name}"):
+        ng.optim.adam({"w": np.ones(2)}, {"w": np.ones(2)}, **{name: value})
+
+
+def test_tree_add_never_broadcasts() -> None:
+    with pytest.raises(ShapeError, match=r"tree.add: at \['w'\] shapes \(2,\) and \(3, 1\) differ"):
+        ng.tree.add({"w": np.ones(2)}, {"w": np.ones((3, 1))})
+    np.testing.assert_array_equal(ng.tree.add({"w": np.ones(2)}, {"w": np.ones(2)})["w"], [2.0, 2.0])
