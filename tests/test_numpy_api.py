@@ -1359,6 +1359,108 @@ def _partition_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda x: fn(x, kth, **kwargs), (x,), (True,), f"np.partition(x {shape}, {kth!r}, **{kwargs})")
 
 
+_QUANTILE_METHODS = [
+    "linear", "lower", "higher", "nearest", "midpoint",
+    "interpolated_inverted_cdf", "hazen", "weibull", "median_unbiased", "normal_unbiased",
+]  # fmt: skip
+
+
+@st.composite
+def _holes_keeping_one(draw: st.DrawFn, shape: tuple[int, ...], axis: Any) -> np.ndarray:
+    """A NaN mask over ``shape`` that leaves a number (index 0 of the reduced axes) in every line."""
+    holes = draw(hnp.arrays(bool, shape))
+    reduced = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    reduced = [a % len(shape) for a in reduced]
+    if holes.ndim:
+        np.moveaxis(holes, reduced, range(len(reduced)))[(0,) * len(reduced)] = False
+    return holes
+
+
+@spec(np.percentile, np.quantile, np.median, np.nanpercentile, np.nanquantile, np.nanmedian)
+@st.composite
+def _quantile_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # Distinct entries (no ties: each order statistic is one entry); NaNs for the nan twins.
+    shape = draw(shapes(min_dims=1))
+    x = draw(separated_arrays(shape))
+    axis = draw(axes(len(shape)).filter(lambda a: a != ()))  # numpy's nan twins misshape axis=() too
+    nan = fn in (np.nanpercentile, np.nanquantile, np.nanmedian)
+    holes = draw(_holes_keeping_one(shape, axis)) if nan else np.zeros(shape, bool)
+    kwargs = _kw(axis=axis, keepdims=_maybe(draw, st.booleans()))
+    args: tuple[Any, ...] = ()
+    if fn not in (np.median, np.nanmedian):
+        scale = 100.0 if fn in (np.percentile, np.nanpercentile) else 1.0
+        # numpy's nan twins misplace the axes of a q of 2 or more dimensions.
+        q_shape = draw(shapes(max_dims=1 if nan else 2, max_side=3))
+        q = draw(st.one_of(floats(0.0, 1.0), float_arrays(q_shape, floats(0.0, 1.0)))) * scale
+        args = (q,)
+        kwargs |= _kw(method=_maybe(draw, st.sampled_from(_QUANTILE_METHODS)))
+
+    def call(x: Any) -> Any:
+        return fn(np.where(holes, np.nan, x), *args, **kwargs)
+
+    desc = f"{_name(fn)}(x {shape} with {int(holes.sum())} NaNs, {args!r}, **{kwargs})"
+    return Case(call, (x,), (True,), desc)
+
+
+@spec(np.nanmax, np.nanmin, np.nanprod, np.nanvar, np.nanstd, np.nancumsum, np.nancumprod)
+@st.composite
+def _nan_ignoring_cases(draw: st.DrawFn, fn: Any) -> Case:
+    scan = fn in (np.nancumsum, np.nancumprod)
+    spread = fn in (np.nanvar, np.nanstd)
+    product = fn in (np.nanprod, np.nancumprod)
+    shape = draw(shapes(min_dims=1, min_side=3 if spread else 1, max_side=3 if product else 4))
+    elements = floats(-1.5, 1.5) if product else None
+    x = draw(separated_arrays(shape)) if elements is None else draw(float_arrays(shape, elements))
+    axis = draw(st.one_of(st.none(), single_axis(len(shape)))) if scan else draw(axes(len(shape)))
+    holes = draw(_holes_keeping_one(shape, axis))
+    if spread:  # two numbers per line at least: index 1 on the reduced axes too
+        reduced = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+        reduced = [a % len(shape) for a in reduced]
+        assume(reduced)
+        np.moveaxis(holes, reduced, range(len(reduced)))[(1,) * len(reduced)] = False
+    kwargs = _kw(axis=axis)
+    if not scan:
+        kwargs |= _kw(keepdims=_maybe(draw, st.booleans()))
+    if spread:
+        kwargs |= _kw(ddof=_maybe(draw, st.sampled_from([0, 1])))
+
+    def call(x: Any) -> Any:
+        return fn(np.where(holes, np.nan, x), **kwargs)
+
+    return Case(call, (x,), (True,), f"{_name(fn)}(x {shape} with {int(holes.sum())} NaNs, **{kwargs})")
+
+
+@spec(np.cov, np.corrcoef)
+@st.composite
+def _covariance_cases(draw: st.DrawFn, fn: Any) -> Case:
+    rows, cols = draw(st.integers(1, 3)), draw(st.integers(3, 5))
+    rowvar = _maybe(draw, st.booleans())
+    shape = (rows, cols) if rowvar in (True, _OMIT) else (cols, rows)
+    m = draw(separated_arrays(draw(st.sampled_from([shape, (cols,)]) if rows == 1 else st.just(shape))))
+    with_y = draw(st.booleans())
+    y = draw(separated_arrays(m.shape, offset=0.005)) if with_y else None
+    kwargs = _kw(rowvar=rowvar)
+    if fn is np.cov:
+        kwargs |= _kw(bias=_maybe(draw, st.booleans()), ddof=_maybe(draw, st.sampled_from([0, 1, 2])))
+        if draw(st.booleans()):
+            kwargs["fweights"] = draw(hnp.arrays(np.int64, cols, elements=st.integers(1, 3)))
+        if draw(st.booleans()):
+            kwargs["aweights"] = draw(float_arrays(cols, floats(0.5, 2.0)))
+    operands = (m, y) if with_y else (m,)
+    desc = f"{_name(fn)}(m {m.shape}, y {None if y is None else y.shape}, **{kwargs})"
+    return Case(lambda *ops: fn(*ops, **kwargs), operands, draw(diff_mask(len(operands))), desc)
+
+
+@spec(np.bincount)
+@st.composite
+def _bincount_cases(draw: st.DrawFn, fn: Any) -> Case:
+    n = draw(st.integers(1, 6))
+    x = draw(hnp.arrays(np.int64, n, elements=st.integers(0, 5)))
+    w = draw(float_arrays((n,)))
+    kwargs = _kw(minlength=_maybe(draw, st.integers(0, 8)))
+    return Case(lambda w: fn(x, w, **kwargs), (w,), (True,), f"np.bincount(x {x.tolist()}, w, **{kwargs})")
+
+
 # -- the tables are covered ----------------------------------------------------------------------------
 
 
@@ -1568,7 +1670,7 @@ def test_where_with_only_a_condition_is_nonzero() -> None:
 _BUF = np.zeros((3, 3))
 
 UNSUPPORTED: list[tuple[str, Callable[[Any], Any], str]] = [
-    ("median", lambda x: np.median(x), "np.median"),
+    ("i0", lambda x: np.i0(x), "np.i0"),
     ("copysign-out", lambda x: np.copysign(x, -1.0, out=_BUF), "np.copysign"),
     ("ldexp-out", lambda x: np.ldexp(x, 2, out=_BUF), "np.ldexp"),
     ("add.reduce", lambda x: np.add.reduce(x), "np.add.reduce"),
@@ -1992,6 +2094,20 @@ REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
     ("gradient-step-count", lambda v: np.gradient(v.x, 1.0, 2.0, 3.0), ArgumentError, r"np\.gradient: invalid"),
     ("gradient-coordinates", lambda v: np.gradient(v.x, [1.0], 1.0), ShapeError, r"np\.gradient: when 1d"),
     ("gradient-repeated-axis", lambda v: np.gradient(v.x, axis=(0, -2)), ShapeError, r"np\.gradient: repeated"),
+    ("quantile-method", lambda v: np.quantile(v.x, 0.5, method="inverted_cdf"), ArgumentError, r"np\.quantile: method"),
+    ("percentile-range", lambda v: np.percentile(v.x, 101), ArgumentError, r"np\.percentile: Percentiles must be"),
+    ("quantile-range", lambda v: np.quantile(v.x, -0.1), ArgumentError, r"np\.quantile: Quantiles must be"),
+    ("quantile-weights", lambda v: np.quantile(v.x, 0.5, weights=np.ones((2, 3))), ArgumentError, r"np\.quantile: "),
+    ("quantile-traced-q", lambda v: np.quantile(v.x, v.entry), ArgumentError, r"np\.quantile: q must be"),
+    ("median-out", lambda v: np.median(v.x, out=np.zeros(())), ArgumentError, r"np\.median: the argument"),
+    ("nanmax-initial", lambda v: np.nanmax(v.x, initial=0.0), ArgumentError, r"np\.nanmax: the argument"),
+    ("nanvar-where", lambda v: np.nanvar(v.x, where=np.ones((2, 3), bool)), ArgumentError, r"np\.nanvar: the"),
+    ("nanstd-ddof-correction", lambda v: np.nanstd(v.x, ddof=1, correction=1), ArgumentError, r"np\.nanstd: ddof"),
+    ("nancumsum-dtype", lambda v: np.nancumsum(v.x, dtype=np.float32), ArgumentError, r"np\.nancumsum: the"),
+    ("cov-weights-length", lambda v: np.cov(v.x, aweights=[1.0, 1.0]), ShapeError, r"np\.cov: weights need"),
+    ("cov-fweights", lambda v: np.cov(v.x, fweights=[1.5, 1.0, 1.0]), ArgumentError, r"np\.cov: fweights must be"),
+    ("cov-aweights", lambda v: np.cov(v.x, aweights=[-1.0, 1.0, 1.0]), ArgumentError, r"np\.cov: aweights cannot"),
+    ("bincount-length", lambda v: np.bincount([0, 1], v.row), ShapeError, r"np\.bincount: The weights"),
     ("multi_dot-out", lambda v: np.linalg.multi_dot([v.x, v.row], out=_BUF), ArgumentError, r"np\.linalg\.multi_dot"),
     ("multi_dot-one", lambda v: np.linalg.multi_dot([v.x]), ShapeError, r"np\.linalg\.multi_dot: Expecting"),
     (
@@ -2091,6 +2207,25 @@ def test_partition_sends_the_gradient_to_the_entries_it_moved() -> None:
     g = back(cotangent)[0]
     for k, value in enumerate(expected):  # each output's cotangent lands on the entry with its value
         assert g[x0 == value] == cotangent[k]
+
+
+def test_median_and_nanmax_share_the_gradient_as_documented() -> None:
+    # An even count: half to each middle value. Tied maxima share evenly; NaNs get nothing.
+    g = ng.grad(lambda x: np.median(x))(np.array([3.0, 1.0, 4.0, 2.0]))
+    np.testing.assert_array_equal(g, [0.5, 0.0, 0.0, 0.5])
+    g = ng.grad(lambda x: np.nanmax(x))(np.array([2.0, np.nan, 2.0, 1.0]))
+    np.testing.assert_array_equal(g, [0.5, 0.0, 0.5, 0.0])
+    g = ng.grad(lambda x: np.nanmedian(x))(np.array([np.nan, 5.0, 1.0]))
+    np.testing.assert_array_equal(g, [0.0, 0.5, 0.5])
+
+
+def test_all_nan_slices_give_nan_as_numpy_does() -> None:
+    x = np.array([[np.nan, np.nan], [1.0, 2.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for fn in (np.nanmax, np.nanmin, np.nanmedian):
+            out, _ = ng.vjp(lambda x, fn=fn: fn(x, axis=1), x)
+            np.testing.assert_array_equal(out, fn(x, axis=1))
 
 
 def test_angle_and_imag_of_real_values_are_plain() -> None:

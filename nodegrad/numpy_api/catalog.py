@@ -22,7 +22,7 @@ A callable numpy does not dispatch that passes traced arguments on to one it doe
 (:data:`DELEGATES`: ``np.row_stack`` calls ``np.vstack``) has that one's category. A
 hand-kept entry that the tables have since taken up (a rule, a value entry) has the
 derived category: it wins. Refused functions that numpy dispatches raise
-:class:`~nodegrad.errors.NoGradientError` naming themselves (``np.percentile``,
+:class:`~nodegrad.errors.NoGradientError` naming themselves (``np.i0``,
 ``np.linalg.eig``, ``np.fft.fft``); the few refused callables numpy does not dispatch
 fail when they convert a traced value to a plain array.
 """
@@ -74,8 +74,6 @@ _BUFFERS = "reads raw memory or an iterator, not array values"
 _MATRIX = "builds the np.matrix subclass"
 _COMPLEX = "complex results: complex gradients are not supported yet"
 _SPLIT = "views of parts of an array: differentiable"
-_NAN = "ignores NaNs: differentiable where the values are finite"
-_ORDER = "an order statistic: differentiable as the selected values"
 _POLY = "polynomial arithmetic: differentiable in the coefficients"
 
 #: Callables numpy does not dispatch that pass traced arguments on to a dispatched one: each
@@ -163,23 +161,8 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
 
 #: Differentiable in principle, refused on traced values for want of a rule: name -> reason.
 NOT_YET: dict[str, str] = {
-    "np.percentile": _ORDER,
-    "np.quantile": _ORDER,
-    "np.median": _ORDER,
-    "np.nanpercentile": _ORDER,
-    "np.nanquantile": _ORDER,
-    "np.nanmedian": _ORDER,
-    "np.nanmax": _NAN,
-    "np.nanmin": _NAN,
-    "np.nanprod": _NAN,
-    "np.nancumsum": _NAN,
-    "np.nancumprod": _NAN,
-    "np.nanvar": _NAN,
-    "np.nanstd": _NAN,
     "np.cumulative_sum": "a running sum, as cumsum",
     "np.cumulative_prod": "a running product, as cumprod",
-    "np.cov": "a covariance: a polynomial of the values",
-    "np.corrcoef": "covariances over standard deviations",
     "np.interp": "piecewise linear in the sample values",
     "np.correlate": "a sum of products, as convolve",
     "np.vdot": "a dot product of the flattened arrays",
@@ -207,7 +190,6 @@ NOT_YET: dict[str, str] = {
     "np.apply_over_axes": "calls a function repeatedly on the whole array",
     "np.asarray_chkfinite": "the value itself after a finiteness check; converts to a plain array",
     "np.require": "the value itself with memory requirements; converts to a plain array",
-    "np.bincount": "linear in weights= (the samples are integers)",
     "np.poly": "polynomial coefficients from the roots: smooth",
     "np.polyadd": _POLY,
     "np.polysub": _POLY,

@@ -1,0 +1,357 @@
+"""numpy's statistics on traced values, built from the ops: quantiles, medians, the
+NaN-ignoring reductions and scans, covariances and weighted counts.
+
+``np.quantile``, ``np.percentile`` and ``np.median`` (and their ``nan`` twins) sort the
+values along the reduced axes (``ops.sort``) and read the order statistics numpy reads,
+mixing two neighbours with numpy's own weights (``_lerp``), so the gradient of each result
+goes to the one or two sorted entries it came from: the median of an even count gives half
+to each middle value, and tied values take the gradient in the order the stable sort put
+them. ``np.nanmax`` and ``np.nanmin`` are ``max``/``min`` with NaNs replaced by -inf/+inf:
+entries tied for the extremum share the gradient evenly, as ``ops.max`` does. NaNs get a
+zero gradient everywhere. ``np.cov`` and ``np.corrcoef`` follow numpy's steps (a weighted
+mean, a product of the deviations); ``np.bincount`` is a sum of ``weights`` by bin.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nodegrad import ops
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.numpy_api.arguments import read_keepdims
+from nodegrad.numpy_api.composed import average, diagonal
+from nodegrad.ops.arguments import normalize_axis
+
+__all__ = [
+    "STATISTICS",
+    "bincount",
+    "corrcoef",
+    "cov",
+    "median",
+    "nancumprod",
+    "nancumsum",
+    "nanmax",
+    "nanmedian",
+    "nanmin",
+    "nanpercentile",
+    "nanprod",
+    "nanquantile",
+    "nanstd",
+    "nanvar",
+    "percentile",
+    "quantile",
+]
+
+
+def _refuse(name: str, **given: Any) -> None:
+    """An ArgumentError naming ``np.{name}`` for the arguments of ``given`` that were passed."""
+    passed = sorted(k for k, v in given.items() if v is not None and v is not np._NoValue)
+    if passed:
+        msg = f"np.{name}: the argument(s) {passed} are not supported on traced values [called at {user_location()}]"
+        raise ArgumentError(msg)
+
+
+# -- quantiles ---------------------------------------------------------------------------------
+
+# numpy's virtual index of the quantile q among n sorted values, per method (its
+# _QuantileMethods): an integer index for the discrete methods, a fractional one to
+# interpolate for the others; the second entry fixes gamma as numpy's fix_gamma does.
+_PLOTTING = {
+    "interpolated_inverted_cdf": (0.0, 1.0),
+    "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0),
+    "median_unbiased": (1 / 3.0, 1 / 3.0),
+    "normal_unbiased": (3 / 8.0, 3 / 8.0),
+}
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", *_PLOTTING)
+
+
+def _virtual_index(method: str, n: Any, q: Any) -> Any:
+    if method == "linear":
+        return (n - 1) * q
+    if method == "lower":
+        return np.floor((n - 1) * q).astype(np.intp)
+    if method == "higher":
+        return np.ceil((n - 1) * q).astype(np.intp)
+    if method == "nearest":
+        return np.around((n - 1) * q).astype(np.intp)
+    if method == "midpoint":
+        return 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q))
+    alpha, beta = _PLOTTING[method]
+    return n * q + (alpha + q * (1 - alpha - beta)) - 1
+
+
+def _lerp(a: Any, b: Any, t: Any) -> Any:
+    """numpy's ``_lerp``: from the nearer end, so t = 0 gives a and t = 1 gives b exactly."""
+    d = b - a
+    return ops.where(t >= 0.5, b - d * (1 - t), a + d * t)
+
+
+def _order_statistics(name: str, a: Any, q: Any, axis: Any, keepdims: bool, method: str, skip_nan: bool) -> Any:
+    """The q-th quantiles of ``a`` over ``axis``, shaped ``q.shape + rest`` as numpy's."""
+    if method not in _METHODS:
+        msg = (
+            f"np.{name}: method {method!r} is not supported on traced values (supported: {', '.join(_METHODS)}) "
+            f"[called at {user_location()}]"
+        )
+        raise ArgumentError(msg)
+    shape = np.shape(unwrap(a))
+    picked = normalize_axis(name, axis, len(shape))
+    picked = tuple(range(len(shape))) if picked is None else tuple(picked)
+    rest = [k for k in range(len(shape)) if k not in picked]
+    kept = tuple(1 if k in picked else n for k, n in enumerate(shape))
+    lines = ops.reshape(ops.transpose(a, (*rest, *picked)), (*(shape[k] for k in rest), -1))
+    n_all = np.shape(unwrap(lines))[-1]
+    if n_all == 0:
+        raise ShapeError(f"np.{name}: cannot take a quantile of an empty array [called at {user_location()}]")
+    values = np.asarray(unwrap(lines))
+    if skip_nan:
+        holes = np.isnan(values)
+        lines = ops.where(holes, np.inf, lines)
+        count = np.sum(~holes, axis=-1, keepdims=True)
+    else:
+        count = np.full((*values.shape[:-1], 1), n_all)
+    ordered = ops.sort(lines, -1)
+    flat_q = np.asarray(q, np.float64).reshape(-1)
+    virtual = np.asarray(_virtual_index(method, count, flat_q))  # (rest..., k)
+    if virtual.dtype.kind in "iu":
+        picked_values = ops.take_along_axis(ordered, np.clip(virtual, 0, np.maximum(count - 1, 0)), -1)
+    else:
+        below = np.floor(virtual)
+        gamma = virtual - below
+        if method == "midpoint":
+            gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
+        top = np.maximum(count - 1, 0)
+        lo = np.clip(below, 0, top).astype(np.intp)
+        hi = np.clip(below + 1, 0, top).astype(np.intp)
+        lo = np.where(virtual >= count - 1, top, lo)
+        picked_values = _lerp(ops.take_along_axis(ordered, lo, -1), ops.take_along_axis(ordered, hi, -1), gamma)
+    if skip_nan and np.any(count == 0):  # an all-NaN slice: NaN, as numpy gives it
+        picked_values = ops.where(np.broadcast_to(count == 0, np.shape(unwrap(picked_values))), np.nan, picked_values)
+    out = ops.moveaxis(picked_values, -1, 0)
+    target = np.shape(q) + (kept if keepdims else tuple(shape[k] for k in rest))
+    return ops.reshape(out, target)
+
+
+def _quantile_like(name: str, scale: float, skip_nan: bool) -> Callable[..., Any]:
+    def quantile_fn(
+        a: Any,
+        q: Any,
+        axis: Any = None,
+        out: Any = None,
+        overwrite_input: bool = False,
+        method: str = "linear",
+        keepdims: Any = False,
+        *,
+        weights: Any = None,
+        interpolation: Any = None,
+    ) -> Any:
+        _refuse(name, out=out, weights=weights)
+        if interpolation is not None:  # numpy's deprecated name of method
+            method = interpolation
+        if type(q) is Traced:
+            msg = f"np.{name}: q must be plain values (no gradient in q) [called at {user_location()}]"
+            raise ArgumentError(msg)
+        q = np.true_divide(np.asanyarray(q), scale) if scale != 1 else np.asanyarray(q)
+        if q.dtype.kind not in "fiub" or not (np.all(q >= 0) and np.all(q <= 1)):
+            what = (
+                "Percentiles must be in the range [0, 100]" if scale != 1 else "Quantiles must be in the range [0, 1]"
+            )
+            raise ArgumentError(f"np.{name}: {what} [called at {user_location()}]")
+        return _order_statistics(name, a, q, axis, read_keepdims(keepdims), method, skip_nan)
+
+    return quantile_fn
+
+
+quantile = _quantile_like("quantile", 1, False)
+percentile = _quantile_like("percentile", 100, False)
+nanquantile = _quantile_like("nanquantile", 1, True)
+nanpercentile = _quantile_like("nanpercentile", 100, True)
+
+
+def _median_like(name: str, skip_nan: bool) -> Callable[..., Any]:
+    def median_fn(
+        a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: Any = False
+    ) -> Any:
+        _refuse(name, out=out)
+        return _order_statistics(name, a, np.asarray(0.5), axis, read_keepdims(keepdims), "linear", skip_nan)
+
+    return median_fn
+
+
+median = _median_like("median", False)
+nanmedian = _median_like("nanmedian", True)
+
+
+# -- NaN-ignoring reductions and scans ---------------------------------------------------------
+
+
+def _nan_extremum(name: str, reduce: Callable[..., Any], fill: float) -> Callable[..., Any]:
+    def extremum(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, initial: Any = np._NoValue,
+                 where: Any = np._NoValue) -> Any:  # fmt: skip
+        _refuse(name, out=out, initial=initial, where=where)
+        holes = np.isnan(unwrap(a))
+        keep = read_keepdims(keepdims)
+        value = reduce(ops.where(holes, fill, a), axis, keep)
+        empty = np.all(holes, axis=axis, keepdims=keep)
+        return ops.where(empty, np.nan, value) if np.any(empty) else value
+
+    return extremum
+
+
+nanmax = _nan_extremum("nanmax", ops.max, -np.inf)
+nanmin = _nan_extremum("nanmin", ops.min, np.inf)
+
+
+def nanprod(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False,
+            initial: Any = np._NoValue, where: Any = np._NoValue) -> Any:  # fmt: skip
+    _refuse("nanprod", dtype=dtype, out=out, initial=initial, where=where)
+    return ops.prod(ops.where(np.isnan(unwrap(a)), 1.0, a), axis, read_keepdims(keepdims))
+
+
+def _nan_spread(name: str, root: bool) -> Callable[..., Any]:
+    def spread(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, keepdims: Any = False,
+               *, where: Any = np._NoValue, mean: Any = np._NoValue, correction: Any = np._NoValue) -> Any:  # fmt: skip
+        _refuse(name, dtype=dtype, out=out, where=where, mean=mean)
+        if correction is not np._NoValue:
+            if ddof != 0:
+                msg = f"np.{name}: ddof and correction can't be provided simultaneously [called at {user_location()}]"
+                raise ArgumentError(msg)
+            ddof = correction
+        keep = read_keepdims(keepdims)
+        holes = np.isnan(unwrap(a))
+        filled = ops.where(holes, 0.0, a)
+        count = np.sum(~holes, axis=axis, keepdims=True)
+        centre = ops.sum(filled, axis, True) / count
+        deviation = ops.where(holes, 0.0, filled - centre)
+        dof = np.sum(~holes, axis=axis, keepdims=keep) - ddof
+        value = ops.sum(deviation * deviation, axis, keep) / np.maximum(dof, 0)
+        return ops.sqrt(value) if root else value
+
+    return spread
+
+
+nanvar = _nan_spread("nanvar", False)
+nanstd = _nan_spread("nanstd", True)
+
+
+def _nan_scan(name: str, scan: Callable[..., Any], fill: float) -> Callable[..., Any]:
+    def nan_scan(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        _refuse(name, dtype=dtype, out=out)
+        return scan(ops.where(np.isnan(unwrap(a)), fill, a), axis)
+
+    return nan_scan
+
+
+nancumsum = _nan_scan("nancumsum", ops.cumsum, 0.0)
+nancumprod = _nan_scan("nancumprod", ops.cumprod, 1.0)
+
+
+# -- covariance --------------------------------------------------------------------------------
+
+
+def _rows(a: Any, rowvar: bool) -> Any:
+    """numpy's ``array(m, ndmin=2)``, observations along the rows' axis 1."""
+    ndim = np.ndim(unwrap(a))
+    if ndim > 2:
+        raise ShapeError(f"np.cov: m has more than 2 dimensions [called at {user_location()}]")
+    a = a if type(a) is Traced else np.asarray(a, np.float64)
+    a = ops.reshape(a, (1, -1)) if ndim < 2 else a
+    return ops.transpose(a) if not rowvar and np.shape(unwrap(a))[0] != 1 else a
+
+
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None, fweights: Any = None,
+        aweights: Any = None, *, dtype: Any = None) -> Any:  # fmt: skip
+    if dtype is not None and np.dtype(dtype) != np.float64:
+        _refuse("cov", dtype=dtype)
+    if ddof is not None and ddof != int(ddof):
+        raise ArgumentError(f"np.cov: ddof must be integer [called at {user_location()}]")
+    x = _rows(m, rowvar)
+    if y is not None:
+        x = ops.cat([x, _rows(y, rowvar)], 0)
+    ddof = (0 if bias else 1) if ddof is None else ddof
+    w: Any = None
+    if fweights is not None:
+        fw = np.asarray(unwrap(fweights))
+        if not np.all(fw == np.around(fw)):
+            raise ArgumentError(f"np.cov: fweights must be integer [called at {user_location()}]")
+        if np.any(fw < 0):
+            raise ArgumentError(f"np.cov: fweights cannot be negative [called at {user_location()}]")
+        w = fw.astype(np.float64)
+    if aweights is not None:
+        aweights = aweights if type(aweights) is Traced else np.asarray(aweights, np.float64)
+        if np.any(np.asarray(unwrap(aweights)) < 0):
+            raise ArgumentError(f"np.cov: aweights cannot be negative [called at {user_location()}]")
+        w = aweights if w is None else w * aweights
+    n = np.shape(unwrap(x))[1]
+    if w is not None and np.shape(unwrap(w)) != (n,):
+        raise ShapeError(f"np.cov: weights need one entry per observation ({n}) [called at {user_location()}]")
+    avg, w_sum = average(x, axis=1, weights=w, returned=True)
+    if w is None:
+        fact: Any = n - ddof
+    elif ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = w_sum - ddof
+    else:
+        fact = w_sum - ddof * ops.sum(w * aweights) / w_sum
+    centred = x - ops.expand_dims(avg, 1)
+    weighted = centred if w is None else centred * w
+    c = ops.matmul(centred, ops.transpose(weighted)) * (1.0 / fact)
+    return ops.squeeze(c) if 1 in np.shape(unwrap(c)) else c
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, bias: Any = np._NoValue, ddof: Any = np._NoValue, *,
+             dtype: Any = None) -> Any:  # fmt: skip
+    # bias and ddof are deprecated and have no effect in numpy: the ratio cancels them.
+    c = cov(x, y, rowvar, dtype=dtype)
+    if np.ndim(unwrap(c)) == 0:
+        return c / c
+    stddev = ops.sqrt(diagonal(c))
+    c = c / ops.expand_dims(stddev, 1) / ops.expand_dims(stddev, 0)
+    return ops.clamp(c, -1.0, 1.0)
+
+
+# -- counts ------------------------------------------------------------------------------------
+
+
+def bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
+    """The sum of ``weights`` in each bin ``x`` names (``x`` holds integers: no gradient)."""
+    samples = np.asarray(unwrap(x))
+    if weights is None or type(weights) is not Traced:
+        return np.bincount(samples, None if weights is None else np.asarray(weights), minlength=minlength)
+    try:
+        counts = np.bincount(samples, minlength=operator.index(minlength))
+    except (TypeError, ValueError) as exc:
+        raise ArgumentError(f"np.bincount: {exc} [called at {user_location()}]") from None
+    if np.shape(unwrap(weights)) != samples.shape:
+        raise ShapeError(f"np.bincount: The weights and list don't have the same length. [called at {user_location()}]")
+    total = np.zeros(counts.shape[0], np.float64)
+    w = weights if np.result_type(unwrap(weights)) == np.float64 else ops.astype(weights, np.float64)
+    return ops.index_add(total, w, samples)
+
+
+#: numpy's functions this module gives rules for, as the function table takes them.
+STATISTICS: dict[Callable[..., Any], Callable[..., Any]] = {
+    np.percentile: percentile,
+    np.quantile: quantile,
+    np.median: median,
+    np.nanpercentile: nanpercentile,
+    np.nanquantile: nanquantile,
+    np.nanmedian: nanmedian,
+    np.nanmax: nanmax,
+    np.nanmin: nanmin,
+    np.nanprod: nanprod,
+    np.nanvar: nanvar,
+    np.nanstd: nanstd,
+    np.nancumsum: nancumsum,
+    np.nancumprod: nancumprod,
+    np.cov: cov,
+    np.corrcoef: corrcoef,
+    np.bincount: bincount,
+}
