@@ -740,6 +740,100 @@ def _cond_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda x: fn(x, *args), (x,), (True,), f"np.linalg.cond(x {x.shape}, *{args})")
 
 
+# -- polynomials -------------------------------------------------------------------------------------
+
+POLYNOMIAL_FUNCTIONS = (np.polyadd, np.polysub, np.polymul, np.polydiv, np.polyder, np.polyint, np.poly, np.vander,
+                        np.polyfit)  # fmt: skip
+
+
+def _coefficients(draw: st.DrawFn, leading: st.SearchStrategy[float] | None = None) -> Any:
+    """1-D coefficients (or a scalar); with ``leading``, the first coefficient drawn from it
+    (away from zero where a leading zero would be dropped)."""
+    if draw(st.booleans()) and leading is None:
+        return draw(floats())
+    p = draw(float_arrays((draw(st.integers(1, 5)),)))
+    if leading is not None:
+        p[0] = draw(leading)
+    return p
+
+
+@spec(np.polyadd, np.polysub, np.polymul, np.polydiv)
+@st.composite
+def _polynomial_arithmetic_cases(draw: st.DrawFn, fn: Any) -> Case:
+    leading = away_from_zero(0.5) if fn in (np.polymul, np.polydiv) else None
+    a, b = _coefficients(draw, leading), _coefficients(draw, leading)
+    if fn is np.polydiv:  # the remainder has its full degree: its first coefficient is not (nearly) zero
+        remainder = np.polydiv(a, b)[1]
+        assume(len(a) < len(b) or len(b) == 1 or (len(remainder) == len(b) - 1 and abs(remainder[0]) > 1e-3))
+    desc = f"{_name(fn)}({np.shape(a)}, {np.shape(b)})"
+    # Dividing by a polynomial of higher degree leaves a as the remainder: traced with a only.
+    diff = (True, draw(st.booleans())) if fn is np.polydiv and np.size(a) < np.size(b) else draw(diff_mask(2))
+    return Case(lambda a, b: fn(a, b), (a, b), diff, desc)
+
+
+@spec(np.polyder, np.polyint)
+@st.composite
+def _polynomial_calculus_cases(draw: st.DrawFn, fn: Any) -> Case:
+    p = draw(float_arrays((draw(st.integers(1, 6)),)))
+    m = draw(st.integers(0, 3))
+    if fn is np.polyder:
+        kwargs = _kw(m=m if m != 1 or draw(st.booleans()) else _OMIT)
+        return Case(lambda p: fn(p, **kwargs), (p,), (True,), f"np.polyder(p {p.shape}, **{kwargs})")
+    kind = draw(st.sampled_from(["none", "scalar", "array"]))
+    k: Any = {"none": None, "scalar": draw(floats()), "array": draw(float_arrays((m + draw(st.integers(0, 1)),)))}[kind]
+    if kind == "array" and m == 1 and len(k) == 0:
+        k = None
+    desc = f"np.polyint(p {p.shape}, m={m}, k={k!r})"
+    if k is None:
+        return Case(lambda p: fn(p, m), (p,), (True,), desc)
+    # numpy hands np.polyint to nodegrad for a traced p only (k is not among its dispatched arguments).
+    return Case(lambda p, k: fn(p, m, k=k), (p, k), (True, draw(st.booleans())), desc)
+
+
+@spec(np.poly, np.vander)
+@st.composite
+def _polynomial_construction_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn is np.vander:
+        x = draw(float_arrays((draw(st.integers(0, 5)),)))
+        kwargs = _kw(N=_maybe(draw, st.integers(0, 6)), increasing=_maybe(draw, st.booleans()))
+        return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.vander(x {x.shape}, **{kwargs})")
+    if draw(st.booleans()):
+        roots = draw(float_arrays((draw(st.integers(1, 5)),)))
+        return Case(fn, (roots,), (True,), f"np.poly(roots {roots.shape})")
+    # A generic matrix: its eigenvalues (numpy's route, possibly complex pairs) are well defined.
+    n = draw(st.integers(1, 4))
+    a = np.random.default_rng(draw(st.integers(0, 2**32 - 1))).standard_normal((n, n))
+    return Case(fn, (a,), (True,), f"np.poly(matrix {a.shape})")
+
+
+@spec(np.polyfit)
+@st.composite
+def _polyfit_cases(draw: st.DrawFn, fn: Any) -> Case:
+    size = draw(st.integers(1, 8))
+    x = draw(separated_arrays((size,), step=0.25))  # distinct samples: a full-rank fit
+    deg = draw(st.integers(0, min(size - 1, 3)))
+    y = draw(float_arrays((size,) if draw(st.booleans()) else (size, draw(st.integers(1, 3)))))
+    weights = _maybe(draw, float_arrays((size,), floats(0.5, 2.0)))
+    kind = draw(st.sampled_from(["plain", "full", "cov", "unscaled"] if size > deg + 1 else ["plain", "unscaled"]))
+    kwargs = _kw(w=weights, rcond=_maybe(draw, st.sampled_from([None, 1e-12])))
+    desc = f"np.polyfit(x {x.shape}, y {y.shape}, {deg}, {kind}, **{ {k: np.shape(v) for k, v in kwargs.items()} })"
+    if kind == "plain":
+        return Case(lambda x, y: fn(x, y, deg, **kwargs), (x, y), draw(diff_mask(2)), desc)
+    if kind == "full":  # c and the residuals (the rank and rcond are plain numbers, s as np.linalg.svdvals)
+        return Case(lambda x, y: fn(x, y, deg, full=True, **kwargs)[:2], (x, y), draw(diff_mask(2)), desc)
+    cov = True if kind == "cov" else "unscaled"
+    diff = draw(diff_mask(2)) if kind == "cov" else (True, draw(st.booleans()))  # unscaled: a function of x alone
+    return Case(lambda x, y: fn(x, y, deg, cov=cov, **kwargs), (x, y), diff, desc)
+
+
+@pytest.mark.parametrize("func", POLYNOMIAL_FUNCTIONS, ids=_name)
+@given(data=st.data())
+def test_polynomials_differentiate_twice(func: Any, data: st.DataObject) -> None:
+    case = data.draw(FUNCTION_SPECS[func], label="case")
+    note(case.desc)
+    check_grads(case.of_args(), *case.args, order=2)
+
+
 @spec(np.cumsum, np.cumprod)
 @st.composite
 def _cumulative_cases(draw: st.DrawFn, fn: Any) -> Case:
@@ -2131,6 +2225,21 @@ _LINALG_API_REFUSED: list[tuple[str, Callable[[Any], Any], type[Exception], str]
 ]
 if hasattr(np.linalg, "outer"):  # numpy 2.0
     REFUSED_CALLS += _LINALG_API_REFUSED
+_POLYNOMIALS_REFUSED: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
+    ("polyder-negative", lambda v: np.polyder(v.row, -1), ArgumentError, r"np\.polyder: Order of derivative must"),
+    ("polyint-negative", lambda v: np.polyint(v.row, -1), ArgumentError, r"np\.polyint: Order of integral must"),
+    ("polyint-short-k", lambda v: np.polyint(v.row, 3, k=[1.0, 2.0]), ArgumentError, r"np\.polyint: k must be"),
+    ("polyadd-2-d", lambda v: np.polyadd(v.x, np.ones(3)), ShapeError, r"np\.polyadd: coefficients of shape"),
+    ("polymul-2-d", lambda v: np.polymul(v.x, v.row), ShapeError, r"np\.polymul: Polynomial must be 1d only"),
+    ("polydiv-2-d", lambda v: np.polydiv(v.row, v.x), ShapeError, r"np\.polydiv: needs 1-D coefficients"),
+    ("vander-2-d", lambda v: np.vander(v.x), ShapeError, r"np\.vander: x must be a one-dimensional"),
+    ("polyfit-deg", lambda v: np.polyfit(v.row, v.row, -1), ArgumentError, r"np\.polyfit: expected deg >= 0"),
+    ("polyfit-2-d-x", lambda v: np.polyfit(v.x, v.x, 1), DtypeError, r"np\.polyfit: expected 1D vector for x"),
+    ("polyfit-lengths", lambda v: np.polyfit(v.row, np.ones(2), 1), DtypeError, r"np\.polyfit: expected x and y"),
+    ("polyfit-w-2-d", lambda v: np.polyfit(v.row, v.row, 1, w=v.x), DtypeError, r"np\.polyfit: expected a 1-d"),
+    ("polyfit-cov", lambda v: np.polyfit(v.row, v.row, 2, cov=True), ArgumentError, r"np\.polyfit: the number of"),
+]
+REFUSED_CALLS += _POLYNOMIALS_REFUSED
 
 
 @pytest.mark.parametrize(
@@ -2238,3 +2347,25 @@ def test_angle_and_imag_of_real_values_are_plain() -> None:
     _assert_plain([angles, parts])
     _assert_equal_values(angles, np.angle(x0))
     _assert_equal_values(parts, np.imag(x0))
+
+
+def test_poly_of_a_matrix_is_its_characteristic_polynomial_and_refuses_other_shapes() -> None:
+    a0 = np.array([[0.0, -1.0], [1.0, 0.0]])  # eigenvalues +-i: numpy's coefficients are real
+    out, back = ng.vjp(np.poly, a0)
+    _assert_same_as_numpy(out, np.poly(a0))
+    np.testing.assert_allclose(back(np.array([0.0, 0.0, 1.0]))[0], [[0.0, -1.0], [1.0, 0.0]])  # d det / d a
+    check_grads(np.poly, a0, order=2)
+    with pytest.raises(ShapeError, match=r"np\.poly: input must be 1d or non-empty square 2d array"):
+        ng.grad(lambda x: np.sum(np.poly(x)))(np.ones((2, 3)))
+
+
+def test_polyfit_warns_as_numpy_does_when_the_fit_is_rank_deficient() -> None:
+    x0, y0 = np.array([0.0, 1.0]), np.array([1.0, 3.0])
+    with pytest.warns(np.exceptions.RankWarning):
+        expected = np.polyfit(x0, y0, 2)
+    with pytest.warns(np.exceptions.RankWarning):
+        out, _ = ng.vjp(lambda y: np.polyfit(x0, y, 2), y0)
+    _assert_same_as_numpy(out, expected)
+    c, residuals, rank, s, rcond = ng.vjp(lambda y: np.polyfit(x0, y, 2, full=True), y0)[0]
+    for got, want in zip((c, residuals, rank, s, rcond), np.polyfit(x0, y0, 2, full=True), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-12)

@@ -74,7 +74,6 @@ _BUFFERS = "reads raw memory or an iterator, not array values"
 _MATRIX = "builds the np.matrix subclass"
 _COMPLEX = "complex results: complex gradients are not supported yet"
 _SPLIT = "views of parts of an array: differentiable"
-_POLY = "polynomial arithmetic: differentiable in the coefficients"
 
 #: Callables numpy does not dispatch that pass traced arguments on to a dispatched one: each
 #: has the category of the one it calls.
@@ -185,19 +184,10 @@ NOT_YET: dict[str, str] = {
     "np.broadcast_arrays": "broadcasting: linear",
     "np.meshgrid": "broadcasting of the coordinates: linear",
     "np.diagflat": "places the entries on a diagonal: linear",
-    "np.vander": "powers of the values: smooth",
     "np.apply_along_axis": "calls a function on slices, assembling its results into a plain array",
     "np.apply_over_axes": "calls a function repeatedly on the whole array",
     "np.asarray_chkfinite": "the value itself after a finiteness check; converts to a plain array",
     "np.require": "the value itself with memory requirements; converts to a plain array",
-    "np.poly": "polynomial coefficients from the roots: smooth",
-    "np.polyadd": _POLY,
-    "np.polysub": _POLY,
-    "np.polymul": _POLY,
-    "np.polydiv": _POLY,
-    "np.polyder": _POLY,
-    "np.polyint": _POLY,
-    "np.polyfit": "a least-squares fit: differentiable in the samples",
     "np.roots": _COMPLEX,
     "np.sort_complex": _COMPLEX,
     "np.frexp": "the mantissa is differentiable (the exponent is an integer)",

@@ -54,6 +54,7 @@ from nodegrad.numpy_api.composed import (
     vector_norm,
     vstack,
 )
+from nodegrad.numpy_api.polynomials import POLYNOMIALS
 from nodegrad.numpy_api.statistics import STATISTICS
 from nodegrad.ops import linalg
 
@@ -326,6 +327,7 @@ _LINALG_API = ("matmul", "outer", "tensordot", "trace", "diagonal", "cross", "ve
 FUNCTIONS.update({f: getattr(linalg_api, name) for name in _LINALG_API if (f := getattr(np.linalg, name, None))})
 if hasattr(np, "matrix_transpose"):
     FUNCTIONS[np.matrix_transpose] = linalg_api.matrix_transpose
+FUNCTIONS.update(POLYNOMIALS)
 FUNCTIONS.update(STATISTICS)
 
 # Functions whose results carry no gradient: computed on the forward values.
