@@ -70,6 +70,23 @@ class ArgumentError(NodegradError, ValueError):
     """An argument is outside its domain (a non-finite scale, a non-positive norm bound)."""
 
 
+def error_like(exc: BaseException) -> type[NodegradError] | None:
+    """The nodegrad error to raise, naming the op, for a builtin exception that escaped an
+    op's forward or one of its rules; ``None`` for any other exception (a user's own, from a
+    custom rule, say), which is left as it is."""
+    if isinstance(exc, NodegradError):
+        return None
+    if isinstance(exc, IndexError):
+        return OpIndexError
+    if isinstance(exc, TypeError | AttributeError):
+        return DtypeError
+    if isinstance(exc, ArithmeticError):  # overflow, division by zero, floating point
+        return NonFiniteError
+    if isinstance(exc, ValueError):
+        return ShapeError
+    return None
+
+
 def user_location() -> str:
     """Return ``"file:line"`` of the innermost caller outside the nodegrad package.
 

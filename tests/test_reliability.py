@@ -22,6 +22,8 @@ from hypothesis import Phase, given, settings
 
 import nodegrad as ng
 from nodegrad.engine.arena import current_arena
+from nodegrad.engine.record import record1
+from nodegrad.engine.registry import Op
 from nodegrad.errors import ArenaError, ArgumentError, DtypeError, NodegradError, NonFiniteError
 from tests.strategies import float_arrays, floats, shapes
 
@@ -1229,3 +1231,45 @@ def test_an_out_buffer_that_is_the_argument_is_refused_and_the_argument_kept(ali
     separate = {"w": np.zeros(3), "b": np.zeros(1)}
     _, g = ng.value_and_grad(lambda p: ng.sum(p["w"] ** 2.0) + ng.sum(p["b"]), out=separate)(params)
     np.testing.assert_array_equal(g["w"], [2.0, 4.0, 6.0])
+
+
+def _raises(exc: BaseException) -> Any:
+    def fail(*args: Any) -> Any:
+        raise exc
+
+    return fail
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (OverflowError("math range error"), NonFiniteError),
+        (ZeroDivisionError("division by zero"), NonFiniteError),
+        (AttributeError("'object' has no attribute 'conjugate'"), DtypeError),
+        (ValueError("bad value"), ng.errors.ShapeError),
+    ],
+)
+def test_a_builtin_failure_in_a_forward_or_a_rule_is_a_nodegrad_error_naming_the_op(
+    exc: BaseException, expected: type
+) -> None:
+    forward_fails = Op("test_failing_forward", _raises(exc), (lambda g, ans, x: g,), "test")
+    rule_fails = Op("test_failing_rule", lambda x: x * 1.0, (_raises(exc),), "test")
+    arena = ng.Arena()
+    p = arena.param(np.ones(2))
+    with pytest.raises(expected, match="test_failing_forward: inputs do not fit") as info:
+        record1(forward_fails, p)
+    assert info.value.__cause__ is exc and len(arena) == 1
+    y = ng.sum(record1(rule_fails, p))
+    with pytest.raises(expected, match=r"op 'test_failing_rule': its gradient rule failed on inputs \(float64\[2\]\)"):
+        arena.backward(y, wrt=p)
+    np.testing.assert_array_equal(arena.backward(ng.sum(p * 2.0), wrt=p), [2.0, 2.0])  # still usable
+
+
+def test_a_users_own_exception_in_a_custom_rule_stays_the_users() -> None:
+    class MineError(Exception):
+        pass
+
+    custom = ng.custom_vjp(lambda x: x * 2.0)
+    custom.defvjp(lambda x: (x * 2.0, None), _raises(MineError("from bwd")))
+    with pytest.raises(MineError, match="from bwd"):
+        ng.grad(lambda x: ng.sum(custom(x)))(np.ones(2))

@@ -18,11 +18,8 @@ from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
     ArenaError,
-    DtypeError,
     LeakedTracerError,
-    NodegradError,
-    OpIndexError,
-    ShapeError,
+    error_like,
     user_location,
 )
 
@@ -50,21 +47,14 @@ def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Excepti
     """Re-raise a forward failure as an error naming the op, the shapes, the key paths of
     structured inputs (``inputs`` are the traced arguments) and the user's line.
     """
-    if isinstance(exc, NodegradError) or not isinstance(exc, ValueError | TypeError | IndexError):
+    kind = error_like(exc)
+    if kind is None:
         raise exc
     shapes = ", ".join(describe(a) for a in args)
     paths = [t.arena._paths[t.index] for t in inputs if t.index in t.arena._paths]
     where = f" (inputs from {', '.join(paths)})" if paths else ""
     msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
-    raise _error_like(exc)(msg) from exc
-
-
-def _error_like(exc: Exception) -> type[Exception]:
-    if isinstance(exc, IndexError):
-        return OpIndexError
-    if isinstance(exc, TypeError):
-        return DtypeError
-    return ShapeError
+    raise kind(msg) from exc
 
 
 def inner_arena(where: str, a: Arena, b: Arena) -> Arena:

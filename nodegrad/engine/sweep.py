@@ -29,7 +29,7 @@ from nodegrad.engine.structure import (
     materialize,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import (
     ArenaError,
     ArgumentError,
@@ -38,6 +38,7 @@ from nodegrad.errors import (
     NoGradientError,
     NonFiniteError,
     ShapeError,
+    error_like,
 )
 
 __all__ = ["GradOptions", "fit_cotangent", "gradients", "sweep", "unbroadcast"]
@@ -363,7 +364,13 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
         # gradient is not defined at this input.
         msg = f"op {op.name!r}: its gradient is not defined at this input ({type(exc).__name__}: {exc})"
         return NonFiniteError(msg)
-    if not traced or isinstance(exc, NoGradientError):
+    if not traced:
+        kind = error_like(exc)
+        if kind is None:
+            return exc
+        shapes = ", ".join(describe(a) for a in args)
+        return kind(f"op {op.name!r}: its gradient rule failed on inputs ({shapes}): {type(exc).__name__}: {exc}")
+    if isinstance(exc, NoGradientError):
         return exc
     if isinstance(exc, NonFiniteError):
         msg = f"{exc}; this node was recorded by the gradient rule of {op.name!r} (differentiating it again)"
