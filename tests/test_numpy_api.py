@@ -834,6 +834,48 @@ def test_polynomials_differentiate_twice(func: Any, data: st.DataObject) -> None
     check_grads(case.of_args(), *case.args, order=2)
 
 
+# -- functions applied to parts of an array ----------------------------------------------------------
+
+_APPLIED_1D: dict[str, Callable[[Any], Any]] = {
+    "sum of squares": lambda r: np.sum(r**2),
+    "outer": lambda r: np.outer(r, np.sin(r)),
+    "cumsum": np.cumsum,
+    "first and last": lambda r: np.stack([r[0] * r[-1], np.exp(r[0])]),
+}
+_APPLIED_OVER: dict[str, Callable[[Any, int], Any]] = {
+    "sum": np.sum,
+    "mean keepdims": lambda a, axis: np.mean(a * a, axis, keepdims=True),
+    "cumprod": lambda a, axis: np.cumprod(np.tanh(a), axis),
+}
+
+
+@spec(np.apply_along_axis)
+@st.composite
+def _apply_along_axis_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1, max_side=3))
+    assume(all(shape))  # numpy refuses to iterate over an empty dimension
+    x = draw(float_arrays(shape))
+    axis = draw(single_axis(len(shape)))
+    name = draw(st.sampled_from(sorted(_APPLIED_1D)))
+    func = _APPLIED_1D[name]
+    if draw(st.booleans()):  # extra arguments are passed on to the function
+        scale = draw(floats(0.5, 2.0))
+        call = lambda x: fn(lambda r, s, *, power: func(r) * s**power, axis, x, scale, power=2)
+        return Case(call, (x,), (True,), f"np.apply_along_axis({name} * s**power, {axis}, x {shape}, s, power=2)")
+    return Case(lambda x: fn(func, axis, x), (x,), (True,), f"np.apply_along_axis({name}, {axis}, x {shape})")
+
+
+@spec(np.apply_over_axes)
+@st.composite
+def _apply_over_axes_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1, max_side=3))
+    x = draw(float_arrays(shape))
+    axes_ = draw(st.one_of(single_axis(len(shape)), st.lists(single_axis(len(shape)), max_size=3)))
+    name = draw(st.sampled_from(sorted(_APPLIED_OVER)))
+    desc = f"np.apply_over_axes({name}, x {shape}, {axes_})"
+    return Case(lambda x: fn(_APPLIED_OVER[name], x, axes_), (x,), (True,), desc)
+
+
 @spec(np.cumsum, np.cumprod)
 @st.composite
 def _cumulative_cases(draw: st.DrawFn, fn: Any) -> Case:
@@ -2240,6 +2282,21 @@ _POLYNOMIALS_REFUSED: list[tuple[str, Callable[[Any], Any], type[Exception], str
     ("polyfit-cov", lambda v: np.polyfit(v.row, v.row, 2, cov=True), ArgumentError, r"np\.polyfit: the number of"),
 ]
 REFUSED_CALLS += _POLYNOMIALS_REFUSED
+REFUSED_CALLS += [
+    (
+        "apply_along_axis-shapes",
+        lambda v: np.apply_along_axis(lambda r: r[r.value > 0.3], 1, v.x),
+        ShapeError,
+        r"np\.apply_along_axis: the function returned results of different shapes",
+    ),
+    ("apply_along_axis-axis", lambda v: np.apply_along_axis(np.sum, 2, v.x), ShapeError, r"np\.apply_along_axis: axis"),
+    (
+        "apply_over_axes-shape",
+        lambda v: np.apply_over_axes(lambda a, axis: np.sum(a), v.x, 0),
+        ShapeError,
+        r"np\.apply_over_axes: function is not returning an array of the correct shape",
+    ),
+]
 
 
 @pytest.mark.parametrize(
@@ -2369,3 +2426,10 @@ def test_polyfit_warns_as_numpy_does_when_the_fit_is_rank_deficient() -> None:
     c, residuals, rank, s, rcond = ng.vjp(lambda y: np.polyfit(x0, y, 2, full=True), y0)[0]
     for got, want in zip((c, residuals, rank, s, rcond), np.polyfit(x0, y0, 2, full=True), strict=True):
         np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_apply_along_axis_refuses_empty_iteration_dimensions_as_numpy_does() -> None:
+    with pytest.raises(ValueError, match="Cannot apply_along_axis when any iteration dimensions are 0"):
+        np.apply_along_axis(np.sum, 1, np.ones((0, 3)))
+    with pytest.raises(ShapeError, match=r"np\.apply_along_axis: Cannot apply_along_axis when any iteration"):
+        ng.grad(lambda x: np.sum(np.apply_along_axis(np.sum, 1, x)))(np.ones((0, 3)))

@@ -84,6 +84,8 @@ CONSTRUCTOR_CALLS: dict[str, Callable[[Any], Any]] = {
     "asfortranarray": lambda x: np.asfortranarray([[x[0]], [x[1]]]),
     "full": lambda x: np.full((2, 3), x[0] * x[1]),
     "full_like": lambda x: np.full_like(numpy.zeros(3), x[1]),
+    "asarray_chkfinite": lambda x: np.asarray_chkfinite([x[0], x[1] * x[0]]),
+    "require": lambda x: np.require((x[1], x[0] ** 2.0), np.float64, "CAO"),
 }
 
 
@@ -191,8 +193,6 @@ NOT_DISPATCHED_CALLS: dict[str, Callable[[Any], Any]] = {
     "np.nested_iters": lambda x: numpy.nested_iters([x], [[0], [1]]),
     "np.asmatrix": lambda x: numpy.asmatrix(x),
     "np.bmat": lambda x: numpy.bmat([[x]]),
-    "np.asarray_chkfinite": lambda x: numpy.asarray_chkfinite(x),
-    "np.require": lambda x: numpy.require(x),
 }
 
 

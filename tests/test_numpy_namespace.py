@@ -18,7 +18,7 @@ from hypothesis import given
 
 import nodegrad as ng
 import nodegrad.numpy as np
-from nodegrad.errors import ShapeError
+from nodegrad.errors import ArgumentError, ShapeError
 from nodegrad.testing import check_grads
 from tests.strategies import float_arrays, floats
 
@@ -185,3 +185,29 @@ def test_a_gaussian_process_likelihood_ported_with_one_import_line() -> None:
     # Hyperparameters built inside with np.array of traced scalars, as autograd programs do.
     packed = lambda a, b: gp_log_marginal_likelihood(np.array([a, b, -2.0]), x, y)
     check_grads(packed, 0.1, -0.3)
+
+
+def test_require_and_asarray_chkfinite_keep_the_gradient_and_numpy_s_checks() -> None:
+    x0 = numpy.array([0.5, -1.5])
+    for call in (
+        lambda x: np.require(x, requirements=["C", "OWNDATA"]),
+        lambda x: np.require([x, x * 2.0], None, "FAE"),
+        lambda x: np.asarray_chkfinite(x),
+        lambda x: np.asarray_chkfinite((x[0], 3.0)),
+    ):
+        out, _ = ng.vjp(call, x0)
+        numpy.testing.assert_array_equal(out, call(x0))
+        check_grads(call, x0, order=2)
+    for call in (lambda x: np.require(x, numpy.float32), lambda x: np.asarray_chkfinite([x], dtype=numpy.float32)):
+        out, _ = ng.vjp(call, x0)
+        assert out.dtype == call(x0).dtype == numpy.float32
+        numpy.testing.assert_array_equal(out, call(x0))
+    with pytest.raises(ShapeError, match=r"np\.asarray_chkfinite: array must not contain infs or NaNs") as info:
+        ng.grad(lambda x: np.sum(np.asarray_chkfinite(x)))(numpy.array([1.0, numpy.inf]))
+    assert isinstance(info.value, ValueError)  # numpy's contract
+    with pytest.raises(ArgumentError, match=r"np\.require: a writeable array"):
+        ng.grad(lambda x: np.sum(np.require(x, requirements="W")))(x0)
+    with pytest.raises(ArgumentError, match=r'np\.require: Cannot specify both "C" and "F" order'):
+        ng.grad(lambda x: np.sum(np.require(x, requirements="CF")))(x0)
+    with pytest.raises(ArgumentError, match=r"np\.require: unknown requirement 'Q'"):
+        ng.grad(lambda x: np.sum(np.require(x, requirements="Q")))(x0)

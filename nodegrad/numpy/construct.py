@@ -16,11 +16,21 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.numpy_api.composed import filled
 from nodegrad.numpy_api.composed import full_like as composed_full_like
 
-__all__ = ["array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "full", "full_like"]
+__all__ = [
+    "array",
+    "asanyarray",
+    "asarray",
+    "asarray_chkfinite",
+    "ascontiguousarray",
+    "asfortranarray",
+    "full",
+    "full_like",
+    "require",
+]
 
 
 def _holds_traced(obj: Any) -> bool:
@@ -149,6 +159,72 @@ def asfortranarray(a: Any, dtype: Any = None, **kwargs: Any) -> Any:
     if not _holds_traced(a):
         return np.asfortranarray(a, dtype=dtype, **kwargs)
     return array(a, dtype=dtype, ndmin=1)
+
+
+def asarray_chkfinite(a: Any, dtype: Any = None, order: Any = None) -> Any:
+    """``np.asarray_chkfinite``, also for traced values and lists holding them: the value
+    itself (see :func:`asarray`) once no entry is infinite or NaN (else a
+    :class:`~nodegrad.errors.ShapeError`, a ValueError as numpy's).
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> import nodegrad.numpy as np
+    >>> ng.grad(lambda x: np.sum(np.asarray_chkfinite([x, 2.0 * x])))(1.0)
+    3.0
+    """
+    if not _holds_traced(a):
+        return np.asarray_chkfinite(a, dtype=dtype, order=order)
+    value = asarray(a, dtype=dtype)
+    if value.dtype.char in np.typecodes["AllFloat"] and not np.isfinite(unwrap(value)).all():
+        msg = f"np.asarray_chkfinite: array must not contain infs or NaNs [called at {user_location()}]"
+        raise ShapeError(msg)
+    return value
+
+
+# numpy's names for the flags np.require takes, and the letter each stands for.
+_FLAGS = {
+    **dict.fromkeys(("C", "C_CONTIGUOUS", "CONTIGUOUS"), "C"),
+    **dict.fromkeys(("F", "F_CONTIGUOUS", "FORTRAN"), "F"),
+    **dict.fromkeys(("A", "ALIGNED"), "A"),
+    **dict.fromkeys(("W", "WRITEABLE"), "W"),
+    **dict.fromkeys(("O", "OWNDATA"), "O"),
+    **dict.fromkeys(("E", "ENSUREARRAY"), "E"),
+}
+
+
+def require(a: Any, dtype: Any = None, requirements: Any = None, *, like: Any = None) -> Any:
+    """``np.require``, also for traced values and lists holding them: the value (see
+    :func:`asarray`) cast to ``dtype``. The memory layouts (C, F), alignment, own data and
+    base-class requests hold for it trivially; a writeable array (W) is refused with an
+    :class:`~nodegrad.errors.ArgumentError`: traced values are never written in place.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> import nodegrad.numpy as np
+    >>> ng.grad(lambda x: np.sum(np.require([x, x], requirements="C")))(1.0)
+    2.0
+    """
+    if not _holds_traced(a):
+        if like is None:
+            return np.require(a, dtype=dtype, requirements=requirements)
+        return np.require(a, dtype=dtype, requirements=requirements, like=like)
+    flags = set()
+    for flag in requirements or ():
+        if flag.upper() not in _FLAGS:
+            msg = f"np.require: unknown requirement {flag!r} [called at {user_location()}]"
+            raise ArgumentError(msg)
+        flags.add(_FLAGS[flag.upper()])
+    if flags >= {"C", "F"}:
+        raise ArgumentError(f'np.require: Cannot specify both "C" and "F" order [called at {user_location()}]')
+    if "W" in flags:
+        msg = (
+            f"np.require: a writeable array (requirement 'W') is not available for traced values, which are "
+            f"never written in place [called at {user_location()}]"
+        )
+        raise ArgumentError(msg)
+    return asarray(a, dtype=dtype)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, order: Any = "C", **kwargs: Any) -> Any:

@@ -24,7 +24,7 @@ from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
-from nodegrad.numpy_api import along_axis, elementwise, linalg_api, shaping
+from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
     atleast_1d,
@@ -328,6 +328,7 @@ FUNCTIONS.update({f: getattr(linalg_api, name) for name in _LINALG_API if (f := 
 if hasattr(np, "matrix_transpose"):
     FUNCTIONS[np.matrix_transpose] = linalg_api.matrix_transpose
 FUNCTIONS.update(POLYNOMIALS)
+FUNCTIONS.update({np.apply_along_axis: applying.apply_along_axis, np.apply_over_axes: applying.apply_over_axes})
 FUNCTIONS.update(STATISTICS)
 
 # Functions whose results carry no gradient: computed on the forward values.
