@@ -1597,6 +1597,203 @@ def _bincount_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda w: fn(x, w, **kwargs), (w,), (True,), f"np.bincount(x {x.tolist()}, w, **{kwargs})")
 
 
+@spec(np.delete, np.insert, np.compress, np.extract, np.resize, np.choose)
+@st.composite
+def _selection_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # numpy arranges the entries; each output reads one traced entry.
+    shape = draw(shapes(min_dims=1))
+    x = draw(float_arrays(shape))
+    axis = draw(st.one_of(st.none(), single_axis(len(shape))))
+    n = math.prod(shape) if axis is None else shape[axis]
+    if fn is np.delete:
+        obj = draw(
+            st.one_of(st.integers(-n, n - 1), st.lists(st.integers(-n, n - 1), max_size=3), st.just(slice(0, n, 2)))
+        )
+        return Case(lambda x: fn(x, obj, axis), (x,), (True,), f"np.delete(x {shape}, {obj!r}, {axis})")
+    if fn is np.insert:
+        obj = draw(st.one_of(st.integers(-n, n), st.lists(st.integers(-n, n), min_size=1, max_size=3)))
+        count = 1 if isinstance(obj, int) else len(obj)
+        flat = axis is None or len(shape) == 1  # else a scalar, which numpy spreads over the new slice
+        values = draw(float_arrays(draw(st.sampled_from([(), (count,)] if flat else [()]))))
+        return Case(lambda x, v: fn(x, obj, v, axis=axis), (x, values), draw(diff_mask(2)),
+                    f"np.insert(x {shape}, {obj!r}, values {values.shape}, axis={axis})")  # fmt: skip
+    if fn is np.compress:
+        condition = draw(st.lists(st.booleans(), max_size=n))
+        return Case(lambda x: fn(condition, x, axis), (x,), (True,), f"np.compress({condition}, x {shape}, {axis})")
+    if fn is np.extract:
+        condition = draw(hnp.arrays(bool, shape))
+        return Case(lambda x: fn(condition, x), (x,), (True,), f"np.extract(mask, x {shape})")
+    if fn is np.resize:
+        new_shape = draw(st.one_of(st.integers(0, 7), shapes(max_dims=2, min_side=0)))
+        return Case(lambda x: fn(x, new_shape), (x,), (True,), f"np.resize(x {shape}, {new_shape!r})")
+    k = draw(st.integers(1, 3))
+    choices = [draw(float_arrays(draw(stretchable_to(shape)))) for _ in range(k)]
+    mode = _maybe(draw, st.sampled_from(["raise", "wrap", "clip"]))
+    index = draw(hnp.arrays(np.int64, draw(stretchable_to(shape)), elements=st.integers(0, k - 1) if mode in (
+        "raise", _OMIT) else st.integers(-2, k + 2)))  # fmt: skip
+    kwargs = _kw(mode=mode)
+    return Case(lambda *c: fn(index, list(c), **kwargs), tuple(choices), draw(diff_mask(k)),
+                f"np.choose(index {index.shape}, {[c.shape for c in choices]}, **{kwargs})")  # fmt: skip
+
+
+@spec(np.block, np.broadcast_arrays, np.meshgrid, np.vdot, np.diagflat, np.ediff1d)
+@st.composite
+def _arranging_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn is np.block:  # a 2 x 2 grid of blocks, or a row of them
+        r, c, r2, c2 = (draw(st.integers(1, 3)) for _ in range(4))
+        grid_ = draw(st.booleans())
+        shapes_ = [(r, c), (r, c2), (r2, c), (r2, c2)] if grid_ else [(r, c), (r, c2)]
+        parts = tuple(draw(float_arrays(s)) for s in shapes_)
+
+        def call(*p: Any) -> Any:
+            return fn([[p[0], p[1]], [p[2], p[3]]] if len(p) == 4 else [p[0], p[1]])
+
+        return Case(call, parts, draw(diff_mask(len(parts))), f"np.block of {shapes_}")
+    if fn is np.broadcast_arrays:
+        shapes_ = draw(broadcastable_shapes(draw(st.integers(1, 3)))).input_shapes
+        arrays = tuple(draw(float_arrays(s)) for s in shapes_)
+        return Case(lambda *a: fn(*a), arrays, (True,) * len(arrays), f"np.broadcast_arrays {shapes_}")
+    if fn is np.meshgrid:
+        vectors = tuple(draw(float_arrays(shapes(min_dims=1, max_dims=1))) for _ in range(draw(st.integers(1, 3))))
+        kwargs = _kw(indexing=_maybe(draw, st.sampled_from(["xy", "ij"])), sparse=_maybe(draw, st.booleans()))
+        return Case(lambda *v: fn(*v, **kwargs), vectors, (True,) * len(vectors),
+                    f"np.meshgrid {[v.shape for v in vectors]} **{kwargs}")  # fmt: skip
+    if fn is np.vdot:
+        shape = draw(shapes())
+        a, b = draw(float_arrays(shape)), draw(float_arrays(shape[::-1]))  # same size, any shapes
+        return Case(fn, (a, b), draw(diff_mask(2)), f"np.vdot {shape}")
+    if fn is np.diagflat:
+        v = draw(float_arrays(shapes(max_dims=2)))
+        k = _maybe(draw, st.integers(-2, 2))
+        return Case(lambda v: fn(v, **_kw(k=k)), (v,), (True,), f"np.diagflat(v {v.shape}, k={k!r})")
+    x = draw(float_arrays(shapes()))
+    begin = _maybe(draw, float_arrays(shapes(max_dims=1)))
+    end = _maybe(draw, float_arrays(shapes(max_dims=1)))
+    extras = tuple(e for e in (begin, end) if e is not _OMIT)
+
+    def ediff(x: Any, *e: Any) -> Any:
+        it = iter(e)
+        return fn(x, **_kw(to_begin=begin if begin is _OMIT else next(it), to_end=end if end is _OMIT else next(it)))
+
+    return Case(ediff, (x, *extras), draw(diff_mask(1 + len(extras))), f"np.ediff1d(x {x.shape}, {len(extras)} ends)")
+
+
+@spec(np.correlate, np.interp, np.unwrap, np.logspace, np.geomspace, np.trim_zeros, np.piecewise)
+@st.composite
+def _curve_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn is np.correlate:
+        a, v = (draw(float_arrays(shapes(min_dims=1, max_dims=1))) for _ in range(2))
+        mode = _maybe(draw, st.sampled_from(["full", "same", "valid"]))
+        return Case(
+            lambda a, v: fn(a, v, **_kw(mode=mode)),
+            (a, v),
+            draw(diff_mask(2)),
+            f"np.correlate {a.shape} {v.shape} {mode!r}",
+        )
+    if fn is np.interp:
+        # Samples on one grid, queries on another half a step off: no query sits on a sample.
+        xp = np.sort(draw(float_arrays(shapes(min_dims=1, max_dims=1, max_side=5), grid(step=0.1), unique=True)))
+        fp = draw(float_arrays(xp.shape))
+        x = draw(float_arrays(shapes(), grid(-3.5, 3.5, step=0.1, offset=0.05)))
+        ends = draw(st.sampled_from(["default", "given"]))
+        kwargs = _kw(left=-5.0, right=5.0) if ends == "given" else {}
+        diff = (*draw(diff_mask(2)), True)  # fp always: outside the samples nothing else matters
+        return Case(lambda x, xp, fp: fn(x, xp, fp, **kwargs), (x, xp, fp), diff,
+                    f"np.interp(x {x.shape}, xp {xp.shape}, **{kwargs})")  # fmt: skip
+    if fn is np.unwrap:
+        shape = draw(shapes(min_dims=1))
+        steps = draw(float_arrays(shape, grid(-9.0, 9.0, step=0.1, offset=0.05)))  # no step on a boundary
+        axis = _maybe(draw, single_axis(len(shape)))
+        period = _maybe(draw, st.sampled_from([2 * np.pi, 4.0]))
+        p = np.cumsum(steps, axis=-1 if axis is _OMIT else axis)
+        kwargs = _kw(axis=axis, period=period)
+        # The wrapping depends on the differences only; they stay off the boundaries.
+        assume(
+            np.all(
+                np.abs(
+                    (np.abs(np.diff(p, axis=kwargs.get("axis", -1))) % kwargs.get("period", 2 * np.pi))
+                    - kwargs.get("period", 2 * np.pi) / 2
+                )
+                > 1e-3
+            )
+        )
+        return Case(lambda p: fn(p, **kwargs), (p,), (True,), f"np.unwrap(p {shape}, **{kwargs})")
+    if fn in (np.logspace, np.geomspace):
+        shape_a, shape_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+        elements = floats(0.3, 2.0) if fn is np.geomspace else floats(-2.0, 2.0)
+        sign = draw(st.sampled_from([1.0, -1.0]))  # geomspace: both ends of one sign
+        start, stop = (draw(float_arrays(s, elements)) * sign for s in (shape_a, shape_b))
+        ndim = len(np.broadcast_shapes(shape_a, shape_b))
+        kwargs = _kw(
+            num=draw(st.integers(0, 5)),
+            endpoint=_maybe(draw, st.booleans()),
+            axis=_maybe(draw, st.integers(-ndim - 1, ndim)),
+        )
+        if fn is np.logspace:
+            kwargs |= _kw(base=_maybe(draw, st.sampled_from([2.0, 10.0, np.e])))
+        return Case(
+            lambda a, b: fn(a, b, **kwargs),
+            (start, stop),
+            draw(diff_mask(2)),
+            f"{_name(fn)}({shape_a}, {shape_b}, **{kwargs})",
+        )
+    if fn is np.trim_zeros:
+        shape = draw(shapes(min_dims=1))
+        x = draw(float_arrays(shape, away_from_zero()))
+        zeros = draw(hnp.arrays(bool, shape))  # zeros at fixed places: they stay zero under perturbation
+        kwargs = _kw(
+            trim=_maybe(draw, st.sampled_from(["fb", "f", "b", "BF"])),
+            axis=_maybe(draw, st.one_of(st.none(), single_axis(len(shape)))),
+        )
+        desc = f"np.trim_zeros(x {shape} with {int(zeros.sum())} zeros, **{kwargs})"
+        return Case(lambda x: fn(np.where(zeros, 0.0, x), **kwargs), (x,), (True,), desc)
+    shape = draw(shapes())
+    x = draw_operand(draw, shape, grid(offset=0.005))  # off the thresholds
+    otherwise = draw(st.booleans())
+    assume(np.any(np.abs(x) > 0.5))  # some entry goes through a function (else the result is plain zeros)
+
+    def call(x: Any) -> Any:
+        functions = [lambda t: t * t, lambda t: np.sin(t) + 1.0, 2.5][: 3 if otherwise else 2]
+        return fn(x, [x < -0.5, x > 0.5], functions)
+
+    return Case(call, (x,), (True,), f"np.piecewise(x {shape}, otherwise={otherwise})")
+
+
+@st.composite
+def _newer_function_cases(draw: st.DrawFn, fn: Any) -> Case:
+    if fn.__name__ == "unstack":
+        shape = draw(shapes(min_dims=1))
+        kwargs = _kw(axis=_maybe(draw, single_axis(len(shape))))
+        return Case(
+            lambda x: fn(x, **kwargs), (draw(float_arrays(shape)),), (True,), f"np.unstack({shape}, **{kwargs})"
+        )
+    if fn.__name__ == "astype":
+        x = draw(float_arrays(shapes()))
+        # float64 targets only: a float32 result is too coarse for the central differences.
+        dtype = draw(st.sampled_from([np.float64, "float64", "f8", np.dtype(np.float64)]))
+        kwargs = _kw(copy=_maybe(draw, st.booleans()))
+        return Case(lambda x: fn(x, dtype, **kwargs), (x,), (True,), f"np.astype({x.shape}, {dtype}, **{kwargs})")
+    shape = draw(shapes(min_dims=1, max_side=3))
+    x = draw(float_arrays(shape, floats(-1.5, 1.5)))
+    axis = draw(single_axis(len(shape))) if len(shape) > 1 else _maybe(draw, st.one_of(st.none(), single_axis(1)))
+    kwargs = _kw(axis=axis, include_initial=_maybe(draw, st.booleans()))
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
+spec(*filter(None, (getattr(np, n, None) for n in ("unstack", "astype", "cumulative_sum", "cumulative_prod"))))(
+    _newer_function_cases
+)
+
+
+@st.composite
+def _modf_cases(draw: st.DrawFn, fn: Any) -> Case:
+    x = draw_operand(draw, draw(shapes()), grid(offset=0.005))  # off the whole numbers
+    return Case(lambda x: fn(x)[0], (x,), (True,), f"np.modf(x {np.shape(x)})[0] (the integral part is plain)")
+
+
+UFUNC_SPECS[np.modf] = _modf_cases(np.modf)
+
+
 # -- the tables are covered ----------------------------------------------------------------------------
 
 
@@ -2230,6 +2427,38 @@ REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
     ("gradient-step-count", lambda v: np.gradient(v.x, 1.0, 2.0, 3.0), ArgumentError, r"np\.gradient: invalid"),
     ("gradient-coordinates", lambda v: np.gradient(v.x, [1.0], 1.0), ShapeError, r"np\.gradient: when 1d"),
     ("gradient-repeated-axis", lambda v: np.gradient(v.x, axis=(0, -2)), ShapeError, r"np\.gradient: repeated"),
+    ("delete-index", lambda v: np.delete(v.x, 9, axis=1), ShapeError, r"np\.delete: index 9 is out of bounds"),
+    ("insert-index", lambda v: np.insert(v.row, 9, 1.0), ShapeError, r"np\.insert: index 9 is out of bounds"),
+    ("compress-out", lambda v: np.compress([True], v.x, 0, out=_BUF), ArgumentError, r"np\.compress: out="),
+    ("choose-index", lambda v: np.choose([0, 2, 1], [v.row, v.row]), ShapeError, r"np\.choose: invalid entry"),
+    ("block-depths", lambda v: np.block([v.row, [v.row]]), ShapeError, r"np\.block: List depths are mismatched"),
+    ("correlate-mode", lambda v: np.correlate(v.row, v.row, "wide"), ArgumentError, r"np\.correlate: mode must"),
+    ("correlate-2-d", lambda v: np.correlate(v.x, v.row), ShapeError, r"np\.correlate: needs two non-empty"),
+    (
+        "interp-period",
+        lambda v: np.interp(v.row, [0.0, 1.0, 2.0], v.row, period=2.0),
+        ArgumentError,
+        r"np\.interp: period=",
+    ),
+    ("interp-lengths", lambda v: np.interp(v.row, [0.0, 1.0], v.row), ShapeError, r"np\.interp: fp and xp"),
+    ("geomspace-zero", lambda v: np.geomspace(v.entry, 0.0), ArgumentError, r"np\.geomspace: Geometric sequence"),
+    ("trim_zeros-trim", lambda v: np.trim_zeros(v.row, "x"), ArgumentError, r"np\.trim_zeros: unexpected"),
+    ("meshgrid-indexing", lambda v: np.meshgrid(v.row, indexing="yx"), ArgumentError, r"np\.meshgrid: Valid values"),
+    ("vdot-lengths", lambda v: np.vdot(v.x, v.row), ShapeError, r"np\.vdot: vectors have different lengths"),
+    (
+        "piecewise-count",
+        lambda v: np.piecewise(v.row, [v.row > 0], [1.0, 2.0, 3.0]),
+        ShapeError,
+        r"np\.piecewise: with 1",
+    ),
+    ("astype-complex", lambda v: np.astype(v.x, np.complex128), DtypeError, r"np\.astype: complex"),
+    ("cumulative_sum-2-d", lambda v: np.cumulative_sum(v.x), ShapeError, r"np\.cumulative_sum: For arrays which"),
+    (
+        "cumulative_prod-dtype",
+        lambda v: np.cumulative_prod(v.row, dtype=np.float32),
+        ArgumentError,
+        r"np\.cumulative_prod: \['dtype'\]",
+    ),
     ("quantile-method", lambda v: np.quantile(v.x, 0.5, method="inverted_cdf"), ArgumentError, r"np\.quantile: method"),
     ("percentile-range", lambda v: np.percentile(v.x, 101), ArgumentError, r"np\.percentile: Percentiles must be"),
     ("quantile-range", lambda v: np.quantile(v.x, -0.1), ArgumentError, r"np\.quantile: Quantiles must be"),
@@ -2392,6 +2621,24 @@ def test_all_nan_slices_give_nan_as_numpy_does() -> None:
         for fn in (np.nanmax, np.nanmin, np.nanmedian):
             out, _ = ng.vjp(lambda x, fn=fn: fn(x, axis=1), x)
             np.testing.assert_array_equal(out, fn(x, axis=1))
+
+
+def test_modf_gives_a_plain_integral_part() -> None:
+    x = np.array([-2.5, -2.0, 0.25, 3.0, np.inf])
+    (fraction, whole), _ = ng.vjp(lambda x: np.modf(x), x)
+    np.testing.assert_array_equal(fraction, np.modf(x)[0])
+    np.testing.assert_array_equal(np.signbit(fraction), np.signbit(np.modf(x)[0]))
+    assert type(whole) is np.ndarray
+    np.testing.assert_array_equal(whole, np.modf(x)[1])
+    g = ng.grad(lambda x: np.sum(np.modf(x)[0]))(x)
+    np.testing.assert_array_equal(g, [1.0, 0.0, 1.0, 0.0, 0.0])  # 0 where the fraction jumps
+
+
+def test_selections_send_each_gradient_to_the_entry_read() -> None:
+    x = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(ng.grad(lambda x: np.sum(np.resize(x, 7)))(x), [3.0, 2.0, 2.0])
+    np.testing.assert_array_equal(ng.grad(lambda x: np.sum(np.delete(x, [0, 2])))(x), [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(ng.grad(lambda w: np.sum(np.bincount([0, 0, 2], w) ** 2))(x), [6.0, 6.0, 6.0])
 
 
 def test_angle_and_imag_of_real_values_are_plain() -> None:

@@ -73,7 +73,6 @@ _COUNTS = "counts samples in bins: piecewise constant"
 _BUFFERS = "reads raw memory or an iterator, not array values"
 _MATRIX = "builds the np.matrix subclass"
 _COMPLEX = "complex results: complex gradients are not supported yet"
-_SPLIT = "views of parts of an array: differentiable"
 
 #: Callables numpy does not dispatch that pass traced arguments on to a dispatched one: each
 #: has the category of the one it calls.
@@ -160,34 +159,10 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
 
 #: Differentiable in principle, refused on traced values for want of a rule: name -> reason.
 NOT_YET: dict[str, str] = {
-    "np.cumulative_sum": "a running sum, as cumsum",
-    "np.cumulative_prod": "a running product, as cumprod",
-    "np.interp": "piecewise linear in the sample values",
-    "np.correlate": "a sum of products, as convolve",
-    "np.vdot": "a dot product of the flattened arrays",
-    "np.ediff1d": "differences of the flattened array: linear",
-    "np.trim_zeros": "a slice of the array",
     "np.i0": "a Bessel function: smooth",
-    "np.unwrap": "adds multiples of the period: the gradient passes through",
-    "np.astype": "a cast between float dtypes",
-    "np.logspace": "smooth in start and stop",
-    "np.geomspace": "smooth in start and stop",
-    "np.unstack": _SPLIT,
-    "np.block": "concatenation: linear",
-    "np.insert": "concatenation with new entries: linear",
-    "np.delete": "a selection of entries: linear",
-    "np.compress": "a selection of entries: linear",
-    "np.extract": "a selection of entries: linear",
-    "np.choose": "a selection among arrays: linear in the choices",
-    "np.piecewise": "applies functions on masked parts",
-    "np.resize": "a repetition of the entries: linear",
-    "np.broadcast_arrays": "broadcasting: linear",
-    "np.meshgrid": "broadcasting of the coordinates: linear",
-    "np.diagflat": "places the entries on a diagonal: linear",
     "np.roots": _COMPLEX,
     "np.sort_complex": _COMPLEX,
     "np.frexp": "the mantissa is differentiable (the exponent is an integer)",
-    "np.modf": "the fractional part is differentiable (the integral part is piecewise constant)",
     "np.divmod": "the remainder is differentiable (the quotient is piecewise constant)",
     "np.linalg.eig": _COMPLEX,
     "np.linalg.eigvals": _COMPLEX,

@@ -4,7 +4,9 @@
 compositions of nodegrad ops (``where``, ``sin``, products) giving numpy's values, so their
 gradients are the ops' rules and differentiate again. ``np.imag`` and ``np.angle`` of real
 values are piecewise constant (zeros; 0 or pi): :func:`imag` and :func:`angle` compute
-them on the forward values, with no gradient. Complex traced values are refused with a
+them on the forward values, with no gradient. The ufunc ``np.modf`` gives the fractional
+part as ``x - trunc(x)`` (gradient 1; 0 at the whole numbers, where it jumps) and the
+integral part as plain values (piecewise constant). Complex traced values are refused with a
 :class:`~nodegrad.errors.DtypeError`: complex gradients are not supported yet.
 """
 
@@ -18,7 +20,7 @@ from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 
-__all__ = ["angle", "imag", "nan_to_num", "real", "real_if_close", "sinc"]
+__all__ = ["angle", "imag", "modf", "nan_to_num", "real", "real_if_close", "sinc"]
 
 # sin(y) / y = sum_k (-1)^k y^(2k) / (2k + 1)!, highest power first. For |y| < 1/2 the
 # terms left out are below 1e-19: the series gives the values, and its derivatives are
@@ -119,3 +121,12 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
         if mask.any() or type(replacement) is Traced:
             out = ops.where(mask, replacement, out)
     return out
+
+
+def modf(x: Any) -> Any:
+    """``np.modf``: the fractional part, differentiable, and the integral part, plain."""
+    _refuse_complex("modf", x)
+    value = np.asarray(unwrap(x))
+    whole = np.trunc(value)
+    exact = value == whole  # whole numbers and infinities: a zero signed as x, as numpy gives it
+    return ops.where(exact, np.copysign(0.0, value), x - np.where(exact, 0.0, whole)), whole

@@ -55,6 +55,7 @@ from nodegrad.numpy_api.composed import (
     vstack,
 )
 from nodegrad.numpy_api.polynomials import POLYNOMIALS
+from nodegrad.numpy_api.sequences import SEQUENCES
 from nodegrad.numpy_api.statistics import STATISTICS
 from nodegrad.ops import linalg
 
@@ -330,6 +331,7 @@ if hasattr(np, "matrix_transpose"):
 FUNCTIONS.update(POLYNOMIALS)
 FUNCTIONS.update({np.apply_along_axis: applying.apply_along_axis, np.apply_over_axes: applying.apply_over_axes})
 FUNCTIONS.update(STATISTICS)
+FUNCTIONS.update(SEQUENCES)
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {
