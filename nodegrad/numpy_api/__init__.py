@@ -14,7 +14,9 @@ The ufunc table and its dispatch are in :mod:`nodegrad.numpy_api.ufuncs`, the fu
 table and its dispatch in :mod:`nodegrad.numpy_api.functions`, and the numpy functions
 written as compositions of the ops (``np.diff``, ``np.tile``, ``np.convolve``, ...) in
 :mod:`nodegrad.numpy_api.composed`, :mod:`~nodegrad.numpy_api.shaping`,
-:mod:`~nodegrad.numpy_api.elementwise` and :mod:`~nodegrad.numpy_api.along_axis`.
+:mod:`~nodegrad.numpy_api.elementwise`, :mod:`~nodegrad.numpy_api.along_axis`,
+:mod:`~nodegrad.numpy_api.statistics` (quantiles, NaN-ignoring reductions, covariances) and
+:mod:`~nodegrad.numpy_api.sequences` (selections, ``np.block``, ``np.interp``, ...).
 Importing this package attaches both protocols to the engine's
 :class:`~nodegrad.engine.traced.Traced` handle.
 """

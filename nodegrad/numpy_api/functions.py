@@ -7,7 +7,10 @@ signature (``np.sum``'s ``where=``, ``np.einsum``'s interleaved form, ``np.resha
 :mod:`nodegrad.numpy_api.composed`, :mod:`~nodegrad.numpy_api.shaping` (splits, stacks,
 rotations, ``np.cross``), :mod:`~nodegrad.numpy_api.elementwise` (``np.sinc``,
 ``np.nan_to_num``, ...) or :mod:`~nodegrad.numpy_api.along_axis` (``np.linspace``,
-``np.gradient``, ``np.partition``). :data:`VALUE_FUNCTIONS` are computed on the forward
+``np.gradient``, ``np.partition``); :mod:`~nodegrad.numpy_api.statistics` and
+:mod:`~nodegrad.numpy_api.sequences` give tables of their own (quantiles, NaN-ignoring
+reductions, covariances; selections, ``np.block``, ``np.interp``, ...) that
+:data:`FUNCTIONS` takes in. :data:`VALUE_FUNCTIONS` are computed on the forward
 values: shapes, indices, comparisons and rounding carry no gradient (a few, such as
 ``np.imag``, check their arguments first).
 """
