@@ -2,14 +2,15 @@
 NaN-ignoring reductions and scans, covariances and weighted counts.
 
 ``np.quantile``, ``np.percentile`` and ``np.median`` (and their ``nan`` twins) sort the
-values along the reduced axes (``ops.sort``) and read the order statistics numpy reads,
-mixing two neighbours with numpy's own weights (``_lerp``), so the gradient of each result
-goes to the one or two sorted entries it came from: the median of an even count gives half
-to each middle value, and tied values take the gradient in the order the stable sort put
-them. ``np.nanmax`` and ``np.nanmin`` are ``max``/``min`` with NaNs replaced by -inf/+inf:
-entries tied for the extremum share the gradient evenly, as ``ops.max`` does. NaNs get a
-zero gradient everywhere. ``np.cov`` and ``np.corrcoef`` follow numpy's steps (a weighted
-mean, a product of the deviations); ``np.bincount`` is a sum of ``weights`` by bin.
+values along the reduced axes (``ops.sort``) and read the order statistics numpy reads
+(for each of numpy's thirteen methods), mixing two neighbours with numpy's own weights,
+so the gradient of each result goes to the one or two sorted entries it came from: the
+median of an even count gives half to each middle value, and tied values take the
+gradient in the order the stable sort put them. ``np.nanmax`` and ``np.nanmin`` are
+``max``/``min`` with NaNs replaced by -inf/+inf: entries tied for the extremum share the
+gradient evenly, as ``ops.max`` does. NaNs get a zero gradient everywhere. ``np.cov``
+and ``np.corrcoef`` follow numpy's steps (a weighted mean, a product of the deviations);
+``np.bincount`` is a sum of ``weights`` by bin.
 """
 
 from __future__ import annotations
@@ -68,7 +69,16 @@ _PLOTTING = {
     "median_unbiased": (1 / 3.0, 1 / 3.0),
     "normal_unbiased": (3 / 8.0, 3 / 8.0),
 }
-_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", *_PLOTTING)
+_DISCRETE = ("inverted_cdf", "averaged_inverted_cdf", "closest_observation")
+_METHODS = ("linear", "lower", "higher", "nearest", "midpoint", *_PLOTTING, *_DISCRETE)
+
+
+def _to_boundaries(index: Any, previous_where: Any) -> Any:
+    """numpy's ``_discrete_interpolation_to_boundaries``: the index below where the
+    condition holds, else the one above (an integer index: one order statistic)."""
+    below = np.floor(index)
+    res = np.where(previous_where(index - below, index), below, below + 1).astype(np.intp)
+    return np.maximum(res, 0)
 
 
 def _virtual_index(method: str, n: Any, q: Any) -> Any:
@@ -82,6 +92,12 @@ def _virtual_index(method: str, n: Any, q: Any) -> Any:
         return np.around((n - 1) * q).astype(np.intp)
     if method == "midpoint":
         return 0.5 * (np.floor((n - 1) * q) + np.ceil((n - 1) * q))
+    if method == "inverted_cdf":
+        return _to_boundaries(n * q - 1, lambda gamma, _: gamma == 0)
+    if method == "closest_observation":
+        return _to_boundaries(n * q - 1 - 0.5, lambda gamma, index: (gamma == 0) & (np.floor(index) % 2 == 1))
+    if method == "averaged_inverted_cdf":
+        return n * q - 1
     alpha, beta = _PLOTTING[method]
     return n * q + (alpha + q * (1 - alpha - beta)) - 1
 
@@ -126,6 +142,8 @@ def _order_statistics(name: str, a: Any, q: Any, axis: Any, keepdims: bool, meth
         gamma = virtual - below
         if method == "midpoint":
             gamma = np.where(virtual % 1 == 0, 0.0, 0.5)
+        elif method == "averaged_inverted_cdf":  # the mean of two neighbours on a step, else the upper
+            gamma = np.where(gamma == 0, 0.5, 1.0)
         top = np.maximum(count - 1, 0)
         lo = np.clip(below, 0, top).astype(np.intp)
         hi = np.clip(below + 1, 0, top).astype(np.intp)
