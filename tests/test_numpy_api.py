@@ -1795,6 +1795,42 @@ def _modf_cases(draw: st.DrawFn, fn: Any) -> Case:
 UFUNC_SPECS[np.modf] = _modf_cases(np.modf)
 
 
+@st.composite
+def _divmod_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # The remainder, away from the jumps where x / y is whole; the quotient is plain.
+    x = draw_operand(draw, draw(shapes()), grid(offset=0.0125))
+    y = draw(st.sampled_from([0.75, -1.25, 2.5]))
+    return Case(lambda x: fn(x, y)[1], (x,), (True,), f"np.divmod(x {np.shape(x)}, {y})[1]")
+
+
+@st.composite
+def _frexp_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # The mantissa, away from zero and from the powers of two, where it jumps as the
+    # exponent (plain) steps: values sign * m * 2**k with m in [0.55, 0.95].
+    shape = draw(shapes())
+    size = int(np.prod(shape, dtype=int))
+    m = np.array(draw(st.lists(floats(0.55, 0.95), min_size=size, max_size=size)), dtype=float)
+    k = np.array(draw(st.lists(st.integers(-3, 3), min_size=size, max_size=size)))
+    sign = np.array(draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=size, max_size=size)))
+    x = (sign * np.ldexp(m, k)).reshape(shape)
+    return Case(lambda x: fn(x)[0], (x,), (True,), f"np.frexp(x {np.shape(x)})[0]")
+
+
+UFUNC_SPECS[np.divmod] = _divmod_cases(np.divmod)
+UFUNC_SPECS[np.frexp] = _frexp_cases(np.frexp)
+
+
+def test_divmod_and_frexp_give_plain_quotient_and_exponent() -> None:
+    x = np.array([2.5, -3.75])
+    (quotient, remainder), _ = ng.vjp(lambda x: np.divmod(x, 2.0), x)
+    np.testing.assert_array_equal(quotient, [1.0, -2.0])
+    np.testing.assert_array_equal(remainder, np.remainder(x, 2.0))
+    (mantissa, exponent), _ = ng.vjp(lambda x: np.frexp(x), x)
+    assert exponent.dtype.kind == "i" and type(exponent) is np.ndarray
+    np.testing.assert_array_equal(mantissa, np.frexp(x)[0])
+    np.testing.assert_allclose(ng.grad(lambda x: np.sum(np.frexp(x)[0]))(x), np.ldexp(1.0, -np.frexp(x)[1]))
+
+
 # -- the tables are covered ----------------------------------------------------------------------------
 
 

@@ -162,8 +162,6 @@ NOT_YET: dict[str, str] = {
     "np.i0": "a Bessel function: smooth",
     "np.roots": _COMPLEX,
     "np.sort_complex": _COMPLEX,
-    "np.frexp": "the mantissa is differentiable (the exponent is an integer)",
-    "np.divmod": "the remainder is differentiable (the quotient is piecewise constant)",
     "np.linalg.eig": _COMPLEX,
     "np.linalg.eigvals": _COMPLEX,
     **{

@@ -20,7 +20,7 @@ from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 
-__all__ = ["angle", "imag", "modf", "nan_to_num", "real", "real_if_close", "sinc"]
+__all__ = ["angle", "divmod_", "frexp", "imag", "modf", "nan_to_num", "real", "real_if_close", "sinc"]
 
 # sin(y) / y = sum_k (-1)^k y^(2k) / (2k + 1)!, highest power first. For |y| < 1/2 the
 # terms left out are below 1e-19: the series gives the values, and its derivatives are
@@ -130,3 +130,20 @@ def modf(x: Any) -> Any:
     whole = np.trunc(value)
     exact = value == whole  # whole numbers and infinities: a zero signed as x, as numpy gives it
     return ops.where(exact, np.copysign(0.0, value), x - np.where(exact, 0.0, whole)), whole
+
+
+def divmod_(x: Any, y: Any) -> Any:
+    """``np.divmod``: the quotient, plain (piecewise constant), and the remainder,
+    differentiable as ``np.remainder`` is."""
+    _refuse_complex("divmod", x)
+    _refuse_complex("divmod", y)
+    return np.floor_divide(unwrap(x), unwrap(y)), ops.remainder(x, y)
+
+
+def frexp(x: Any) -> Any:
+    """``np.frexp``: the mantissa ``x * 2**-e``, differentiable (exactly so: scaling by a
+    power of two rounds nothing), and the exponent ``e``, plain integers."""
+    _refuse_complex("frexp", x)
+    value = np.asarray(unwrap(x))
+    _, exponent = np.frexp(value)
+    return ops.multiply(x, np.ldexp(np.ones_like(value), -exponent)), exponent

@@ -18,7 +18,7 @@ from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import forward_values, no_extras
-from nodegrad.numpy_api.elementwise import modf
+from nodegrad.numpy_api.elementwise import divmod_, frexp, modf
 from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["UFUNCS", "VALUE_UFUNCS", "dispatch_ufunc"]
@@ -183,6 +183,8 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.copysign: _copysign,
     np.float_power: _float_power,
     np.modf: modf,
+    np.divmod: divmod_,
+    np.frexp: frexp,
 }
 # Added in numpy 2.0 (vecdot) and 2.2 (matvec, vecmat): mapped where this numpy has them.
 _NEWER_UFUNCS = {"vecdot": _vecdot, "matvec": _matvec, "vecmat": _vecmat}
