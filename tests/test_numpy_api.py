@@ -1816,6 +1816,16 @@ def _frexp_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda x: fn(x)[0], (x,), (True,), f"np.frexp(x {np.shape(x)})[0]")
 
 
+@spec(np.fft.fftshift, np.fft.ifftshift)
+@st.composite
+def _fftshift_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1))  # numpy itself fails on 0-d
+    x = draw(float_arrays(shape))
+    chosen = _maybe(draw, st.one_of(single_axis(len(shape)), axes(len(shape))) if shape else st.none())
+    kwargs = {} if chosen is _OMIT or chosen is None else {"axes": chosen}
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
+
+
 UFUNC_SPECS[np.divmod] = _divmod_cases(np.divmod)
 UFUNC_SPECS[np.frexp] = _frexp_cases(np.frexp)
 

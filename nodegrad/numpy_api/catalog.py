@@ -169,8 +169,6 @@ NOT_YET: dict[str, str] = {
         for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn", "ihfft")
     },
     **{f"np.fft.{name}": "real results of complex spectra" for name in ("irfft", "irfft2", "irfftn", "hfft")},
-    "np.fft.fftshift": "a roll of the entries: linear",
-    "np.fft.ifftshift": "a roll of the entries: linear",
 }
 
 

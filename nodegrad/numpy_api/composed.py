@@ -29,9 +29,11 @@ __all__ = [
     "diag",
     "diagonal",
     "diff",
+    "fftshift",
     "filled",
     "full_like",
     "hstack",
+    "ifftshift",
     "inner",
     "kron",
     "matrix_norm",
@@ -141,6 +143,26 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         if n:
             a = ops.gather(a, (np.arange(n) - k) % n, ax)
     return a
+
+
+def _shifted_halves(name: str, x: Any, axes: Any, sign: int) -> Any:
+    """``np.fft.fftshift`` (sign 1) and ``ifftshift`` (sign -1): a roll by half of each axis."""
+    ndim = np.ndim(unwrap(x))
+    chosen = tuple(range(ndim)) if axes is None else normalize_axis(name, axes, ndim) or ()
+    if isinstance(axes, (int, np.integer)):
+        chosen = (int(axes) % max(ndim, 1),)
+    shape = np.shape(unwrap(x))
+    return roll(x, [sign * (shape[a] // 2) for a in chosen], list(chosen)) if chosen else x
+
+
+def fftshift(x: Any, axes: Any = None) -> Any:
+    """``np.fft.fftshift``: the zero-frequency entry moved to the centre (a roll)."""
+    return _shifted_halves("np.fft.fftshift", x, axes, 1)
+
+
+def ifftshift(x: Any, axes: Any = None) -> Any:
+    """``np.fft.ifftshift``: the inverse of :func:`fftshift` (a roll the other way)."""
+    return _shifted_halves("np.fft.ifftshift", x, axes, -1)
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
