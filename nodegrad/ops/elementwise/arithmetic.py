@@ -175,6 +175,12 @@ def negative(x: Any) -> Any:
 def power(x: Any, y: Any) -> Any:
     """Elementwise ``x ** y``, differentiable in both; ``d/dy`` is 0 where ``x <= 0``.
 
+    At ``x == 0`` that 0 is the limit for ``y > 0``. At ``x < 0``, ``d/dy = x**y log(x)``
+    is not real, and JAX and PyTorch give NaN. nodegrad gives 0 on purpose: the entries of
+    a branch that a ``where`` discards still get their rules run with a zero cotangent, and
+    ``0 * NaN`` would turn the whole gradient into NaN; a value that does reach the output
+    is NaN already (``x ** y`` of a negative base and a non-integer exponent).
+
     Examples
     --------
     >>> import nodegrad as ng

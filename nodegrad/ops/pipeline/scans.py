@@ -302,6 +302,11 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     holding ``+inf`` gives ``+inf``, its gradient shared evenly by the ``+inf`` entries
     (the limit of the softmax).
 
+    The gradient of an all ``-inf`` slice has no value of its own (the softmax's limit
+    depends on the direction: ``(-t, -t)`` gives halves, ``(-t, -2t)`` gives ``(1, 0)``),
+    and JAX and PyTorch give NaN. nodegrad gives 0 on purpose: a fully masked row whose
+    result is not used would otherwise make the whole gradient NaN (``0 * NaN``).
+
     Examples
     --------
     >>> import numpy as np
