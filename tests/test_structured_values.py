@@ -436,3 +436,50 @@ def test_tree_add_reads_none_as_a_zero_gradient() -> None:
 def test_global_norm_is_nan_when_any_entry_is_nan(order: int) -> None:
     leaves = [np.array([np.inf, 1.0]), np.array([np.nan])]
     assert math.isnan(ng.tree.global_norm(leaves[::-1] if order else leaves))
+
+
+class _Scaled(dict):  # a dict subclass whose constructor takes other arguments
+    def __init__(self, scale: float, **entries: Any) -> None:
+        super().__init__(**entries)
+        self.scale = scale
+
+
+class _Repeated(list):  # a list subclass whose constructor takes a count
+    def __init__(self, n: int) -> None:
+        super().__init__([np.full(2, float(k)) for k in range(n)])
+
+
+class _Pair(tuple):  # a plain tuple subclass (not a named tuple)
+    __slots__ = ()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        collections.Counter(a=1.0, b=2.0),
+        _Scaled(3.0, w=np.ones(2), v=0.5),
+        _Repeated(2),
+        _Pair((np.ones(2), 2.0)),
+        collections.defaultdict(float, w=np.ones(2)),
+    ],
+    ids=["Counter", "dict-subclass", "list-subclass", "tuple-subclass", "defaultdict"],
+)
+def test_container_subclasses_keep_their_type_attributes_and_entries(value: Any) -> None:
+    # Rebuilt without calling their constructors (Counter's would count traced values, the
+    # others take other arguments): the view inside and the gradient are the same type.
+    seen: list[Any] = []
+
+    def loss(p: Any) -> Any:
+        seen.append(p)
+        entries = p.values() if isinstance(p, dict) else p
+        return sum((ng.sum(x * x) for x in entries), 0.0)
+
+    g = ng.grad(loss)(value)
+    assert type(seen[0]) is type(value) and type(g) is type(value)
+    if isinstance(value, _Scaled):
+        assert seen[0].scale == 3.0 and g.scale == 3.0
+    if isinstance(value, collections.defaultdict):
+        assert g.default_factory is float
+    pairs = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+    for key, entry in pairs:
+        np.testing.assert_allclose(g[key], 2.0 * np.asarray(entry))

@@ -16,8 +16,8 @@ Key paths name a place inside a value the way Python code would reach it:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -168,13 +168,29 @@ def _build_dict(template: dict[Any, Any], children: list[Any]) -> dict[Any, Any]
     pairs = zip(template.keys(), children, strict=True)
     if type(template) is dict:
         return dict(pairs)
-    if isinstance(template, defaultdict):
-        return defaultdict(template.default_factory, pairs)
-    return type(template)(pairs)
+    # A subclass is rebuilt without calling its constructor, which may take other arguments
+    # (or, as Counter's update does, count rather than store): a copy keeps its type, its
+    # attributes and settings such as a default_factory, and dict's own methods refill it.
+    rebuilt = copy.copy(template)
+    dict.clear(rebuilt)
+    dict.update(rebuilt, pairs)
+    return rebuilt
 
 
 def _build_sequence(template: Any, children: list[Any]) -> Any:
-    return list(children) if type(template) is list else type(template)(children)
+    if type(template) is list:
+        return list(children)
+    if type(template) is tuple:
+        return tuple(children)
+    if isinstance(template, list):  # a subclass: refilled as _build_dict refills a dict's
+        rebuilt = copy.copy(template)
+        list.clear(rebuilt)
+        list.extend(rebuilt, children)
+        return rebuilt
+    rebuilt = tuple.__new__(type(template), children)  # a tuple subclass (not a named tuple)
+    if hasattr(template, "__dict__"):
+        rebuilt.__dict__.update(template.__dict__)
+    return rebuilt
 
 
 _DICT = Handler("map", lambda v: list(v.keys()), lambda v, k: v[k], _build_dict)
