@@ -23,6 +23,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
+from nodegrad.transforms.common import rebuild
 
 __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
@@ -99,6 +100,10 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             raise ArgumentError(msg)
         self.fun = fun
         self._op: Op | None = None
+        # How to make this object again when unpickled: its function and rules, or the
+        # call that made it (checkpoint's rules are closures of its own).
+        self._rules: tuple[Callable[..., Any], Callable[..., Any]] | None = None
+        self._remake: tuple[Any, tuple[Any, ...], dict[str, Any]] | None = None
         functools.update_wrapper(self, fun)
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
@@ -147,6 +152,11 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             return _fitted(name, k - 1, ct, value)
 
         self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(rule), "custom")
+        self._rules = (fwd, bwd)
+
+    def __reduce__(self) -> Any:
+        # Pickled as what makes it (module-level functions pickle; the op, a closure, not).
+        return (rebuild, self._remake or (_with_rules, (self.fun, self._rules), {}))
 
     def __call__(self, *args: Any) -> Any:
         if self._op is None or not any(_has_traced(a) for a in args):
@@ -182,6 +192,7 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapped = custom_vjp(fun)
     wrapped.defvjp(fwd, bwd)
+    wrapped._remake = (checkpoint, (fun,), {})
     return wrapped
 
 
@@ -197,3 +208,11 @@ def stop_gradient(value: Any) -> Any:
     3.0
     """
     return map_with_paths(lambda _, leaf: unwrap(leaf), value)
+
+
+def _with_rules(fun: Callable[..., Any], rules: tuple[Any, Any] | None) -> custom_vjp:
+    """A ``custom_vjp`` of ``fun`` with the rules ``(fwd, bwd)``, if any: how one is unpickled."""
+    made = custom_vjp(fun)
+    if rules is not None:
+        made.defvjp(*rules)
+    return made

@@ -9,7 +9,9 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -1273,3 +1275,45 @@ def test_a_users_own_exception_in_a_custom_rule_stays_the_users() -> None:
     custom.defvjp(lambda x: (x * 2.0, None), _raises(MineError("from bwd")))
     with pytest.raises(MineError, match="from bwd"):
         ng.grad(lambda x: ng.sum(custom(x)))(np.ones(2))
+
+
+def _pickled_loss(x: Any) -> Any:
+    return np.sum(np.sin(x) ** 2.0)
+
+
+def _pickled_fwd(x: Any) -> Any:
+    return np.sum(x * x), x
+
+
+def _pickled_bwd(x: Any, g: Any) -> Any:
+    return (2.0 * g * x,)
+
+
+def test_transformed_module_level_functions_pickle_and_traced_values_refuse() -> None:
+    # Process pools and Dask ship functions by pickling them.
+    custom = ng.custom_vjp(_pickled_loss)
+    custom.defvjp(_pickled_fwd, _pickled_bwd)
+    x = np.array([0.3, 0.7])
+    for fun in (
+        ng.grad(_pickled_loss),
+        ng.value_and_grad(_pickled_loss),
+        ng.hessian(_pickled_loss),
+        ng.jacfwd(_pickled_loss),
+        ng.elementwise_grad(_pickled_loss),
+        ng.checkpoint(_pickled_loss),
+        custom,
+    ):
+        again = pickle.loads(pickle.dumps(fun))
+        assert type(again) is type(fun) and again.__name__ == "_pickled_loss"
+        np.testing.assert_allclose(np.asarray(again(x)[-1] if isinstance(again(x), tuple) else again(x)),
+                                   np.asarray(fun(x)[-1] if isinstance(fun(x), tuple) else fun(x)))  # fmt: skip
+    np.testing.assert_allclose(ng.grad(pickle.loads(pickle.dumps(custom)))(x), 2.0 * x)
+    arena = ng.Arena()
+    traced = arena.param(x)
+    with pytest.raises(ArenaError, match=r"traced value .* cannot be pickled"):
+        pickle.dumps({"w": traced})
+    with pytest.raises(ArenaError, match="arena cannot be pickled"):
+        pickle.dumps(arena)
+    # A handle never changes: copying one, or a structure holding one, copies no arena.
+    assert copy.deepcopy(traced) is traced and copy.copy(traced) is traced
+    assert copy.deepcopy({"w": traced})["w"] is traced and len(arena) == 1

@@ -450,6 +450,12 @@ class Arena:
     def __repr__(self) -> str:
         return f"<Arena with {len(self._nodes)} nodes>"
 
+    def __reduce__(self) -> Any:
+        msg = (
+            "an arena cannot be pickled: it holds op functions and handles of a computation; pickle the values you need"
+        )
+        raise ArenaError(msg)
+
     def _repr_html_(self) -> str:
         return PLUGINS.arena_html(self)
 

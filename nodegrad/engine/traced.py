@@ -116,6 +116,19 @@ class Traced:
         """The value as nested Python lists, for reading only: the result carries no gradient."""
         return np.asarray(unwrap(self.value)).tolist()
 
+    def __reduce__(self) -> Any:
+        msg = (
+            f"a traced value (node {self.index}, {describe(self.value)}) cannot be pickled: it is a handle into a "
+            "computation in progress; pickle its plain value (x.value, or nodegrad.stop_gradient(x)) instead"
+        )
+        raise ArenaError(msg)
+
+    def __copy__(self) -> Traced:
+        return self  # a handle never changes: copying it must not copy its arena
+
+    def __deepcopy__(self, memo: Any) -> Traced:
+        return self
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         msg = (
             f"a traced value (node {self.index}, {describe(self.value)}) cannot become a plain numpy "

@@ -10,6 +10,7 @@ become their values, which are plain arrays, or handles of the enclosing transfo
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,12 +30,14 @@ from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureErro
 from nodegrad.tree import zeros_like
 
 __all__ = [
+    "Transformed",
     "check_callable",
     "check_scalar",
     "like_argument",
     "lower",
     "name_of",
     "normalize_argnums",
+    "rebuild",
     "resolve_argnums",
     "same_shapes",
     "snapshot",
@@ -42,6 +45,29 @@ __all__ = [
     "traced_vdot",
     "zero_tangent",
 ]
+
+
+class Transformed:
+    """What a transform returns: called like the function it wraps, with that function's
+    name and docstring, and pickled as the transform applied to the function again, so a
+    module-level function wrapped by ``grad`` travels to process pools and Dask workers."""
+
+    def __init__(self, call: Callable[..., Any], fun: Any, remake: tuple[Any, tuple[Any, ...], dict[str, Any]]) -> None:
+        # Not merging fun's __dict__: a transformed function's own _call would come along.
+        functools.update_wrapper(self, fun, updated=())
+        self._call = call
+        self._remake = remake
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+    def __reduce__(self) -> Any:
+        return (rebuild, self._remake)
+
+
+def rebuild(transform: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``transform(*args, **kwargs)``: how a pickled transformed function is made again."""
+    return transform(*args, **kwargs)
 
 
 def check_callable(fun: Any, where: str) -> None:

@@ -18,6 +18,7 @@ from nodegrad.engine.structure import flatten_with_paths, handler_for, is_differ
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.transforms.common import (
+    Transformed,
     check_callable,
     normalize_argnums,
     resolve_argnums,
@@ -150,7 +151,6 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         msg = f"jacobian: mode must be 'rev' or 'fwd', got {mode!r}"
         raise ArgumentError(msg)
 
-    @functools.wraps(fun)
     def jacobian_fun(*args: Any, **kwargs: Any) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
         chosen = tuple(args[k] for k in positions)
@@ -180,7 +180,7 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         _check_differentiable("jacobian", out, "the output")
         return _assemble(out, chosen, columns, by_rows=False, single=single)
 
-    return jacobian_fun
+    return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode}))
 
 
 def _zeros_like(value: Any) -> Any:

@@ -8,7 +8,6 @@ another transform, the same code differentiates the enclosing one's values: see
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from nodegrad.engine.sweep import GradOptions, gradients
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
+    Transformed,
     check_callable,
     check_scalar,
     like_argument,
@@ -103,7 +103,6 @@ def value_and_grad(
         raise ArgumentError(msg)
     name = name_of("grad", fun)
 
-    @functools.wraps(fun)
     def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
         with nested_arena(True if check_finite else None) as arena, quiet_while_checking(bool(check_finite)):
@@ -128,7 +127,9 @@ def value_and_grad(
             finally:
                 arena._finish(name)
 
-    return value_and_grad_fun
+    options_ = {"has_aux": has_aux, "options": options, "out": out, "accumulate": accumulate}
+    remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite})
+    return Transformed(value_and_grad_fun, fun, remake)
 
 
 def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any) -> None:
@@ -185,14 +186,14 @@ def grad(
     check_callable(fun, "grad")
     inner = value_and_grad(fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite)
 
-    @functools.wraps(fun)
     def grad_fun(*args: Any, **kwargs: Any) -> Any:
         if has_aux:
             (_, aux), g = inner(*args, **kwargs)
             return g, aux
         return inner(*args, **kwargs)[1]
 
-    return grad_fun
+    remake = (grad, (fun, argnums), {"has_aux": has_aux, "options": options, "check_finite": check_finite})
+    return Transformed(grad_fun, fun, remake)
 
 
 def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
@@ -265,7 +266,6 @@ def elementwise_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
     nums = normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
 
-    @functools.wraps(fun)
     def elementwise_grad_fun(*args: Any, **kwargs: Any) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
 
@@ -279,7 +279,7 @@ def elementwise_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
         grads = back(_ones_like(out))
         return grads[0] if single else grads
 
-    return elementwise_grad_fun
+    return Transformed(elementwise_grad_fun, fun, (elementwise_grad, (fun, argnums), {}))
 
 
 def _ones_like(value: Any) -> Any:
