@@ -27,6 +27,7 @@ from nodegrad.transforms.common import (
 )
 from nodegrad.transforms.forward import jvp
 from nodegrad.transforms.reverse import grad, vjp
+from nodegrad.tree import zeros_like
 
 __all__ = ["hessian", "hvp", "jacfwd", "jacobian", "jacrev"]
 
@@ -172,7 +173,7 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         out = None
         for position, value in enumerate(chosen):
             for direction in _basis(value, _dtype):
-                tangents = tuple(direction if p == position else _zeros_like(v) for p, v in enumerate(chosen))
+                tangents = tuple(direction if p == position else zeros_like(v) for p, v in enumerate(chosen))
                 out, tangent_out = jvp(partial, chosen, tangents)
                 columns.append((tangent_out,))
         if out is None:
@@ -181,14 +182,6 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         return _assemble(out, chosen, columns, by_rows=False, single=single)
 
     return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode}))
-
-
-def _zeros_like(value: Any) -> Any:
-    if handler_for(value) is None:
-        return np.zeros(np.shape(value), _dtype(value))
-    return map_with_paths(
-        lambda _, leaf: np.zeros(np.shape(leaf), _dtype(leaf)) if is_differentiable_leaf(leaf) else None, value
-    )
 
 
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
