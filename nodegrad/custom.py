@@ -56,6 +56,12 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
     if np.result_type(ct_value).kind not in "biufc":
         msg = f"custom_vjp {name}: bwd's cotangent {k} must be numeric, got dtype {np.result_type(ct_value)}"
         raise DtypeError(msg)
+    if np.iscomplexobj(ct_value) and not np.iscomplexobj(value):
+        msg = (
+            f"custom_vjp {name}: bwd's cotangent {k} is complex ({np.result_type(ct_value)}) but its argument is real "
+            f"({np.result_type(value)}): return the cotangent of a real argument as a real array"
+        )
+        raise DtypeError(msg)
     if np.shape(ct_value) == shape:
         return ct if type(ct) is Traced else fit_cotangent(ct, np.asarray(value))
     try:

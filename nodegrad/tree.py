@@ -151,9 +151,10 @@ def _add_slot(x: Any, y: Any) -> Any:
     return x  # a float plus None, or a static leaf: kept as it is
 
 
-def vdot(a: Any, b: Any) -> float:
-    """The inner product of two trees of one structure: the sum over their float leaves
-    of ``sum(x * y)``; slots where either is ``None`` or static count as zero.
+def vdot(a: Any, b: Any) -> Any:
+    """The inner product of two trees of one structure: the sum over their float and
+    complex leaves of ``np.vdot(x, y)`` (``sum(conj(x) * y)``); slots where either is
+    ``None`` or static count as zero. A float for real trees, a complex for complex ones.
 
     Examples
     --------
@@ -162,12 +163,11 @@ def vdot(a: Any, b: Any) -> float:
     >>> ng.tree.vdot({"w": np.array([1.0, 2.0]), "n": None}, {"w": np.array([3.0, 4.0]), "n": 5})
     11.0
     """
-    terms = [
-        float(np.sum(np.multiply(x, y, dtype=np.float64)))
-        for _, x, y in zip_leaves(a, b)
-        if is_differentiable_leaf(x) and is_differentiable_leaf(y)
-    ]
-    return math.fsum(terms)
+    pairs = [(x, y) for _, x, y in zip_leaves(a, b) if is_differentiable_leaf(x) and is_differentiable_leaf(y)]
+    if not any(np.iscomplexobj(x) or np.iscomplexobj(y) for x, y in pairs):
+        return math.fsum(float(np.sum(np.multiply(x, y, dtype=np.float64))) for x, y in pairs)
+    terms = [np.sum(np.multiply(np.conjugate(x), y, dtype=np.complex128)) for x, y in pairs]
+    return complex(math.fsum(t.real for t in terms), math.fsum(t.imag for t in terms))
 
 
 def _check_finite(name: str, value: float) -> float:

@@ -831,7 +831,9 @@ def _polyfit_cases(draw: st.DrawFn, fn: Any) -> Case:
 def test_polynomials_differentiate_twice(func: Any, data: st.DataObject) -> None:
     case = data.draw(FUNCTION_SPECS[func], label="case")
     note(case.desc)
-    check_grads(case.of_args(), *case.args, order=2)
+    # A least-squares fit's central differences carry the rounding of its solve times the
+    # condition number (about 1e-7 for three points on [-0.25, 0.25]), above the default atol.
+    check_grads(case.of_args(), *case.args, order=2, atol=1e-6)
 
 
 # -- functions applied to parts of an array ----------------------------------------------------------

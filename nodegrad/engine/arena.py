@@ -150,7 +150,7 @@ class Arena:
         Parameters
         ----------
         value : array_like or structure
-            A float array or Python float; or a record (attrs class, dataclass, named
+            A float or complex array or Python number; or a record (attrs class, dataclass, named
             tuple), dict, list or tuple of them, nested to any depth. Static leaves
             (ints, strings, integer arrays, fields marked static, ...) pass through.
         name : str, optional
@@ -166,7 +166,7 @@ class Arena:
         Raises
         ------
         DtypeError
-            If an array ``value`` is not floating point.
+            If an array ``value`` is neither floating point nor complex.
 
         Examples
         --------
@@ -179,8 +179,11 @@ class Arena:
         """
         if type(value) is Traced:
             self._check_enclosing(value, name)
-            if value.dtype.kind != "f":
-                msg = f"{name or 'Arena.param'}: only floating-point values are differentiable, got dtype {value.dtype}"
+            if value.dtype.kind not in "fc":
+                msg = (
+                    f"{name or 'Arena.param'}: only floating-point and complex values are differentiable, got dtype "
+                    f"{value.dtype}"
+                )
                 raise DtypeError(msg)
         elif handler_for(value) is None:
             value = _as_float_array(value, name or "Arena.param")
@@ -522,13 +525,13 @@ def _holds_traced_or_nothing(value: Any) -> bool:
 
 
 def _as_float_array(value: Any, where: str) -> Any:
-    if type(value) is float:
-        # Kept a Python float: like a Python scalar in numpy, it is weakly typed, so
-        # float32 arrays it meets stay float32. Its gradient is a float64 scalar.
+    if type(value) is float or type(value) is complex:
+        # Kept a Python number: like a Python scalar in numpy, it is weakly typed, so
+        # float32 arrays it meets stay float32. Its gradient is a 64-bit scalar.
         return value
     array = np.asarray(value)
-    if array.dtype.kind != "f":
+    if array.dtype.kind not in "fc":
         hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""
-        msg = f"{where}: only floating-point values are differentiable, got dtype {array.dtype}{hint}"
+        msg = f"{where}: only floating-point and complex values are differentiable, got dtype {array.dtype}{hint}"
         raise DtypeError(msg)
     return array

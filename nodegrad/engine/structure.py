@@ -5,8 +5,8 @@ entries are fields, keyed by name), ``dict`` (maps: any hashable keys, insertion
 kept, mixed key types fine) and ``list`` / ``tuple`` (sequences). Other classes opt in
 with :func:`register_container`.
 
-A leaf is differentiable when it is a floating-point array, numpy floating scalar or
-Python ``float``. Everything else -- ints, bools, strings, ``None``, integer and boolean
+A leaf is differentiable when it is a floating-point or complex array, numpy scalar of
+those kinds, or Python ``float`` or ``complex``. Everything else -- ints, bools, strings, ``None``, integer and boolean
 arrays, arbitrary objects, and fields marked ``static`` -- is *static*: it passes through
 untouched and its slot in a gradient is ``None``.
 
@@ -25,11 +25,12 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import StructureError
+from nodegrad.errors import DtypeError, StructureError
 
 __all__ = [
     "STATIC",
     "StructCotangent",
+    "check_seed_dtype",
     "dataclass_field",
     "differentiable_leaves",
     "field",
@@ -93,11 +94,11 @@ def dataclass_field(*, static: bool = False, **kwargs: Any) -> Any:
 
 
 def is_differentiable_leaf(value: Any) -> bool:
-    """True for float arrays, numpy floating scalars and Python floats, and for values an
-    enclosing transform traced (nested transforms) that stand for one."""
-    if isinstance(value, np.ndarray | np.floating) or type(value) is Traced:
-        return value.dtype.kind == "f"
-    return isinstance(value, float)
+    """True for float and complex arrays, numpy scalars and Python numbers of those kinds,
+    and for values an enclosing transform traced (nested transforms) that stand for one."""
+    if isinstance(value, np.ndarray | np.inexact) or type(value) is Traced:
+        return value.dtype.kind in "fc"
+    return isinstance(value, float | complex)
 
 
 class Handler:
@@ -451,7 +452,7 @@ def materialize(
             g = np.zeros_like(value) if zero_missing else None
         else:
             g = finish(cotangent, value)
-        if g is None or not isinstance(value, float | np.floating):
+        if g is None or not isinstance(value, float | complex | np.inexact):
             return g
         return type(value)(g)
     slots = cotangent.slots if isinstance(cotangent, StructCotangent) else {}
@@ -462,6 +463,18 @@ def materialize(
         step = path + format_key(handler.kind, key)
         children.append(None if mask[i] else materialize(slots.get(i), child, step, missing, zero_missing, finish))
     return handler.build(value, children)
+
+
+def check_seed_dtype(seed_dtype: np.dtype[Any], dtype: np.dtype[Any], path: str) -> None:
+    """A seed must be numeric, and complex only for a complex output: the imaginary part
+    of a real output's cotangent would be cut off, and the answer silently wrong."""
+    where = f" at {path}" if path else ""
+    if seed_dtype.kind not in "biufc":
+        msg = f"the seed{where} must be numeric, got dtype {seed_dtype}"
+        raise DtypeError(msg)
+    if seed_dtype.kind == "c" and dtype.kind != "c":
+        msg = f"the seed{where} is complex ({seed_dtype}) but the output is real ({dtype}): pass a real seed"
+        raise DtypeError(msg)
 
 
 def cotangent_for(seed: Any, value: Any, path: str) -> Any:
@@ -478,6 +491,7 @@ def cotangent_for(seed: Any, value: Any, path: str) -> Any:
             )
             raise StructureError(msg)
         dtype = np.result_type(unwrap(value))
+        check_seed_dtype(seed_array.dtype, dtype, path)
         if type(seed_array) is Traced:
             return seed_array if seed_array.dtype == dtype else seed_array.astype(dtype)
         return np.array(seed_array, dtype=dtype)  # a copy the sweep owns, as for an array seed

@@ -22,6 +22,7 @@ import numpy as np
 
 from nodegrad.engine.structure import (
     StructCotangent,
+    check_seed_dtype,
     cotangent_for,
     flatten_with_paths,
     handler_for,
@@ -96,14 +97,30 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
 
 def fit_cotangent(g: Any, like: Any) -> Any:
     """Reduce a broadcast cotangent to the shape of ``like`` and cast it to its dtype
-    (``like`` may be a Python float: a weakly typed leaf, whose cotangent is float64)."""
-    if type(like) is float:
+    (``like`` may be a Python number: a weakly typed leaf, whose cotangent is 64-bit).
+
+    A complex cotangent reaching a real value keeps its real part: that is the transpose
+    of a real number's inclusion in the complex numbers (``x`` met ``1j`` in an op).
+    """
+    if type(like) is float or type(like) is complex:
         g = unbroadcast(g, ()) if np.ndim(g) else g
-        return g if g.dtype == np.float64 else g.astype(np.float64)
+        return _cast(g, np.dtype(type(like)))
     if g.shape != like.shape:
         g = unbroadcast(g, like.shape)
-    if g.dtype != like.dtype and like.dtype.kind == "f":
-        g = g.astype(like.dtype)
+    if g.dtype != like.dtype:
+        return _cast(g, like.dtype)
+    return g
+
+
+def _cast(g: Any, dtype: np.dtype[Any]) -> Any:
+    """``g`` in ``dtype``: a complex ``g`` loses its imaginary part only for a real
+    ``dtype``; a real ``g`` of a complex value is left as it is (the sum is complex)."""
+    if dtype.kind == "f":
+        if g.dtype.kind == "c":
+            g = np.real(g)
+        return g if g.dtype == dtype else g.astype(dtype)
+    if dtype.kind == "c" and g.dtype.kind == "c" and g.dtype != dtype:
+        return g.astype(dtype)
     return g
 
 
@@ -195,13 +212,11 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
     if dtype.kind not in "fc":
         msg = (
             f"cannot differentiate the output{' ' + path if path else ''} of dtype {dtype}: only "
-            f"floating outputs have gradients"
+            f"floating-point and complex outputs have gradients"
         )
         raise DtypeError(msg)
     seed_array = np.asarray(seed)
-    if seed_array.dtype.kind not in "biufc":
-        msg = f"the seed{' at ' + path if path else ''} must be numeric, got dtype {seed_array.dtype}"
-        raise DtypeError(msg)
+    check_seed_dtype(seed_array.dtype, dtype, path)
     if seed_array.shape != np.shape(value):
         msg = (
             f"the seed{' at ' + path if path else ''} has shape {seed_array.shape} but the output has shape "
@@ -239,6 +254,12 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
         value = output.value  # the common case: a scalar loss
         if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
             return {output.index: np.ones(value.shape, value.dtype)}
+        if _dtype_of(value).kind == "c":
+            msg = (
+                "the output is complex: pass seed= explicitly (a complex output has no gradient of its own; seed=1 "
+                "gives the derivative of a holomorphic function, seed=1j the other half of the Jacobian)"
+            )
+            raise DtypeError(msg)
     if seed is None:
         leaves = [output] if type(output) is Traced else _traced_leaves(output, [])
         if not leaves:
@@ -313,10 +334,10 @@ def _check_targets(arena: Any, targets: list[Any], wrt: Any) -> None:
             raise ArenaError(msg)
         value = target.value
         dtype = getattr(value, "dtype", None)
-        if dtype is not None and dtype.kind != "f" and handler_for(value) is None:
+        if dtype is not None and dtype.kind not in "fc" and handler_for(value) is None:
             msg = (
                 f"{_path_of(arena, target, wrt)} (node {target.index}) has dtype {dtype}; "
-                "only floating values are differentiable"
+                "only floating-point and complex values are differentiable"
             )
             raise DtypeError(msg)
 
@@ -328,6 +349,8 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     if type(g) is Traced:
         return g  # traced by an enclosing transform: the enclosing sweep differentiates it
     dtype = like.dtype if isinstance(like, np.ndarray) else _dtype_of(like)
+    if dtype.kind == "f" and np.iscomplexobj(g):
+        g = np.real(g)  # the backstop of fit_cotangent: a real leaf's cotangent is real
     if type(g) is not np.ndarray or g.base is not None or id(g) in taken or g.dtype != dtype:
         g = np.array(g, dtype=dtype)
     taken.add(id(g))

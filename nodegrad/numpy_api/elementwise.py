@@ -1,13 +1,12 @@
 """numpy's entrywise functions that are not ufuncs, built from the ops.
 
-``np.sinc``, ``np.real``, ``np.real_if_close`` and ``np.nan_to_num`` on traced values are
+``np.sinc``, ``np.real_if_close``, ``np.nan_to_num`` and ``np.sign`` on traced values are
 compositions of nodegrad ops (``where``, ``sin``, products) giving numpy's values, so their
-gradients are the ops' rules and differentiate again. ``np.imag`` and ``np.angle`` of real
-values are piecewise constant (zeros; 0 or pi): :func:`imag` and :func:`angle` compute
-them on the forward values, with no gradient. The ufunc ``np.modf`` gives the fractional
-part as ``x - trunc(x)`` (gradient 1; 0 at the whole numbers, where it jumps) and the
-integral part as plain values (piecewise constant). Complex traced values are refused with a
-:class:`~nodegrad.errors.DtypeError`: complex gradients are not supported yet.
+gradients are the ops' rules and differentiate again (``np.real``, ``np.imag`` and
+``np.angle`` are the ops themselves). The ufunc ``np.modf`` gives the fractional part as
+``x - trunc(x)`` (gradient 1; 0 at the whole numbers, where it jumps) and the integral
+part as plain values (piecewise constant). ``np.modf``, ``np.divmod`` and ``np.frexp``
+refuse complex values, as numpy does, with a :class:`~nodegrad.errors.DtypeError`.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 
-__all__ = ["angle", "divmod_", "frexp", "imag", "modf", "nan_to_num", "real", "real_if_close", "sinc"]
+__all__ = ["divmod_", "frexp", "modf", "nan_to_num", "real_if_close", "sign", "sinc"]
 
 # sin(y) / y = sum_k (-1)^k y^(2k) / (2k + 1)!, highest power first. For |y| < 1/2 the
 # terms left out are below 1e-19: the series gives the values, and its derivatives are
@@ -31,17 +30,13 @@ _SINC_NEAR = 0.5
 
 def _refuse_complex(name: str, value: Any) -> None:
     if np.iscomplexobj(unwrap(value)):
-        msg = (
-            f"np.{name}: complex values are not supported yet (complex gradients are not supported) "
-            f"[called at {user_location()}]"
-        )
+        msg = f"np.{name}: complex values are not supported, as in numpy [called at {user_location()}]"
         raise DtypeError(msg)
 
 
 def sinc(x: Any) -> Any:
     """``sin(pi x) / (pi x)``, 1 at 0; for ``|pi x| < 1/2`` its Taylor series, which gives
     the same values and exact derivatives of every order (0 and 1 included)."""
-    _refuse_complex("sinc", x)
     y = np.pi * x
     near = np.abs(unwrap(y)) < _SINC_NEAR
     # Each branch sees only its own entries (a constant elsewhere): the unused one stays finite.
@@ -53,28 +48,25 @@ def sinc(x: Any) -> Any:
     return ops.where(near, series, ops.sin(far) / far)
 
 
-def real(val: Any) -> Any:
-    """The real part of a real array: the value itself, with its gradient."""
-    _refuse_complex("real", val)
-    return val
-
-
 def real_if_close(a: Any, tol: Any = 100) -> Any:
-    """A real array is returned as it is (``tol`` applies to complex values only)."""
-    _refuse_complex("real_if_close", a)
-    return a
+    """The real part when every imaginary part is within ``tol`` machine epsilons of zero
+    (``tol`` above 1; below 1 an absolute bound), as numpy; otherwise ``a`` itself."""
+    value = unwrap(a)
+    if not np.iscomplexobj(value):
+        return a
+    bound = tol * np.finfo(value.dtype).eps if tol > 1 else tol
+    return ops.real(a) if np.all(np.abs(np.imag(value)) < bound) else a
 
 
-def imag(val: Any) -> Any:
-    """The imaginary part of the forward values: zeros for real ones, no gradient."""
-    _refuse_complex("imag", val)
-    return np.imag(val)
-
-
-def angle(z: Any, deg: bool = False) -> Any:
-    """The argument of the forward values: 0 or pi (180) for real ones, no gradient."""
-    _refuse_complex("angle", z)
-    return np.angle(z, deg)
+def sign(x: Any) -> Any:
+    """``np.sign``: piecewise constant for real values (plain, no gradient); for complex
+    ones ``z / |z|`` (0 at 0), which has a gradient."""
+    value = unwrap(x)
+    if not np.iscomplexobj(value):
+        return np.sign(value)
+    zero = value == 0
+    safe = ops.where(zero, 1.0, x)
+    return ops.where(zero, 0.0, safe / ops.abs(safe))
 
 
 def _replacement(name: str, value: Any, default: Any, dtype: np.dtype[Any], shape: tuple[int, ...]) -> Any:
@@ -108,6 +100,9 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
         )
         raise ArgumentError(msg)
     value = np.asarray(unwrap(x))
+    if value.dtype.kind == "c":
+        re, im = (nan_to_num(part, True, nan, posinf, neginf) for part in (ops.real(x), ops.imag(x)))
+        return re + im * 1j
     if value.dtype.kind != "f":
         return x
     limits = np.finfo(value.dtype)

@@ -304,7 +304,9 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.rollaxis: shaping.rollaxis,
     np.cross: shaping.cross,
     np.sinc: elementwise.sinc,
-    np.real: elementwise.real,
+    np.real: ops.real,
+    np.imag: ops.imag,
+    np.angle: ops.angle,
     np.real_if_close: elementwise.real_if_close,
     np.nan_to_num: elementwise.nan_to_num,
     np.linspace: along_axis.linspace,
@@ -344,19 +346,15 @@ FUNCTIONS.update(SEQUENCES)
 VALUE_FUNCTIONS = {
     np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.count_nonzero,
     np.isclose, np.allclose, np.array_equal, np.zeros_like, np.ones_like, np.empty_like,
-    np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type, np.sign, np.imag, np.angle,
+    np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type,
+    np.iscomplexobj, np.isrealobj, np.iscomplex, np.isreal,
 }  # fmt: skip
-# Value functions that check their arguments first (complex values are refused).
-_VALUE_IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {
-    np.imag: elementwise.imag,
-    np.angle: elementwise.angle,
-}
 
 
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
     if func in VALUE_FUNCTIONS:
-        return _VALUE_IMPLEMENTATIONS.get(func, func)(*forward_values(args), **forward_values(kwargs))
+        return func(*forward_values(args), **forward_values(kwargs))
     impl = FUNCTIONS.get(func) or _REFUSED.get(func)
     if impl is None:
         name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"

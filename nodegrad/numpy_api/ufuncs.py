@@ -18,7 +18,7 @@ from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import forward_values, no_extras
-from nodegrad.numpy_api.elementwise import divmod_, frexp, modf
+from nodegrad.numpy_api.elementwise import divmod_, frexp, modf, sign
 from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["UFUNCS", "VALUE_UFUNCS", "dispatch_ufunc"]
@@ -36,18 +36,6 @@ def _nan_ignoring(name: str, pick: Callable[..., Any]) -> Callable[..., Any]:
 
     fn.__name__ = name
     return fn
-
-
-def _conjugate(x: Any) -> Any:
-    """``np.conjugate`` / ``np.conj``: the value itself, for the real values nodegrad
-    differentiates."""
-    if np.iscomplexobj(unwrap(x)):
-        msg = (
-            f"np.conjugate: complex values have no gradient rule (nodegrad differentiates real values, whose "
-            f"conjugate is the value itself) [called at {user_location()}]"
-        )
-        raise DtypeError(msg)
-    return ops.positive(x)
 
 
 def _ldexp(x: Any, n: Any) -> Any:
@@ -178,7 +166,8 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.remainder: ops.remainder,
     np.fmod: ops.fmod,
     np.matmul: ops.matmul,
-    np.conjugate: _conjugate,
+    np.conjugate: ops.conj,
+    np.sign: sign,
     np.ldexp: _ldexp,
     np.copysign: _copysign,
     np.float_power: _float_power,
@@ -198,7 +187,7 @@ _KEYWORD_UFUNCS = {u for u in (getattr(np, "vecdot", None),) if isinstance(u, np
 VALUE_UFUNCS = {
     np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
     np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
-    np.isfinite, np.isnan, np.isinf, np.signbit, np.sign,
+    np.isfinite, np.isnan, np.isinf, np.signbit,
     np.floor, np.ceil, np.rint, np.trunc, np.floor_divide,
     np.heaviside, np.spacing, np.nextafter,
 }  # fmt: skip

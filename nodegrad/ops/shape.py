@@ -9,7 +9,7 @@ import numpy as np
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, axes_of
 
 __all__ = [
@@ -41,12 +41,20 @@ RESHAPE = defop(
     family=_F,
     doc="same data, new shape",
 )
+def _cast_back(g: Any, x: Any) -> Any:
+    """The cotangent in ``x``'s dtype: a real ``x`` cast to complex keeps the real part."""
+    dtype = np.result_type(x)
+    if dtype.kind == "f" and np.iscomplexobj(g):
+        g = np.real(g)
+    return g.astype(dtype)
+
+
 ASTYPE = defop(
     "astype",
     lambda x, dtype: np.asarray(x).astype(dtype),
-    lambda g, ans, x, dtype: g.astype(np.result_type(x)),
+    lambda g, ans, x, dtype: _cast_back(g, x),
     family=_F,
-    doc="the same values in another float dtype; the gradient is cast back",
+    doc="the same values in another float or complex dtype; the gradient is cast back",
 )
 TRANSPOSE = defop(
     "transpose",
@@ -278,8 +286,11 @@ def squeeze(x: Any, axis: Any = None) -> Any:
 def astype(x: Any, dtype: Any) -> Any:
     """``x`` cast to ``dtype``, as ``ndarray.astype``.
 
-    To another floating dtype the gradient follows (cast back to ``x``'s dtype). To an
-    integer, bool or other dtype the result is plain data: it carries no gradient.
+    To another floating or complex dtype the gradient follows (cast back to ``x``'s
+    dtype; a real ``x`` cast to complex gets the real part). To an integer, bool or
+    other dtype the result is plain data: it carries no gradient. A complex ``x`` cast to
+    a real dtype is refused (:class:`~nodegrad.errors.DtypeError`): it would drop the
+    imaginary part; take ``np.real`` explicitly.
 
     Examples
     --------
@@ -294,7 +305,13 @@ def astype(x: Any, dtype: Any) -> Any:
     except TypeError as exc:
         msg = f"astype: {dtype!r} is not a dtype [called at {user_location()}]"
         raise ShapeError(msg) from exc
-    if target.kind != "f":
+    if np.iscomplexobj(unwrap(x)) and target.kind != "c":
+        msg = (
+            f"astype: casting complex values to {target} would discard their imaginary part; take np.real(x) "
+            f"(or np.abs(x)) first [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
+    if target.kind not in "fc":
         return np.asarray(unwrap(x)).astype(target)
     if type(x) is Traced and x.dtype == target:
         return x

@@ -19,7 +19,20 @@ from nodegrad.engine.record import record1, record2
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError
 from nodegrad.ops import reduce
-from nodegrad.ops.elementwise import ABS, ADD, DIVIDE, MULTIPLY, NEGATIVE, SUBTRACT, clamp, power, remainder
+from nodegrad.ops.elementwise import (
+    ABS,
+    ADD,
+    DIVIDE,
+    MULTIPLY,
+    NEGATIVE,
+    SUBTRACT,
+    clamp,
+    conj,
+    imag,
+    power,
+    real,
+    remainder,
+)
 from nodegrad.ops.index import getitem
 from nodegrad.ops.linalg import dot, matmul
 from nodegrad.ops.pipeline import cumprod, cumsum
@@ -50,7 +63,25 @@ class _ArrayMethods:
         """The transpose of the last two axes (a stack of matrices), recorded as a node."""
         return swapaxes(self, -1, -2)
 
+    @property
+    def real(self) -> Any:
+        """The real part, recorded as a node (the value itself when real)."""
+        return real(self)
+
+    @property
+    def imag(self) -> Any:
+        """The imaginary part, recorded as a node (plain zeros when real)."""
+        return imag(self)
+
     # -- methods ------------------------------------------------------------------------
+    def conj(self) -> Any:
+        """The complex conjugate, as ``ndarray.conj``."""
+        return conj(self)
+
+    def conjugate(self) -> Any:
+        """The complex conjugate, as ``ndarray.conjugate``."""
+        return conj(self)
+
     def reshape(self, *shape: Any) -> Any:
         """Reshape, as ``ndarray.reshape``."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

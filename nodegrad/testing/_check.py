@@ -185,12 +185,12 @@ class _Check:
                     moved[key] = us, f64(*(add(p, s) for p, s in zip(point, steps, strict=True)))
                 return moved[key][1]
 
-            return (vdot(v, side(1.0)) - vdot(v, side(-1.0))) / (2 * self.eps)
+            return (_pair(v, side(1.0)) - _pair(v, side(-1.0))) / (2 * self.eps)
 
         def rounding(v: Any, us: list[Any]) -> float:
             # What float64 rounding of the two evaluations alone can put into the central
             # difference: a large value (f + 1e6) loses digits its derivative does not have.
-            size = vdot(_abs(v), _abs(moved[(id(us), 1.0)][1])) + vdot(_abs(v), _abs(moved[(id(us), -1.0)][1]))
+            size = _pair(_abs(v), _abs(moved[(id(us), 1.0)][1])) + _pair(_abs(v), _abs(moved[(id(us), -1.0)][1]))
             return 4 * float(np.finfo(np.float64).eps) * size / (2 * self.eps)
 
         if mode == "rev":
@@ -202,14 +202,16 @@ class _Check:
 
             def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
                 gs = grads if v_ is v else back(v_)
-                value = sum(vdot(g, u) for g, u in zip(gs, us, strict=True))
-                size = sum(vdot(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
+                value = sum(_pair(g, u) for g, u in zip(gs, us, strict=True))
+                size = sum(_pair(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
                 return value, size
 
-            groups = [[k] for k in range(len(xs))]  # one argument at a time
+            # One argument at a time; complex ones along real and along imaginary directions.
+            groups = [([k], part) for k, x in enumerate(xs) for part in _parts(x)]
 
-            def directions(group: list[int]) -> list[Any]:
-                return [self.random(x) if k in group else _zeros(x) for k, x in enumerate(xs)]
+            def directions(group: tuple[list[int], str]) -> list[Any]:
+                ks, part = group
+                return [self.random(x, part) if k in ks else _zeros(x) for k, x in enumerate(xs)]
 
             kind, formula = "the gradient of", "<vjp(v), u>"
         else:
@@ -224,16 +226,18 @@ class _Check:
 
             def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
                 tangent = tangent_along(us)[1]
-                return vdot(v_, tangent), vdot(_abs(v_), _abs(tangent))
+                return _pair(v_, tangent), _pair(_abs(v_), _abs(tangent))
 
-            groups = [list(range(len(xs)))]  # all the arguments together
+            # All the arguments together; complex ones along real, then imaginary directions.
+            parts = sorted({part for x in xs for part in _parts(x)}, reverse=True)
+            groups = [(list(range(len(xs))), part) for part in parts]
+            along = {part: [self.random(x, part) for x in xs] for part in parts}
             # The direction's jvp gives the output too: f need not run on its own.
-            first_us = [self.random(x) for x in xs]
-            out = tangent_along(first_us)[0]
+            out = tangent_along(along[parts[0]])[0]
             v = self.random(out)
 
-            def directions(group: list[int]) -> list[Any]:
-                return first_us
+            def directions(group: tuple[list[int], str]) -> list[Any]:
+                return along[group[1]]
 
             kind, formula = "the forward derivative along", "<v, jvp(u)>"
         rtol, atol = self.tolerances(out, xs, level)
@@ -258,15 +262,18 @@ class _Check:
             problem = failure(v, us)
             if problem is None:
                 continue
+            ks, part = group
             # Find the leaves to blame: the same test with the direction on one leaf at a time,
             # then with the cotangent on one output leaf at a time.
             blamed = [
                 _describe(names[k], xs[k], path)
-                for k in group
+                for k in ks
                 for path, _ in differentiable_leaves(xs[k])
                 if failure(v, [_only(u, path) if j == k else _zeros(u) for j, u in enumerate(us)]) is not None
             ]
-            where = ", ".join(blamed or [_describe(names[k], xs[k], None) for k in group])
+            where = ", ".join(blamed or [_describe(names[k], xs[k], None) for k in ks])
+            if part:
+                where += f" along {part} directions"
             outputs = [path for path, _ in differentiable_leaves(out) if path and failure(_only(v, path), us)]
             shows = f"; it shows in the output at {', '.join(outputs)}" if outputs else ""
             msg = f"{header}: {kind} {where} fails the dot-product test (seed={self.seed}){shows}:\n{problem}"
@@ -274,19 +281,33 @@ class _Check:
         return out
 
     def tolerances(self, out: Any, xs: list[Any], level: int) -> tuple[float, float]:
-        dtypes = [np.asarray(leaf).dtype for value in [out, *xs] for _, leaf in differentiable_leaves(value)]
+        # A complex dtype is as precise as the float dtype of its parts.
+        dtypes = [
+            np.finfo(np.asarray(leaf).dtype).dtype for value in [out, *xs] for _, leaf in differentiable_leaves(value)
+        ]
         narrowest = min(dtypes, key=lambda d: d.itemsize, default=np.dtype(float))
         table = _TOLERANCES if level == 1 else _TOLERANCES_HIGHER
         default_rtol, default_atol = table.get(narrowest.name, table["float64"])
         return (default_rtol if self.rtol is None else self.rtol), (default_atol if self.atol is None else self.atol)
 
-    def random(self, like: Any) -> Any:
-        """Standard normal draws shaped like the float leaves of ``like``, in their dtypes."""
+    def random(self, like: Any, part: str = "") -> Any:
+        """Standard normal draws shaped like the float and complex leaves of ``like``, in
+        their dtypes. Complex leaves get complex draws, or with ``part`` purely real or
+        purely imaginary ones (real leaves then get zeros along imaginary directions)."""
 
         def draw(leaf: Any) -> Any:
-            if isinstance(leaf, float):
-                return float(self.rng.standard_normal())
-            return self.rng.standard_normal(np.shape(leaf)).astype(np.asarray(leaf).dtype)
+            dtype = np.result_type(leaf)
+            values = self.rng.standard_normal(np.shape(leaf))
+            if dtype.kind == "c":
+                if part == "imaginary":
+                    values = 1j * values
+                elif part != "real":
+                    values = values + 1j * self.rng.standard_normal(np.shape(leaf))
+            elif part == "imaginary":
+                values = values * 0
+            if isinstance(leaf, float | complex):
+                return type(leaf)(values)
+            return values.astype(dtype)
 
         return map_floats(draw, like)
 
@@ -322,7 +343,21 @@ def _normalize_modes(modes: Any) -> tuple[str, ...]:
 
 
 def _as_float64(leaf: Any) -> Any:
-    return leaf if isinstance(leaf, float) else np.asarray(leaf, dtype=np.float64)
+    if isinstance(leaf, float | complex):
+        return leaf
+    return np.asarray(leaf, dtype=np.complex128 if np.iscomplexobj(leaf) else np.float64)
+
+
+def _parts(x: Any) -> tuple[str, ...]:
+    """The directions to check ``x`` along: any (real values), or real and imaginary ones."""
+    complex_ = any(np.iscomplexobj(leaf) for _, leaf in differentiable_leaves(x))
+    return ("real", "imaginary") if complex_ else ("",)
+
+
+def _pair(a: Any, b: Any) -> float:
+    """``Re(sum(a * b))`` over the leaves: the pairing of cotangents with tangents whose
+    transpose a VJP is (JAX's convention for complex values; ``vdot`` for real ones)."""
+    return float(np.real(vdot(map_floats(np.conjugate, a), b)))
 
 
 def _abs(value: Any) -> Any:

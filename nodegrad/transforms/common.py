@@ -19,6 +19,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.arena import Arena, too_deep
 from nodegrad.engine.structure import (
+    differentiable_leaves,
     handler_for,
     is_differentiable_leaf,
     leaves,
@@ -32,6 +33,7 @@ from nodegrad.tree import zeros_like
 __all__ = [
     "Transformed",
     "check_callable",
+    "check_holomorphic_inputs",
     "check_scalar",
     "like_argument",
     "lower",
@@ -120,7 +122,7 @@ def like_argument(g: Any, original: Any) -> Any:
         return g  # traced by an enclosing transform: it differentiates this in turn
     handler = handler_for(original)
     if handler is None:
-        if g is not None and isinstance(original, float | np.floating) and type(g) is not type(original):
+        if g is not None and isinstance(original, float | complex | np.inexact) and type(g) is not type(original):
             return type(original)(g)
         return g
     g_handler = handler_for(g)
@@ -149,14 +151,26 @@ def split_output(out: Any, has_aux: bool) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def check_scalar(out: Any) -> None:
+def check_scalar(out: Any, holomorphic: bool = False) -> None:
+    """``out`` is what ``grad`` can differentiate: a real scalar, or with ``holomorphic``
+    a complex one (JAX's rule: a complex output has no gradient of its own)."""
     value = unwrap(out)
-    if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
+    if not holomorphic and isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
         return  # the common case: a float scalar
-    if not isinstance(value, (np.ndarray, np.generic, int, float)) or np.result_type(value).kind not in "biuf":
+    if not isinstance(value, (np.ndarray, np.generic, int, float, complex)) or np.result_type(value).kind not in "biufc":
         msg = f"grad needs a function returning a real scalar, got {type(value).__name__}"
         if isinstance(value, (np.ndarray, np.generic)):
             msg += f" of dtype {value.dtype}"
+        raise DtypeError(msg)
+    kind = np.result_type(value).kind
+    if holomorphic and kind != "c":
+        msg = f"grad with holomorphic=True needs a function returning a complex scalar, got dtype {np.result_type(value)}"
+        raise DtypeError(msg)
+    if not holomorphic and kind == "c":
+        msg = (
+            f"grad needs a function returning a real scalar, got dtype {np.result_type(value)}: for the derivative "
+            "of a holomorphic function pass holomorphic=True; for other complex outputs use nodegrad.vjp"
+        )
         raise DtypeError(msg)
     if np.size(value) != 1:
         msg = (
@@ -164,6 +178,19 @@ def check_scalar(out: Any) -> None:
             "use nodegrad.vjp for non-scalar outputs"
         )
         raise ShapeError(msg)
+
+
+def check_holomorphic_inputs(where: str, values: Sequence[Any]) -> None:
+    """With ``holomorphic=True`` every differentiated leaf must be complex (as in JAX): a
+    holomorphic derivative with respect to a real value is not defined."""
+    for k, value in enumerate(values):
+        for path, leaf in differentiable_leaves(value):
+            if np.result_type(unwrap(leaf)).kind != "c":
+                msg = (
+                    f"{where} with holomorphic=True needs complex arguments, but argument {k}{path} has dtype "
+                    f"{np.result_type(unwrap(leaf))}: cast it with .astype(complex)"
+                )
+                raise DtypeError(msg)
 
 
 def traced_vdot(a: Any, b: Any) -> Any:
@@ -179,9 +206,17 @@ def traced_vdot(a: Any, b: Any) -> Any:
 def same_shapes(where: str, value: Any, other: Any) -> None:
     """``other`` has ``value``'s structure and, at every float leaf, its shape."""
     for path, leaf, other_leaf in zip_leaves(value, other):
-        if is_differentiable_leaf(leaf) and np.shape(leaf) != np.shape(other_leaf):
+        if not is_differentiable_leaf(leaf):
+            continue
+        if np.shape(leaf) != np.shape(other_leaf):
             msg = f"{where}: the direction{path} has shape {np.shape(other_leaf)}, the point {np.shape(leaf)}"
             raise ShapeError(msg)
+        if np.iscomplexobj(unwrap(other_leaf)) and not np.iscomplexobj(unwrap(leaf)):
+            msg = (
+                f"{where}: the direction{path} is complex but the point is real ({np.result_type(unwrap(leaf))}): a "
+                "real value moves along real directions only"
+            )
+            raise DtypeError(msg)
 
 
 def zero_tangent(value: Any, where: str = "jvp") -> Any:

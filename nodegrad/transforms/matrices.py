@@ -15,11 +15,12 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
+    check_holomorphic_inputs,
     normalize_argnums,
     resolve_argnums,
     same_shapes,
@@ -114,7 +115,9 @@ def _check_differentiable(where: str, value: Any, what: str) -> None:
         raise DtypeError(msg)
 
 
-def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "rev") -> Callable[..., Any]:
+def jacobian(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "rev", holomorphic: bool = False
+) -> Callable[..., Any]:
     """Make a function returning the Jacobian of ``fun`` with respect to argument(s) ``argnums``.
 
     Parameters
@@ -126,6 +129,10 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
     mode : {"rev", "fwd"}, default "rev"
         ``"rev"``: one reverse sweep per output entry (cheaper for few outputs).
         ``"fwd"``: one :func:`~nodegrad.jvp` per argument entry (cheaper for few inputs).
+    holomorphic : bool, default False
+        ``fun`` is holomorphic, with complex arguments and outputs: the result holds its
+        complex derivatives. Without it, as in JAX, ``"rev"`` needs real outputs (each row
+        is then a gradient, complex for complex arguments) and ``"fwd"`` real arguments.
 
     Returns
     -------
@@ -157,6 +164,10 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         chosen = tuple(args[k] for k in positions)
         for k, value in zip(positions, chosen, strict=True):
             _check_differentiable("jacobian", value, f"argument {k}")
+        if holomorphic:
+            check_holomorphic_inputs("jacobian", chosen)
+        elif mode == "fwd":
+            _refuse_complex(chosen, "arguments", "for a real-valued function use mode='rev'")
 
         def partial(*values: Any) -> Any:
             call_args = list(args)
@@ -167,6 +178,7 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         if mode == "rev":
             out, back = vjp(partial, *chosen)
             _check_differentiable("jacobian", out, "the output")
+            _check_output(out, holomorphic, mode)
             rows = [back(seed) for seed in _basis(out, _dtype)]
             return _assemble(out, chosen, rows, by_rows=True, single=single)
         columns = []
@@ -179,12 +191,41 @@ def jacobian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode:
         if out is None:
             out = partial(*chosen)
         _check_differentiable("jacobian", out, "the output")
+        _check_output(out, holomorphic, mode)
         return _assemble(out, chosen, columns, by_rows=False, single=single)
 
-    return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode}))
+    return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode, "holomorphic": holomorphic}))
 
 
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+def _complex_leaves(value: Any) -> list[str]:
+    return [path or "the value" for path, leaf in _float_leaves(value) if np.result_type(unwrap(leaf)).kind == "c"]
+
+
+def _refuse_complex(values: Any, what: str, hint: str) -> None:
+    found = _complex_leaves(values)
+    if found:
+        msg = (
+            f"jacobian(mode='fwd') needs real {what}, but {found[0]} is complex: for a holomorphic function pass "
+            f"holomorphic=True; {hint}"
+        )
+        raise DtypeError(msg)
+
+
+def _check_output(out: Any, holomorphic: bool, mode: str) -> None:
+    if holomorphic:
+        real = [path or "the value" for path, leaf in _float_leaves(out) if np.result_type(unwrap(leaf)).kind != "c"]
+        if real:
+            msg = f"jacobian with holomorphic=True needs complex outputs, but {real[0]} is real"
+            raise DtypeError(msg)
+    elif mode == "rev" and _complex_leaves(out):
+        msg = (
+            f"jacobian(mode='rev') needs real outputs, but {_complex_leaves(out)[0]} is complex: for a holomorphic "
+            "function pass holomorphic=True; with real arguments mode='fwd' gives the Jacobian of a complex output"
+        )
+        raise DtypeError(msg)
+
+
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False) -> Callable[..., Any]:
     """:func:`jacobian` by reverse sweeps, one per output entry (JAX's name).
 
     Examples
@@ -195,10 +236,10 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     array([[2., 0.],
            [2., 1.]])
     """
-    return jacobian(fun, argnums, mode="rev")
+    return jacobian(fun, argnums, mode="rev", holomorphic=holomorphic)
 
 
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False) -> Callable[..., Any]:
     """:func:`jacobian` by forward mode, one :func:`~nodegrad.jvp` per argument entry
     (JAX's name).
 
@@ -210,10 +251,10 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callabl
     array([[2., 0.],
            [2., 1.]])
     """
-    return jacobian(fun, argnums, mode="fwd")
+    return jacobian(fun, argnums, mode="fwd", holomorphic=holomorphic)
 
 
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False) -> Callable[..., Any]:
     """Make a function returning the Hessian of ``fun``: the Jacobian of its Jacobian, laid
     out as :func:`jacobian` lays it out. For a scalar ``fun`` of an array, an array of shape
     ``x.shape + x.shape``; a non-scalar ``fun`` adds its output's shape in front, so
@@ -228,7 +269,7 @@ def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callab
            [6., 2.]])
     """
     check_callable(fun, "hessian")
-    return jacobian(jacobian(fun, argnums), argnums)
+    return jacobian(jacobian(fun, argnums, holomorphic=holomorphic), argnums, holomorphic=holomorphic)
 
 
 def hvp(fun: Callable[..., Any], x: Any, v: Any) -> Any:

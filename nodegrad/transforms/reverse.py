@@ -21,6 +21,7 @@ from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
+    check_holomorphic_inputs,
     check_scalar,
     like_argument,
     lower,
@@ -44,6 +45,7 @@ def value_and_grad(
     out: Any = None,
     accumulate: bool = False,
     check_finite: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """Make a function that returns ``fun``'s value and its gradient.
 
@@ -72,6 +74,11 @@ def value_and_grad(
         or gradient is NaN or Inf, naming it and the line that recorded it (as inside
         :func:`nodegrad.debug_nans`). Costs a source-line lookup per op; off, it costs
         nothing.
+    holomorphic : bool, default False
+        ``fun`` is holomorphic, with complex arguments and a complex scalar output: the
+        result is its complex derivative ``f'(z)``. Without it, a complex output is an
+        error and a complex argument gets JAX's gradient of a real-valued function (the
+        conjugate of PyTorch's; see the complex-numbers page of the docs).
 
     Returns
     -------
@@ -111,14 +118,18 @@ def value_and_grad(
                 for k in positions:
                     call_args[k] = arena.param(args[k], name=f"args[{k}]")
                 wrt = tuple(snapshot(call_args[k]) for k in positions)
+                if holomorphic:
+                    check_holomorphic_inputs("grad", [args[k] for k in positions])
                 result, aux = split_output(fun(*call_args, **kwargs), has_aux)
-                check_scalar(result)
+                check_scalar(result, holomorphic)
+                # A holomorphic function's derivative is its VJP with the cotangent 1.
+                seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
                 if out is None:
-                    grads = gradients(arena, result, wrt, None, options)
+                    grads = gradients(arena, result, wrt, seed, options)
                     shaped = tuple(like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
                     grad_value: Any = shaped[0] if single else shaped
                 else:
-                    write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options)
+                    write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options, seed)
                     grad_value = out
                 value = lower(result, arena)
                 if has_aux:
@@ -128,27 +139,31 @@ def value_and_grad(
                 arena._finish(name)
 
     options_ = {"has_aux": has_aux, "options": options, "out": out, "accumulate": accumulate}
-    remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite})
+    remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite, "holomorphic": holomorphic})
     return Transformed(value_and_grad_fun, fun, remake)
 
 
-def write_gradients(arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any) -> None:
+def write_gradients(
+    arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any, seed: Any = None
+) -> None:
     """Write (or add) the gradients of ``output`` into the buffers ``out``, shaped like ``wrt``."""
     pairs = [(path, leaf, buf) for path, leaf, buf in zip_leaves(wrt, out) if isinstance(leaf, Traced)]
     for path, leaf, buf in pairs:
         bad = not isinstance(buf, np.ndarray) or buf.dtype.kind not in "fc"
+        bad = bad or (np.iscomplexobj(leaf.value) and buf.dtype.kind != "c")
         if bad or buf.shape != np.shape(leaf.value) or not buf.flags.writeable:
             got = (
                 f"{type(buf).__name__} of shape {np.shape(buf)}" if isinstance(buf, np.ndarray) else type(buf).__name__
             )
-            msg = f"out{path} must be a writeable array of shape {np.shape(leaf.value)}, got {got}"
+            kind = "complex " if np.iscomplexobj(leaf.value) else ""
+            msg = f"out{path} must be a writeable {kind}array of shape {np.shape(leaf.value)}, got {got}"
             raise StructureError(msg)
         value = unwrap(leaf)
         if np.may_share_memory(buf, value) and np.shares_memory(buf, value):
             # Writing the gradient there would overwrite the argument being differentiated.
             msg = f"out{path} shares memory with the argument it is the gradient of: pass separate buffers"
             raise ArgumentError(msg)
-    raw = gradients(arena, output, [leaf for _, leaf, _ in pairs], None, options, finish=lambda g, like: g)
+    raw = gradients(arena, output, [leaf for _, leaf, _ in pairs], seed, options, finish=lambda g, like: g)
     for (_, _, buf), g in zip(pairs, raw, strict=True):
         if accumulate:
             np.add(buf, g, out=buf, casting="same_kind")
@@ -163,11 +178,14 @@ def grad(
     has_aux: bool = False,
     options: GradOptions | None = None,
     check_finite: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """Make a function that returns the gradient of scalar-valued ``fun``.
 
     Same arguments as :func:`value_and_grad`; returns only the gradient, or
-    ``(grad, aux)`` with ``has_aux``.
+    ``(grad, aux)`` with ``has_aux``. For a real-valued function of complex arguments the
+    gradient is JAX's (``grad(lambda z: abs(z) ** 2)(1 + 2j)`` is ``2 - 4j``); with
+    ``holomorphic=True``, the complex derivative of a holomorphic function.
 
     Examples
     --------
@@ -184,7 +202,9 @@ def grad(
     Line(slope=array([10.]), intercept=5.0)
     """
     check_callable(fun, "grad")
-    inner = value_and_grad(fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite)
+    inner = value_and_grad(
+        fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite, holomorphic=holomorphic
+    )
 
     def grad_fun(*args: Any, **kwargs: Any) -> Any:
         if has_aux:
@@ -192,7 +212,8 @@ def grad(
             return g, aux
         return inner(*args, **kwargs)[1]
 
-    remake = (grad, (fun, argnums), {"has_aux": has_aux, "options": options, "check_finite": check_finite})
+    flags = {"has_aux": has_aux, "options": options, "check_finite": check_finite, "holomorphic": holomorphic}
+    remake = (grad, (fun, argnums), flags)
     return Transformed(grad_fun, fun, remake)
 
 

@@ -44,6 +44,7 @@ from nodegrad.ops.elementwise.arithmetic import (
     subtract,
     unary,
 )
+from nodegrad.ops.elementwise.parts import ANGLE, CONJ, IMAG, REAL, angle, conj, imag, real
 from nodegrad.ops.elementwise.selection import (
     CLAMP,
     MAXIMUM,
@@ -114,6 +115,7 @@ from nodegrad.ops.elementwise.transcendental import (
 __all__ = [
     "abs",
     "add",
+    "angle",
     "arccos",
     "arccosh",
     "arcsin",
@@ -124,6 +126,7 @@ __all__ = [
     "binary",
     "cbrt",
     "clamp",
+    "conj",
     "cos",
     "cosh",
     "deg2rad",
@@ -134,6 +137,7 @@ __all__ = [
     "fmod",
     "gelu",
     "hypot",
+    "imag",
     "log",
     "log1p",
     "log2",
@@ -147,6 +151,7 @@ __all__ = [
     "positive",
     "power",
     "rad2deg",
+    "real",
     "reciprocal",
     "relu",
     "remainder",

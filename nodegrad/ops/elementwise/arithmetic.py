@@ -77,15 +77,26 @@ def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
 
 def _power_rule_exponent(g: Any, ans: Any, x: Any, y: Any) -> Any:
     # d/dy x**y = x**y * log(x); defined as 0 where x == 0 (the limit for y > 0), and the
-    # log of a negative base is not real, so those entries get 0 as well.
-    safe = np.where(x > 0, x, 1)
+    # log of a negative base is not real, so those entries get 0 as well. A complex base
+    # has a logarithm everywhere but at 0.
+    safe = np.where(x != 0, x, 1) if np.iscomplexobj(x) else np.where(x > 0, x, 1)
     return g * ans * np.log(safe)
+
+
+def _abs_rule(g: Any, ans: Any, x: Any) -> Any:
+    if not np.iscomplexobj(x):
+        return g * np.sign(x)
+    # d|z| = Re(conj(z) dz) / |z|: the transpose is g conj(z) / |z|, 0 at z == 0.
+    zero = ans == 0
+    if np.any(zero):
+        return np.where(zero, 0, g * np.conjugate(x) / np.where(zero, 1, ans))
+    return g * np.conjugate(x) / ans
 
 
 POWER = binary("power", np.power, _power_rule_base, _power_rule_exponent, "x ** y")
 
 
-ABS = unary("abs", np.abs, lambda g, ans, x: g * np.sign(x), "absolute value (gradient 0 at 0)")
+ABS = unary("abs", np.abs, _abs_rule, "absolute value (gradient 0 at 0; of a complex z: g conj(z) / |z|)")
 
 
 SQUARE = unary("square", np.square, lambda g, ans, x: g * (x + x), "x * x")
