@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.structure import flatten_with_paths
+from nodegrad.engine.structure import differentiable_leaves
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import NonFiniteError, user_location
 
@@ -82,9 +82,33 @@ def _finite(value: Any) -> bool:
     value = unwrap(value)
     if isinstance(value, np.ndarray | np.generic) and value.dtype.kind in "fc":
         return bool(np.isfinite(value).all())
-    if isinstance(value, float):
+    if isinstance(value, float | complex):
         return bool(np.isfinite(value))
     return True
+
+
+def _part(value: Any) -> str:
+    """Where a complex value is not finite: its real part, its imaginary part, or both."""
+    value = np.asarray(unwrap(value))
+    if value.dtype.kind != "c":
+        return ""
+    real, imag = not np.isfinite(value.real).all(), not np.isfinite(value.imag).all()
+    return (
+        " (in the real and imaginary parts)"
+        if real and imag
+        else " (in the real part)"
+        if real
+        else " (in the imaginary part)"
+    )
+
+
+def _constant_culprits(args: tuple[Any, ...], argnums: tuple[int, ...]) -> list[int]:
+    """Positions of the op's inputs that are constants here (not traced) and not finite."""
+    return [
+        k
+        for k, a in enumerate(args)
+        if k not in argnums and isinstance(unwrap(a), np.ndarray | np.generic | float | complex) and not _finite(a)
+    ]
 
 
 def _shapes(args: tuple[Any, ...]) -> str:
@@ -112,14 +136,21 @@ class CheckedNodes(list):
     def append(self, node: Any) -> None:
         self.locations.append(user_location())
         super().append(node)
-        op, parents, _, args, value = node
+        op, parents, argnums, args, value = node
         if not parents:
             self._check_leaf(value)
         elif not _finite(value):
             index = len(self) - 1
+            constants = _constant_culprits(args, argnums)
+            origin = (
+                f"; its input {constants[0]} is not finite and is a constant here (not a differentiated argument: "
+                f"an argument outside argnums, or an array the function closes over)"
+                if constants
+                else self.paths_of(parents)
+            )
             msg = (
-                f"{op.name} (node {index}) produced a non-finite value in the forward pass; "
-                f"inputs {_shapes(args)}{self.paths_of(parents)} [recorded at {self.locations[index]}]"
+                f"{op.name} (node {index}) produced a non-finite value{_part(value)} in the forward pass; "
+                f"inputs {_shapes(args)}{origin} [recorded at {self.locations[index]}]"
             )
             if op.name in _DOMAIN_LIMITED:
                 msg += (
@@ -134,10 +165,11 @@ class CheckedNodes(list):
         rather than blame the first op that reads it."""
         index = len(self) - 1
         root = self.arena._paths.get(index, "")
-        for path, leaf in flatten_with_paths(value):
+        # Fields marked static are data the gradient never reaches: not checked.
+        for path, leaf in differentiable_leaves(value):
             if not _finite(leaf):
                 msg = (
-                    f"the leaf {root}{path} (node {index}) holds a non-finite value "
+                    f"the leaf {root}{path} (node {index}) holds a non-finite value{_part(leaf)} "
                     f"[recorded at {self.locations[index]}]"
                 )
                 del self[index:]
@@ -231,8 +263,8 @@ class _CheckedRules:
         _, parents, argnums, args, _ = nodes[i]
         parent = parents[argnums.index(k)]
         msg = (
-            f"{self.name} (node {i}) produced a non-finite gradient for its input {k} (node {parent}) in the "
-            f"backward pass, from a finite cotangent; inputs {_shapes(args)}{nodes.paths_of(parents)} "
+            f"{self.name} (node {i}) produced a non-finite gradient{_part(out)} for its input {k} (node {parent}) "
+            f"in the backward pass, from a finite cotangent; inputs {_shapes(args)}{nodes.paths_of(parents)} "
             f"[recorded at {nodes.locations[i]}]"
         )
         return msg + _where_hint(nodes, i, g, out)

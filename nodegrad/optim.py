@@ -57,6 +57,18 @@ def _like(new: Any, old: Any) -> Any:
     return new.astype(old.dtype, copy=False) if isinstance(old, np.ndarray) and new.dtype != old.dtype else new
 
 
+def _descent(g: Any) -> Any:
+    """The direction of steepest ascent for a gradient ``g``: ``g`` itself for real values,
+    ``conj(g)`` for complex ones (a gradient of a complex value is JAX's, the conjugate of
+    the direction ``d/dRe + i d/dIm``)."""
+    return np.conjugate(g) if np.iscomplexobj(g) else g
+
+
+def _squared(g: Any) -> Any:
+    """``|g|**2``, real for complex ``g`` (the second moment of Adam and RMSProp)."""
+    return np.real(g * np.conjugate(g)) if np.iscomplexobj(g) else g * g
+
+
 def _check_rate(lr: float) -> None:
     if not (np.isfinite(lr) and lr > 0):
         msg = f"the learning rate must be a finite positive number, got {lr}"
@@ -66,6 +78,9 @@ def _check_rate(lr: float) -> None:
 def sgd(params: Any, grads: Any, lr: float) -> Any:
     """One step of gradient descent: ``params - lr * grads``, leafwise.
 
+    A complex parameter steps along ``conj(grads)``, its direction of steepest descent
+    (nodegrad's gradients of complex values are JAX's; see the complex-numbers page).
+
     Examples
     --------
     >>> import nodegrad as ng
@@ -73,7 +88,7 @@ def sgd(params: Any, grads: Any, lr: float) -> Any:
     {'w': 0.95, 'tag': 'a'}
     """
     _check_rate(lr)
-    return _update("sgd", params, grads, lambda p, g: p - lr * g)
+    return _update("sgd", params, grads, lambda p, g: p - lr * _descent(g))
 
 
 @attrs.frozen
@@ -96,6 +111,9 @@ def adam(
     eps: float = 1e-8,
 ) -> tuple[Any, AdamState]:
     """One Adam step (Kingma & Ba, with bias correction).
+
+    For a complex parameter the first moment averages ``conj(grads)`` and the second
+    ``|grads|**2``, so the step descends (as :func:`sgd` explains).
 
     Parameters
     ----------
@@ -125,8 +143,8 @@ def adam(
     if state is None:
         state = AdamState(0, zeros_like(grads), zeros_like(grads))
     step = state.step + 1
-    mu = tree_map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
-    nu = tree_map(lambda v, g: b2 * v + (1 - b2) * g * g, state.nu, grads)
+    mu = tree_map(lambda m, g: b1 * m + (1 - b1) * _descent(g), state.mu, grads)
+    nu = tree_map(lambda v, g: b2 * v + (1 - b2) * _squared(g), state.nu, grads)
     mu_hat_scale = 1 / (1 - b1**step)
     nu_hat_scale = 1 / (1 - b2**step)
     steps = tree_map(lambda m, v: lr * (m * mu_hat_scale) / (np.sqrt(v * nu_hat_scale) + eps), mu, nu)
@@ -253,6 +271,9 @@ def _gradients(driver: str, x: Any, g: Any, values: list[np.ndarray], iteration:
             msg = f"{where} is a {type(leaf).__name__}, the parameter an array of shape {like.shape}"
             raise StructureError(msg)
         array = np.asarray(leaf)
+        if array.dtype.kind == "c" and like.dtype.kind == "c":
+            out.append(_descent(array).astype(like.dtype, copy=False))  # steepest ascent, as for reals
+            continue
         if array.dtype.kind not in "fiu":
             msg = f"{where} has dtype {array.dtype}, the parameter {like.dtype}"
             raise DtypeError(msg)
@@ -403,7 +424,7 @@ def rmsprop_loop(
     floor = _positive(name, "eps", eps)
 
     def update(x: np.ndarray, g: np.ndarray, avg_sq_grad: Any, rate: float, i: int) -> tuple[Any, Any]:
-        avg_sq_grad = avg_sq_grad * decay + g**2 * (1 - decay)
+        avg_sq_grad = avg_sq_grad * decay + _squared(g) * (1 - decay)
         return x - rate * g / (np.sqrt(avg_sq_grad) + floor), avg_sq_grad
 
     return _run(name, grad, x0, callback, num_iters, step_size, np.ones_like, update)
@@ -466,7 +487,7 @@ def adam_loop(
     def update(x: np.ndarray, g: np.ndarray, moments: Any, rate: float, i: int) -> tuple[Any, Any]:
         m, v = moments
         m = (1 - beta1) * g + beta1 * m  # first moment estimate
-        v = (1 - beta2) * (g**2) + beta2 * v  # second moment estimate
+        v = (1 - beta2) * _squared(g) + beta2 * v  # second moment estimate
         mhat = m / (1 - beta1 ** (i + 1))  # bias correction
         vhat = v / (1 - beta2 ** (i + 1))
         return x - rate * mhat / (np.sqrt(vhat) + floor), (m, v)

@@ -208,7 +208,11 @@ def global_norm(tree: Any) -> float:
     >>> ng.tree.global_norm({"a": np.array([3.0]), "b": [4.0, None]})
     5.0
     """
-    leaves = [np.asarray(x, dtype=np.float64) for _, x in differentiable_leaves(tree)]
+    # A complex entry counts by its modulus, as two real entries would.
+    leaves = [
+        np.abs(np.asarray(x, dtype=np.complex128 if np.iscomplexobj(x) else np.float64))
+        for _, x in differentiable_leaves(tree)
+    ]
     if not leaves:
         return 0.0
     if any(np.isnan(x).any() for x in leaves):
@@ -313,6 +317,8 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         def rebuild(leaf: Any) -> Any:
             k = next(pieces)
             part = vector[int(offsets[k]) : int(offsets[k + 1])]
+            if np.iscomplexobj(unwrap(part)) and not np.iscomplexobj(unwrap(leaf)):
+                part = ops.real(part)  # a real leaf in a complex vector: its imaginary part is 0
             if type(leaf) is float:
                 return part[0] if type(part) is Traced else float(part[0])
             part = part.reshape(shapes[k])

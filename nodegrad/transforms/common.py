@@ -157,14 +157,19 @@ def check_scalar(out: Any, holomorphic: bool = False) -> None:
     value = unwrap(out)
     if not holomorphic and isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
         return  # the common case: a float scalar
-    if not isinstance(value, (np.ndarray, np.generic, int, float, complex)) or np.result_type(value).kind not in "biufc":
+    if (
+        not isinstance(value, (np.ndarray, np.generic, int, float, complex))
+        or np.result_type(value).kind not in "biufc"
+    ):
         msg = f"grad needs a function returning a real scalar, got {type(value).__name__}"
         if isinstance(value, (np.ndarray, np.generic)):
             msg += f" of dtype {value.dtype}"
         raise DtypeError(msg)
     kind = np.result_type(value).kind
     if holomorphic and kind != "c":
-        msg = f"grad with holomorphic=True needs a function returning a complex scalar, got dtype {np.result_type(value)}"
+        msg = (
+            f"grad with holomorphic=True needs a function returning a complex scalar, got dtype {np.result_type(value)}"
+        )
         raise DtypeError(msg)
     if not holomorphic and kind == "c":
         msg = (

@@ -225,7 +225,9 @@ def _check_output(out: Any, holomorphic: bool, mode: str) -> None:
         raise DtypeError(msg)
 
 
-def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False) -> Callable[..., Any]:
+def jacrev(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
+) -> Callable[..., Any]:
     """:func:`jacobian` by reverse sweeps, one per output entry (JAX's name).
 
     Examples
@@ -239,7 +241,9 @@ def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomor
     return jacobian(fun, argnums, mode="rev", holomorphic=holomorphic)
 
 
-def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False) -> Callable[..., Any]:
+def jacfwd(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
+) -> Callable[..., Any]:
     """:func:`jacobian` by forward mode, one :func:`~nodegrad.jvp` per argument entry
     (JAX's name).
 
@@ -254,7 +258,9 @@ def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomor
     return jacobian(fun, argnums, mode="fwd", holomorphic=holomorphic)
 
 
-def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False) -> Callable[..., Any]:
+def hessian(
+    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
+) -> Callable[..., Any]:
     """Make a function returning the Hessian of ``fun``: the Jacobian of its Jacobian, laid
     out as :func:`jacobian` lays it out. For a scalar ``fun`` of an array, an array of shape
     ``x.shape + x.shape``; a non-scalar ``fun`` adds its output's shape in front, so
