@@ -190,7 +190,9 @@ def scale(tree: Any, factor: float) -> Any:
     {'w': 1.0}
     """
     factor = _check_finite("scale factor", factor)
-    return map_floats(lambda x: type(x)(x * factor) if isinstance(x, float) else x * np.asarray(factor, x.dtype), tree)
+    return map_floats(
+        lambda x: type(x)(x * factor) if isinstance(x, float | complex) else x * np.asarray(factor, x.real.dtype), tree
+    )
 
 
 def global_norm(tree: Any) -> float:

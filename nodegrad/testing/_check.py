@@ -36,6 +36,7 @@ def check_grads(
     argnums: int | Sequence[int] | None = None,
     eps: float | None = None,
     seed: int = 0,
+    holomorphic: bool = False,
 ) -> None:
     """Check ``f``'s derivatives against central finite differences, in reverse and forward mode.
 
@@ -78,6 +79,16 @@ def check_grads(
         Finite-difference step along ``u``; default ``1e-6``.
     seed : int, default 0
         Seeds the ``numpy.random.Generator`` that draws the directions and cotangents.
+    holomorphic : bool, default False
+        Also check that ``f`` is holomorphic in its complex arguments (Cauchy-Riemann):
+        its central difference along ``1j * u`` is ``1j`` times the one along ``u``, and
+        so is its forward derivative, which makes ``grad(f, holomorphic=True)`` its
+        complex derivative.
+
+    Complex arguments are checked along real and along imaginary directions separately,
+    with the pairing ``<v, w> = Re(sum(v * w))`` (no conjugate): the VJP is its transpose,
+    which is JAX's convention (``grad`` of a real-valued function of ``z`` is
+    ``df/dx - 1j df/dy``).
 
     Raises
     ------
@@ -125,6 +136,8 @@ def check_grads(
 
     check = _Check(_normalize_modes(modes), rtol, atol, 1e-6 if eps is None else eps, seed)
     check.up_to(order, (at(given), at(given64)), [args[k] for k in nums], [f"argument {k}" for k in nums])
+    if holomorphic:
+        check.holomorphic(at(given), at(given64), [args[k] for k in nums], [f"argument {k}" for k in nums])
 
 
 class _Check:
@@ -279,6 +292,44 @@ class _Check:
             msg = f"{header}: {kind} {where} fails the dot-product test (seed={self.seed}){shows}:\n{problem}"
             raise AssertionError(msg)
         return out
+
+    def holomorphic(self, f: Function, f64: Function, xs: list[Any], names: list[str]) -> None:
+        """Cauchy-Riemann, one complex argument at a time: moving along ``1j * u`` changes
+        ``f`` by ``1j`` times what moving along ``u`` does, numerically and in forward mode."""
+        point = [map_floats(_as_float64, x) for x in xs]
+        for k, (x, name) in enumerate(zip(xs, names, strict=True)):
+            if _parts(x) == ("",):
+                msg = f"check_grads (holomorphic): {name} is real; a holomorphic function takes complex arguments"
+                raise AssertionError(msg)
+            u = self.random(x)
+            iu = map_floats(lambda leaf: leaf * 1j, u)
+
+            def difference(direction: Any, k: int = k) -> Any:
+                def moved(sign: float) -> Any:
+                    step = scale(map_floats(_as_float64, direction), sign * self.eps)
+                    return f64(*(add(p, step) if j == k else p for j, p in enumerate(point)))
+
+                return add(moved(1.0), scale(moved(-1.0), -1.0))
+
+            along_u, along_iu = difference(u), difference(iu)
+            tangents = [u if j == k else _zeros(xj) for j, xj in enumerate(xs)]
+            out, tangent = jvp(f, xs, tangents)
+            rtol, atol = self.tolerances(out, xs, 1)
+            for what, got, expected in (
+                ("the central difference along 1j * u", along_iu, map_floats(lambda d: d * 1j, along_u)),
+                ("the forward derivative along u", map_floats(lambda t: t * 2 * self.eps, tangent), along_u),
+            ):
+                for path, a, b in zip_leaves(got, expected):
+                    if a is None or not is_differentiable_leaf(a):
+                        continue
+                    a, b = np.asarray(a) / (2 * self.eps), np.asarray(b) / (2 * self.eps)
+                    if not np.allclose(a, b, rtol=rtol, atol=atol):
+                        msg = (
+                            f"check_grads (holomorphic): {name} fails Cauchy-Riemann: {what} differs at the "
+                            f"output{path or ''}: {a!r} against {b!r} (seed={self.seed}); a real-valued or "
+                            "conjugating step (abs, real, conj, ...) makes a function non-holomorphic"
+                        )
+                        raise AssertionError(msg)
 
     def tolerances(self, out: Any, xs: list[Any], level: int) -> tuple[float, float]:
         # A complex dtype is as precise as the float dtype of its parts.
