@@ -10,6 +10,7 @@ intermediate values are never stored.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -164,11 +165,28 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         # Pickled as what makes it (module-level functions pickle; the op, a closure, not).
         return (rebuild, self._remake or (_with_rules, (self.fun, self._rules), {}))
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            args = self._positional(args, kwargs)
         if self._op is None or not any(_has_traced(a) for a in args):
             return self.fun(*args)
         node = record(self._op, _Residuals(), *(pack(a) for a in args))
         return view(node) if type(node) is Traced else node
+
+    def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """Keyword arguments bound to their positions (as JAX does): ``fwd`` and ``bwd``
+        see every argument by position, and each gets its cotangent there."""
+        name = getattr(self.fun, "__qualname__", repr(self.fun))
+        try:
+            bound = inspect.signature(self.fun).bind(*args, **kwargs)
+        except (TypeError, ValueError) as exc:
+            msg = f"custom_vjp {name}: {exc}"
+            raise ArgumentError(msg) from exc
+        bound.apply_defaults()
+        if bound.kwargs:
+            msg = f"custom_vjp {name}: keyword-only arguments {sorted(bound.kwargs)} cannot be passed by position"
+            raise ArgumentError(msg)
+        return tuple(bound.args)
 
 
 def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:

@@ -19,6 +19,7 @@ from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
     ArenaError,
     LeakedTracerError,
+    StructureError,
     error_like,
     user_location,
 )
@@ -26,7 +27,7 @@ from nodegrad.errors import (
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["call_atomically", "composite", "inner_arena", "record", "record1", "record2"]
+__all__ = ["call_atomically", "composite", "guarded", "inner_arena", "record", "record1", "record2"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -191,6 +192,31 @@ def _arenas_in(values: Any) -> list[Arena]:
             if type(item) is Traced:
                 found[id(item.arena)] = item.arena
     return list(found.values())
+
+
+def guarded(fn: F) -> F:
+    """Make ``fn``, a public function that reads its arguments before it records (axes,
+    shapes, index lists, options), raise nodegrad errors only: a builtin exception that
+    escapes it becomes the nodegrad error of its kind naming ``fn`` and the user's line,
+    with the original as its ``__cause__``; a structure too deep (or cyclic) to walk
+    becomes a StructureError."""
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RecursionError as exc:
+            msg = f"{name}: an argument is nested too deeply, or contains itself [called at {user_location()}]"
+            raise StructureError(msg) from exc
+        except Exception as exc:
+            kind = error_like(exc)
+            if kind is None:
+                raise
+            msg = f"{name}: {exc} [called at {user_location()}]"
+            raise kind(msg) from exc
+
+    return checked  # type: ignore[return-value]
 
 
 def composite(fn: F) -> F:

@@ -39,6 +39,7 @@ from nodegrad.errors import (
     NoGradientError,
     NonFiniteError,
     ShapeError,
+    StructureError,
     error_like,
 )
 
@@ -215,7 +216,11 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
             f"floating-point and complex outputs have gradients"
         )
         raise DtypeError(msg)
-    seed_array = np.asarray(seed)
+    try:
+        seed_array = np.asarray(seed)
+    except ValueError as exc:  # ragged nested lists
+        msg = f"the seed{' at ' + path if path else ''} is not an array: {exc}"
+        raise StructureError(msg) from None
     check_seed_dtype(seed_array.dtype, dtype, path)
     if seed_array.shape != np.shape(value):
         msg = (
@@ -235,7 +240,7 @@ def _typed_like(seed: Any, value: Any) -> Any:
     cotangent, which a weakly typed Python float does not allow. The conversion is recorded
     through numpy's dispatch, so the seed stays differentiable."""
     dtype = _dtype_of(value)
-    if type(unwrap(seed)) is float:
+    if type(unwrap(seed)) in (float, complex):
         seed = np.multiply(seed, np.ones((), dtype))
     return seed if seed.dtype == dtype else seed.astype(dtype)
 

@@ -68,9 +68,11 @@ class Traced:
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        """Dtype of the value (float64 for a leaf made from a Python float)."""
+        """Dtype of the value (float64 or complex128 for a leaf made from a Python number)."""
         value = self.value
-        return value.dtype if type(value) is not float else np.dtype(np.float64)
+        if type(value) is float:
+            return np.dtype(np.float64)
+        return value.dtype if type(value) is not complex else np.dtype(np.complex128)
 
     @property
     def ndim(self) -> int:

@@ -3,13 +3,15 @@
 
 Importing this package registers every op and gives the traced handle its operators and
 array methods (:mod:`nodegrad.ops.traced_methods`). Each op is also a public function here,
-named as numpy names it where numpy has it.
+named as numpy names it where numpy has it; the Fourier transforms stay in their family,
+:mod:`nodegrad.ops.fourier`, as numpy keeps them in ``np.fft``.
 """
 
+from nodegrad.engine.record import guarded
 from nodegrad.engine.registry import REGISTRY as REGISTRY
 from nodegrad.engine.registry import Op as Op
 from nodegrad.engine.registry import defop as defop
-from nodegrad.ops import elementwise, index, linalg, nn, pipeline, reduce, shape, structured
+from nodegrad.ops import elementwise, fourier, index, linalg, nn, pipeline, reduce, shape, structured
 from nodegrad.ops import traced_methods as traced_methods  # gives Traced its operators and methods
 from nodegrad.ops.elementwise import (
     abs,
@@ -132,7 +134,7 @@ from nodegrad.ops.shape import (
 )
 from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
 
-FAMILIES = (elementwise, reduce, linalg, shape, index, nn, pipeline, structured)
+FAMILIES = (elementwise, reduce, linalg, shape, index, fourier, nn, pipeline, structured)
 
 # The op functions: what `import nodegrad` exports.
 __all__ = [
@@ -256,3 +258,18 @@ __all__ = [
     "view",
     "where",
 ]
+
+
+def _guard_public_functions() -> None:
+    """Guard every exported function that reads its arguments before recording (see
+    :func:`~nodegrad.engine.record.guarded`). The arithmetic and transcendental functions
+    are one recording call each, whose failures the recording already names: they stay
+    as they are, for they are the commonest calls of all."""
+    one_record = (elementwise.arithmetic, elementwise.transcendental)
+    for name in __all__:
+        fn = globals()[name]
+        if not any(getattr(module, name, None) is fn for module in one_record):
+            globals()[name] = guarded(fn)
+
+
+_guard_public_functions()

@@ -169,7 +169,11 @@ def _static_index(index: Any, op_name: str = "getitem") -> Any:
         return tuple(_static_index(p, op_name) for p in index)
     index = unwrap(index)
     if isinstance(index, list):
-        index = np.asarray(index)
+        try:
+            index = np.asarray(index)
+        except ValueError as exc:  # ragged nested lists
+            msg = f"{op_name}: the index list is ragged ({exc}) [called at {user_location()}]"
+            raise OpIndexError(msg) from None
         if index.size == 0:
             index = index.astype(np.intp)  # numpy reads an empty list as an empty integer index
     if isinstance(index, np.ndarray) and index.dtype.kind not in "biu":
@@ -355,9 +359,13 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     """
     shape = np.shape(unwrap(x))
     axis = axes_of("split", axis, len(shape))[0]
+    sections = indices_or_sections
+    if isinstance(sections, int | np.integer) and not isinstance(sections, bool) and sections <= 0:
+        msg = f"split: the number of sections must be positive, got {sections} [called at {user_location()}]"
+        raise ShapeError(msg)
     try:
         pieces = np.split(np.arange(shape[axis]), indices_or_sections)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         msg = f"split: {exc} (axis {axis} of shape {shape}) [called at {user_location()}]"
         raise ShapeError(msg) from exc
     # Each piece of the positions is a run start..end: that slice, whatever order (or sign)

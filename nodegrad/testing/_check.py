@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
-from nodegrad.errors import NoGradientError
+from nodegrad.errors import ArgumentError, NoGradientError
 from nodegrad.transforms import jvp, vjp
 from nodegrad.tree import add, map_floats, scale, vdot
 
@@ -96,9 +96,11 @@ def check_grads(
         Saying which order and mode failed, naming the arguments and the key paths of the
         leaves (and of the output leaves) that show it, with the analytic and numeric
         values and the tolerances.
-    ValueError
-        For an ``order`` other than 1 or 2, ``modes`` other than a non-empty tuple of
-        distinct ``"rev"`` and ``"fwd"``, or bad ``argnums``.
+    nodegrad.errors.ArgumentError
+        (a ``ValueError``) for an ``f`` that is not callable, an ``order`` other than 1
+        or 2, ``modes`` other than a non-empty tuple of distinct ``"rev"`` and ``"fwd"``,
+        bad ``argnums``, a negative or non-finite ``rtol``/``atol``, a non-positive
+        ``eps``, or a ``seed`` that is not a non-negative int.
     nodegrad.errors.NoGradientError
         When a derivative cannot be taken: at ``order=2`` through a rule that cannot be
         differentiated again (``custom_vjp``, ``checkpoint``), and in ``"fwd"`` mode through
@@ -124,9 +126,7 @@ def check_grads(
       numeric  (central difference, eps=1e-06) = ...
       |difference| = ... > tolerance ... (atol=1e-07 + rtol=1e-05 * scale ...)
     """
-    if isinstance(order, bool) or order not in (1, 2):
-        msg = f"check_grads: order must be 1 or 2, got {order!r}"
-        raise ValueError(msg)
+    _check_arguments(f, order, rtol, atol, eps, seed, holomorphic)
     nums = tuple(range(len(args))) if argnums is None else _normalize(argnums, len(args))
     given = dict(enumerate(args))
     given64 = {k: map_floats(_as_float64, a) for k, a in given.items()}
@@ -138,6 +138,31 @@ def check_grads(
     check.up_to(order, (at(given), at(given64)), [args[k] for k in nums], [f"argument {k}" for k in nums])
     if holomorphic:
         check.holomorphic(at(given), at(given64), [args[k] for k in nums], [f"argument {k}" for k in nums])
+
+
+def _check_arguments(f: Any, order: Any, rtol: Any, atol: Any, eps: Any, seed: Any, holomorphic: Any) -> None:
+    """``check_grads``' own arguments, each refused with an ArgumentError naming it."""
+    problems = []
+    if not callable(f):
+        problems.append(f"f must be callable, got {type(f).__name__}")
+    if isinstance(order, bool) or order not in (1, 2):
+        problems.append(f"order must be 1 or 2, got {order!r}")
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not (_real_number(value) and 0 <= value < np.inf):
+            problems.append(f"{name} must be a finite number >= 0, got {value!r}")
+    if eps is not None and not (_real_number(eps) and 0 < eps < np.inf):
+        problems.append(f"eps must be a finite number > 0, got {eps!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        problems.append(f"seed must be a non-negative int, got {seed!r}")
+    if not isinstance(holomorphic, bool):
+        problems.append(f"holomorphic must be True or False, got {holomorphic!r}")
+    if problems:
+        msg = "check_grads: " + "; ".join(problems)
+        raise ArgumentError(msg)
+
+
+def _real_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
 
 
 class _Check:
@@ -386,10 +411,10 @@ def _jvp_function(f: Function, n: int) -> Function:
 
 
 def _normalize_modes(modes: Any) -> tuple[str, ...]:
-    ok = isinstance(modes, (tuple, list)) and modes and len(set(modes)) == len(modes)
-    if not ok or any(not isinstance(m, str) or m not in _MODES for m in modes):
+    ok = isinstance(modes, (tuple, list)) and modes and all(isinstance(m, str) for m in modes)
+    if not ok or len(set(modes)) != len(modes) or any(m not in _MODES for m in modes):
         msg = f"check_grads: modes must be a non-empty tuple of distinct 'rev' and 'fwd', got {modes!r}"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return tuple(modes)
 
 
@@ -451,8 +476,13 @@ def _check_like(what: str, g: Any, x: Any) -> None:
 
 
 def _normalize(argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, (int, np.integer)) else tuple(argnums)
+    nums = (argnums,) if isinstance(argnums, (int, np.integer)) else argnums
+    if not isinstance(nums, (tuple, list)) or any(
+        isinstance(k, bool) or not isinstance(k, int | np.integer) for k in nums
+    ):
+        msg = f"check_grads: argnums must be an int or a sequence of ints, got {argnums!r}"
+        raise ArgumentError(msg)
     if not nums or any(not -nargs <= k < nargs for k in nums) or len({k % nargs for k in nums}) != len(nums):
         msg = f"check_grads: argnums {argnums!r} must be distinct positions among {nargs} argument(s)"
-        raise ValueError(msg)
+        raise ArgumentError(msg)
     return tuple(int(k) % nargs for k in nums)

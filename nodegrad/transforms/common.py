@@ -33,6 +33,7 @@ from nodegrad.tree import zeros_like
 __all__ = [
     "Transformed",
     "check_callable",
+    "check_flag",
     "check_holomorphic_inputs",
     "check_scalar",
     "like_argument",
@@ -70,6 +71,13 @@ class Transformed:
 def rebuild(transform: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``transform(*args, **kwargs)``: how a pickled transformed function is made again."""
     return transform(*args, **kwargs)
+
+
+def check_flag(where: str, name: str, value: Any) -> None:
+    """A transform's boolean option is ``True`` or ``False``, not anything truthy."""
+    if not isinstance(value, bool | np.bool_):
+        msg = f"{where}: {name} must be True or False, got {value!r}"
+        raise ArgumentError(msg)
 
 
 def check_callable(fun: Any, where: str) -> None:
@@ -210,10 +218,19 @@ def traced_vdot(a: Any, b: Any) -> Any:
 
 def same_shapes(where: str, value: Any, other: Any) -> None:
     """``other`` has ``value``'s structure and, at every float leaf, its shape."""
-    for path, leaf, other_leaf in zip_leaves(value, other):
+    try:
+        pairs = list(zip_leaves(value, other))
+    except RecursionError:
+        raise too_deep(where, "the direction") from None
+    for path, leaf, other_leaf in pairs:
         if not is_differentiable_leaf(leaf):
             continue
-        if np.shape(leaf) != np.shape(other_leaf):
+        try:
+            other_shape = np.shape(other_leaf)
+        except ValueError as exc:  # a ragged list
+            msg = f"{where}: the direction{path} is not an array: {exc}"
+            raise StructureError(msg) from None
+        if np.shape(leaf) != other_shape:
             msg = f"{where}: the direction{path} has shape {np.shape(other_leaf)}, the point {np.shape(leaf)}"
             raise ShapeError(msg)
         if np.iscomplexobj(unwrap(other_leaf)) and not np.iscomplexobj(unwrap(leaf)):

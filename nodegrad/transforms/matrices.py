@@ -14,12 +14,14 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.arena import too_deep
 from nodegrad.engine.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
+    check_flag,
     check_holomorphic_inputs,
     normalize_argnums,
     resolve_argnums,
@@ -110,7 +112,11 @@ def _fill(template: Any, make: Callable[[int], Any]) -> Any:
 
 
 def _check_differentiable(where: str, value: Any, what: str) -> None:
-    if not _float_leaves(value):
+    try:
+        found = _float_leaves(value)
+    except RecursionError:
+        raise too_deep(where, what) from None
+    if not found:
         msg = f"{where}: {what} holds no floating-point value to differentiate"
         raise DtypeError(msg)
 
@@ -155,9 +161,10 @@ def jacobian(
     check_callable(fun, "jacobian")
     nums = normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
-    if mode not in ("rev", "fwd"):
+    if not isinstance(mode, str) or mode not in ("rev", "fwd"):
         msg = f"jacobian: mode must be 'rev' or 'fwd', got {mode!r}"
         raise ArgumentError(msg)
+    check_flag("jacobian", "holomorphic", holomorphic)
 
     def jacobian_fun(*args: Any, **kwargs: Any) -> Any:
         positions = resolve_argnums(nums, len(args), fun)

@@ -21,6 +21,7 @@ from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
+    check_flag,
     check_holomorphic_inputs,
     check_scalar,
     like_argument,
@@ -103,6 +104,8 @@ def value_and_grad(
     (True, array([6., 6.]))
     """
     check_callable(fun, "value_and_grad")
+    for flag, value in (("has_aux", has_aux), ("accumulate", accumulate), ("holomorphic", holomorphic)):
+        check_flag("value_and_grad", flag, value)
     nums = normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
     if accumulate and out is None:
