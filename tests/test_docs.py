@@ -37,7 +37,7 @@ def test_every_registered_op_is_in_the_ops_page() -> None:
     assert not missing
 
 
-@pytest.mark.parametrize(("page", "examples"), [("higher-order.md", 30), ("complex.md", 12)])
+@pytest.mark.parametrize(("page", "examples"), [("higher-order.md", 30), ("complex.md", 12), ("debugging.md", 13)])
 def test_the_examples_of_the_page_run_as_doctests(page: str, examples: int) -> None:
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=flags, report=False)
