@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops.elementwise",
             "nodegrad.ops.shape",
             "nodegrad.ops.index",
+            "nodegrad.ops.fourier",
             "nodegrad.ops.linalg",
             "nodegrad.ops.reduce",
             "nodegrad.ops.nn",

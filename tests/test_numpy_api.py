@@ -1828,6 +1828,50 @@ def _fftshift_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
 
 
+_NORMS = st.sampled_from([None, "backward", "ortho", "forward"])
+_REAL_IN = (np.fft.rfft, np.fft.ihfft, np.fft.rfft2, np.fft.rfftn)
+_HALF_IN = (np.fft.irfft, np.fft.hfft, np.fft.irfft2, np.fft.irfftn)  # no default length for one entry
+
+
+@st.composite
+def _signal(draw: st.DrawFn, shape: tuple[int, ...], real: bool) -> np.ndarray:
+    x = draw(float_arrays(shape))
+    return x if real or draw(st.booleans()) else x + 1j * draw(float_arrays(shape))
+
+
+@spec(np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.hfft, np.fft.ihfft)
+@st.composite
+def _fft_cases(draw: st.DrawFn, fn: Any) -> Case:
+    shape = draw(shapes(min_dims=1, max_side=5))
+    axis = _maybe(draw, single_axis(len(shape)))
+    n = _maybe(draw, st.integers(1, 7))
+    if fn in _HALF_IN and n is _OMIT and shape[-1 if axis is _OMIT else axis] == 1:
+        n = draw(st.integers(1, 7))
+    kwargs = _kw(n=n, axis=axis, norm=_maybe(draw, _NORMS))
+    x = draw(_signal(shape, fn in _REAL_IN))
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape} {x.dtype}, **{kwargs})")
+
+
+def _fft_axes(ndim: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """Some of ``ndim`` axes (counted from the end), in any order."""
+    return st.tuples(st.permutations(range(-ndim, 0)), st.integers(1, ndim)).map(lambda p: tuple(p[0][: p[1]]))
+
+
+@spec(*(getattr(np.fft, f"{kind}{d}") for kind in ("fft", "ifft", "rfft", "irfft") for d in ("2", "n")))
+@st.composite
+def _fftn_cases(draw: st.DrawFn, fn: Any) -> Case:
+    two = fn.__name__.endswith("2")
+    shape = draw(shapes(min_dims=2 if two else 1, min_side=2 if fn in _HALF_IN else 1, max_side=4))
+    chosen = _maybe(draw, _fft_axes(len(shape)))
+    axes = chosen if chosen is not _OMIT else ((-2, -1) if two else tuple(range(-len(shape), 0)))
+    s = _OMIT
+    if two or chosen is not _OMIT:  # s without axes is deprecated by numpy, which warns
+        s = _maybe(draw, st.lists(st.integers(1, 6), min_size=len(axes), max_size=len(axes)))
+    kwargs = _kw(s=s, axes=chosen, norm=_maybe(draw, _NORMS))
+    x = draw(_signal(shape, fn in _REAL_IN))
+    return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape} {x.dtype}, **{kwargs})")
+
+
 UFUNC_SPECS[np.divmod] = _divmod_cases(np.divmod)
 UFUNC_SPECS[np.frexp] = _frexp_cases(np.frexp)
 

@@ -23,7 +23,7 @@ A callable numpy does not dispatch that passes traced arguments on to one it doe
 hand-kept entry that the tables have since taken up (a rule, a value entry) has the
 derived category: it wins. Refused functions that numpy dispatches raise
 :class:`~nodegrad.errors.NoGradientError` naming themselves (``np.i0``,
-``np.linalg.eig``, ``np.fft.fft``); the few refused callables numpy does not dispatch
+``np.linalg.eig``); the few refused callables numpy does not dispatch
 fail when they convert a traced value to a plain array.
 """
 
@@ -160,11 +160,6 @@ NOT_YET: dict[str, str] = {
     "np.sort_complex": _COMPLEX,
     "np.linalg.eig": _COMPLEX,
     "np.linalg.eigvals": _COMPLEX,
-    **{
-        f"np.fft.{name}": _COMPLEX
-        for name in ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn", "ihfft")
-    },
-    **{f"np.fft.{name}": "real results of complex spectra" for name in ("irfft", "irfft2", "irfftn", "hfft")},
 }
 
 

@@ -10,7 +10,8 @@ rotations, ``np.cross``), :mod:`~nodegrad.numpy_api.elementwise` (``np.sinc``,
 ``np.gradient``, ``np.partition``); :mod:`~nodegrad.numpy_api.statistics` and
 :mod:`~nodegrad.numpy_api.sequences` give tables of their own (quantiles, NaN-ignoring
 reductions, covariances; selections, ``np.block``, ``np.interp``, ...) that
-:data:`FUNCTIONS` takes in. :data:`VALUE_FUNCTIONS` are computed on the forward
+:data:`FUNCTIONS` takes in, and so does :mod:`~nodegrad.numpy_api.fourier` (the
+``np.fft`` transforms). :data:`VALUE_FUNCTIONS` are computed on the forward
 values: shapes, indices, comparisons and rounding carry no gradient (a few, such as
 ``np.imag``, check their arguments first).
 """
@@ -59,6 +60,7 @@ from nodegrad.numpy_api.composed import (
     vector_norm,
     vstack,
 )
+from nodegrad.numpy_api.fourier import TRANSFORMS
 from nodegrad.numpy_api.polynomials import POLYNOMIALS
 from nodegrad.numpy_api.sequences import SEQUENCES
 from nodegrad.numpy_api.statistics import STATISTICS
@@ -341,6 +343,7 @@ FUNCTIONS.update(POLYNOMIALS)
 FUNCTIONS.update({np.apply_along_axis: applying.apply_along_axis, np.apply_over_axes: applying.apply_over_axes})
 FUNCTIONS.update(STATISTICS)
 FUNCTIONS.update(SEQUENCES)
+FUNCTIONS.update(TRANSFORMS)
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {

@@ -37,6 +37,7 @@ from nodegrad.ops import REGISTRY
 from nodegrad.testing import check_grads
 from tests.ops import (
     specs_elementwise,
+    specs_fourier,
     specs_index,
     specs_linalg,
     specs_nn,
@@ -54,6 +55,7 @@ FAMILIES = {
     "linalg": specs_linalg,
     "shape": specs_shape,
     "index": specs_index,
+    "fourier": specs_fourier,
     "nn": specs_nn,
     "pipeline": specs_pipeline,
     "structured": specs_structured,
