@@ -208,6 +208,9 @@ class Arena:
         except RecursionError:
             self._truncate(index)
             raise too_deep("Arena.param", name) from None
+        except NodegradError:
+            self._truncate(index)  # the arena stays as it was
+            raise
 
     def _check_enclosing(self, leaf: Traced, path: str) -> None:
         """A traced value can become a leaf of this arena only if an enclosing arena traced

@@ -11,6 +11,7 @@ dispatch protocols by :mod:`nodegrad.numpy_api`: the engine knows no particular 
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -29,6 +30,19 @@ def unwrap(value: Any) -> Any:
     while type(value) is Traced:
         value = value.value
     return value
+
+
+def _called_from_pandas() -> bool:
+    """Whether pandas is converting a traced value (``series * x``): only asked while an
+    error is being written."""
+    frame = sys._getframe(2)
+    for _ in range(30):
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__", "").startswith("pandas."):
+            return True
+        frame = frame.f_back
+    return False
 
 
 class Traced:
@@ -137,6 +151,11 @@ class Traced:
             "array: that would silently drop its gradient. Use a nodegrad op or a numpy function "
             "with a registered op; call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
         )
+        if _called_from_pandas():
+            msg += (
+                " pandas reads a traced operand as a list of values: take the pandas object's values first, "
+                "series.to_numpy() * x."
+            )
         raise ArenaError(msg)
 
     if TYPE_CHECKING:

@@ -156,6 +156,26 @@ def seq_index(seq_node: Traced, index: int, total: int) -> Traced:
     return _read_entry(seq_node, "seq_index", "sequence", index, total)
 
 
+def _refuse_pandas(value: Any, path: str) -> None:
+    """A pandas Series or DataFrame of floats inside a differentiated structure would
+    otherwise be static, silently: its gradient would be None however it is used. (One
+    of strings or integers is static, as an array of them is.)"""
+    module = type(value).__module__
+    if not (module == "pandas" or module.startswith("pandas.")) or not hasattr(value, "dtypes"):
+        return
+    dtypes = value.dtypes
+    kinds = (
+        [getattr(dtypes, "kind", "")] if not hasattr(dtypes, "__iter__") else [getattr(d, "kind", "") for d in dtypes]
+    )
+    if any(kind in ("f", "c") for kind in kinds):
+        msg = (
+            f"{path} is a pandas {type(value).__name__}: pandas objects inside a differentiated structure are not "
+            f"differentiable leaves; pass its .to_numpy() (and rebuild a Series from the gradient with the index) "
+            f"[called at {user_location()}]"
+        )
+        raise StructureError(msg)
+
+
 def view(node: Traced) -> Any:
     """The traced view of a node: the node itself for an array, else an instance of the
     value's own container type whose differentiable leaves are traced read nodes.
@@ -175,7 +195,10 @@ def view(node: Traced) -> Any:
     children = []
     for i, key in enumerate(keys):
         child = handler.get(value, key)
-        if mask[i] or not has_differentiable_leaf(child):
+        if mask[i]:
+            children.append(child)
+        elif not has_differentiable_leaf(child):
+            _refuse_pandas(child, path + format_key(handler.kind, key))
             children.append(child)
         else:
             children.append(view(_read_node(node, handler.kind, i, total, key, path)))

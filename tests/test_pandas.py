@@ -1,0 +1,45 @@
+"""pandas values meeting traced ones: a float Series or DataFrame inside a differentiated
+structure is refused by key path (it would otherwise get ``None``), a differentiated
+Series argument gets an array gradient, and ``series * traced`` says to take the
+Series' values (pandas would read the traced value as a list)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nodegrad as ng
+from nodegrad.errors import ArenaError, StructureError
+
+pd = pytest.importorskip("pandas")
+
+FRAME = pd.DataFrame({"price": [1.0, 2.0, 3.0], "qty": [1, 2, 3], "name": ["a", "b", "c"]}, index=[10, 20, 30])
+
+
+def test_a_series_meeting_a_traced_value_says_to_take_its_values() -> None:
+    with pytest.raises(ArenaError, match=r"series.to_numpy\(\) \* x"):
+        ng.grad(lambda w: ng.sum(FRAME["price"] * w))(np.ones(3))
+    price = FRAME["price"].to_numpy()
+    g = ng.grad(lambda w: ng.sum(ng.exp(FRAME["price"].to_numpy() * w)))(0.5)
+    assert g == pytest.approx(np.sum(price * np.exp(price * 0.5)))
+
+
+def test_a_differentiated_series_gets_an_array_gradient() -> None:
+    g = ng.grad(lambda s: ng.sum(s * s))(FRAME["price"])
+    np.testing.assert_allclose(g, 2 * FRAME["price"].to_numpy())
+
+
+@pytest.mark.parametrize("entry", ["price", "frame"])
+def test_a_float_pandas_entry_of_a_differentiated_dict_is_refused_by_key_path(entry: str) -> None:
+    value = FRAME["price"] if entry == "price" else FRAME
+    arena = ng.Arena()
+    with pytest.raises(StructureError, match=r"\['data'\] is a pandas (Series|DataFrame)"):
+        arena.param({"w": np.ones(2), "data": value})
+    assert len(arena) == 0
+    with pytest.raises(StructureError, match=r"args\[0\]\['data'\]"):
+        ng.grad(lambda p: ng.sum(p["w"]), options=ng.GradOptions.STRICT)({"w": np.ones(2), "data": value})
+
+
+def test_pandas_entries_without_floats_stay_static() -> None:
+    g = ng.grad(lambda p: ng.sum(p["w"]))({"w": np.ones(2), "qty": FRAME["qty"], "names": FRAME[["name"]]})
+    assert g["qty"] is None and g["names"] is None
