@@ -34,13 +34,17 @@ def _silu_rule(g: Any, ans: Any, x: Any) -> Any:
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-_erf_objects = np.frompyfunc(math.erf, 1, 1)
+try:  # scipy's erf is a compiled ufunc; without it, math.erf is called once per element
+    from scipy.special import erf as _erf_ufunc  # type: ignore[import-untyped, import-not-found, unused-ignore]
+except ImportError:  # pragma: no cover - exercised in a subprocess test
+    _erf_ufunc = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(x: Any) -> Any:
-    """Elementwise erf in x's own float dtype (numpy has no erf ufunc)."""
+    """Elementwise erf in x's own float dtype (numpy has no erf ufunc; scipy's is used
+    when scipy is installed)."""
     x = np.asarray(x)
-    return np.asarray(_erf_objects(x), dtype=x.dtype)
+    return np.asarray(_erf_ufunc(x), dtype=x.dtype)
 
 
 # The gelu op's third mode, never reached from the public function: the standard normal
