@@ -1,7 +1,8 @@
-"""Hypothesis strategies for the op tests: shapes, well-conditioned float arrays and axes.
+"""Hypothesis strategies for the op tests: shapes, well-conditioned float and complex arrays
+and axes.
 
-Values are bounded (``[-3, 3]`` by default) so that every op and its finite differences
-stay well conditioned. Keeping away from the points where an op is not differentiable
+Values are bounded (``[-3, 3]`` by default, each part of a complex number) so that every op
+and its finite differences stay well conditioned. Keeping away from the points where an op is not differentiable
 (0 for relu/abs, ties for max/min, bounds for clamp) is each op spec's job; the helpers
 for it are :func:`away_from_zero` and :func:`grid`, whose lattices never meet when their
 offsets differ by half a step.
@@ -24,6 +25,8 @@ __all__ = [
     "away_from_zero",
     "axes",
     "broadcastable_shapes",
+    "complex_arrays",
+    "complexes",
     "float_arrays",
     "floats",
     "grid",
@@ -73,6 +76,28 @@ def float_arrays(
 ) -> st.SearchStrategy[np.ndarray]:
     """Float arrays of ``shape`` (a shape or a strategy for one) with bounded ``elements``."""
     return hnp.arrays(dtype, shape, elements=floats() if elements is None else elements, unique=unique)
+
+
+def complexes(
+    real: st.SearchStrategy[float] | None = None, imag: st.SearchStrategy[float] | None = None
+) -> st.SearchStrategy[complex]:
+    """Python complex numbers whose real and imaginary parts are drawn from ``real`` and
+    ``imag`` (bounded floats, :func:`floats`, by default)."""
+    return st.builds(complex, floats() if real is None else real, floats() if imag is None else imag)
+
+
+def complex_arrays(
+    shape: tuple[int, ...] | st.SearchStrategy[tuple[int, ...]],
+    real: st.SearchStrategy[float] | None = None,
+    imag: st.SearchStrategy[float] | None = None,
+    *,
+    dtype: Any = np.complex128,
+) -> st.SearchStrategy[np.ndarray]:
+    """Complex arrays of ``shape`` whose parts are drawn from ``real`` and ``imag`` (bounded
+    floats by default): keeping ops away from their branch cuts and poles is the caller's
+    choice of the two domains. ``complex64`` arrays are drawn in ``complex128`` and rounded."""
+    drawn = hnp.arrays(np.complex128, shape, elements=complexes(real, imag))
+    return drawn if np.dtype(dtype) == np.complex128 else drawn.map(lambda z: z.astype(dtype))
 
 
 def separated_arrays(

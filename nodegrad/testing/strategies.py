@@ -3,8 +3,8 @@
 Importing this module needs ``hypothesis`` (``pip install nodegrad[test]``); the rest of
 nodegrad does not.
 
-- :func:`float_arrays` -- well-conditioned float arrays (bounded, optionally kept away
-  from zero);
+- :func:`float_arrays` and :func:`complex_arrays` -- well-conditioned float and complex
+  arrays (bounded, optionally kept away from zero);
 - :func:`broadcastable_shapes` -- shape tuples that broadcast together;
 - :func:`axes` and :func:`reshape_targets` -- valid ``axis`` arguments and new shapes;
 - :func:`index_expressions` -- valid ``x[index]`` expressions for a shape: ints, slices
@@ -51,6 +51,7 @@ __all__ = [
     "Triple",
     "axes",
     "broadcastable_shapes",
+    "complex_arrays",
     "float_arrays",
     "index_expressions",
     "reshape_targets",
@@ -76,14 +77,74 @@ def float_arrays(
 
     Bounded, finite entries keep ops and their finite differences well conditioned;
     ``away_from_zero`` keeps ``log``, ``sqrt``, ``1/x`` or ``abs`` clear of their kinks.
+    A complex ``dtype`` (``complex64``, ``complex128``) gives complex arrays, as
+    :func:`complex_arrays` does.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> import nodegrad as ng
+    >>> from nodegrad.testing import check_grads
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(float_arrays(dtype=np.float32, away_from_zero=0.1))
+    ... def test_log_abs(x):
+    ...     assert x.dtype == np.float32
+    ...     check_grads(lambda x: ng.log(ng.abs(x)), x)
+    >>> test_log_abs()
     """
-    if np.dtype(dtype) == np.float32:
-        values = st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=32)
-    else:
-        values = st.floats(-bound, bound, allow_nan=False, allow_infinity=False)
+    if np.dtype(dtype).kind == "c":
+        return complex_arrays(shape, dtype, bound, away_from_zero)
+    values = _parts(dtype, bound)
     if away_from_zero:
         values = values.filter(lambda v: abs(v) >= away_from_zero)
     return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values)
+
+
+def complex_arrays(
+    shape: Any = None,
+    dtype: Any = np.complex128,
+    bound: float = 3.0,
+    away_from_zero: float = 0.0,
+) -> st.SearchStrategy[np.ndarray]:
+    """Complex arrays whose real and imaginary parts lie in ``[-bound, bound]`` (and with
+    ``|z| >= away_from_zero``): the complex twin of :func:`float_arrays`.
+
+    Keeping a function clear of its branch cuts (``log`` and ``sqrt`` on the negative
+    real axis, say) is the test's choice: filter the drawn arrays, or shift them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> import nodegrad as ng
+    >>> from nodegrad.testing import check_grads
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(complex_arrays(dtype=np.complex64))
+    ... def test_exp(z):
+    ...     assert z.dtype == np.complex64
+    ...     check_grads(ng.exp, z, holomorphic=True)  # real and imaginary directions
+    >>> test_exp()
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(complex_arrays(away_from_zero=0.5))
+    ... def test_abs(z):
+    ...     check_grads(lambda z: ng.sum(ng.abs(z)), z)  # real-valued: not holomorphic
+    >>> test_abs()
+    """
+    if np.dtype(dtype).kind != "c":
+        msg = f"complex_arrays: dtype must be complex64 or complex128, got {np.dtype(dtype)}"
+        raise ValueError(msg)
+    parts = _parts(np.float32 if np.dtype(dtype) == np.complex64 else np.float64, bound)
+    values = st.builds(complex, parts, parts)
+    if away_from_zero:
+        values = values.filter(lambda z: abs(z) >= away_from_zero)
+    return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values)
+
+
+def _parts(dtype: Any, bound: float) -> st.SearchStrategy[float]:
+    """Finite floats in ``[-bound, bound]`` that ``dtype`` holds exactly."""
+    width = 32 if np.dtype(dtype) == np.float32 else 64
+    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=width)
 
 
 def broadcastable_shapes(num_shapes: int = 2, max_dims: int = 3, max_side: int = 4) -> st.SearchStrategy[Any]:
@@ -284,9 +345,25 @@ def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
     )
 
 
-def structures(leaves: st.SearchStrategy[Any] | None = None, max_leaves: int = 6) -> st.SearchStrategy[Any]:
-    """Nested structured values around ``leaves`` (float arrays and floats by default,
-    mixed with static leaves: ints, strings, ``None``, integer arrays)."""
+def structures(
+    leaves: st.SearchStrategy[Any] | None = None, max_leaves: int = 6, dtypes: Any = (np.float64, np.float32)
+) -> st.SearchStrategy[Any]:
+    """Nested structured values around ``leaves`` (by default arrays of the ``dtypes``, and
+    Python floats, or complex numbers when a dtype is complex, mixed with static leaves:
+    ints, strings, ``None``, integer arrays).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hypothesis import given, settings
+    >>> import nodegrad as ng
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(structures(dtypes=(np.complex128,)))
+    ... def test_leaves(value):
+    ...     arrays = [leaf for _, leaf in ng.tree.tree_leaves_with_path(value) if isinstance(leaf, np.ndarray)]
+    ...     assert {a.dtype.kind for a in arrays} <= {"c", "i", "b"}  # complex128, static ints and masks
+    >>> test_leaves()
+    """
     if leaves is None:
         statics = st.one_of(
             st.integers(-5, 5),
@@ -296,6 +373,9 @@ def structures(leaves: st.SearchStrategy[Any] | None = None, max_leaves: int = 6
             hnp.arrays(np.intp, shapes(max_dims=1)),
             hnp.arrays(np.bool_, shapes(max_dims=1)),
         )
-        arrays = st.sampled_from([np.float64, np.float32]).flatmap(lambda dt: float_arrays(shapes(max_dims=2), dt))
-        leaves = st.one_of(arrays, st.floats(-3, 3), statics)
+        arrays = st.sampled_from(list(dtypes)).flatmap(lambda dt: float_arrays(shapes(max_dims=2), dt))
+        numbers: st.SearchStrategy[Any] = st.floats(-3, 3)
+        if any(np.dtype(dt).kind == "c" for dt in dtypes):
+            numbers = st.one_of(numbers, st.complex_numbers(max_magnitude=3, allow_nan=False, allow_infinity=False))
+        leaves = st.one_of(arrays, numbers, statics)
     return _containers(st.recursive(leaves, _containers, max_leaves=max_leaves))

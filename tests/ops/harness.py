@@ -12,9 +12,14 @@ numpy reference for the forward. Each ``specs_<family>.py`` module, for its fami
 ``BROADCASTING``
     op name -> spec whose operands are non-trivially broadcast (may be empty);
 ``BAD_CALLS``
-    :class:`BadCall` objects: calls that must raise a ``NodegradError`` naming the op.
+    :class:`BadCall` objects: calls that must raise a ``NodegradError`` naming the op;
+``COMPLEX``
+    op or public function name -> :class:`ComplexSpec`: how its calls are drawn with complex
+    operands (an op that refuses complex values has a ``BadCall`` raising ``DtypeError`` on
+    a complex input instead). Optional for the linalg and fourier families.
 
-``test_ops.py`` collects them and runs the generic checks over every spec.
+``test_ops.py`` collects them and runs the generic checks over every spec, and
+``test_complex.py`` the complex checks over every ``COMPLEX`` entry.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ from nodegrad.errors import NodegradError
 from tests.strategies import broadcastable_shapes, float_arrays, floats
 
 __all__ = [
+    "IMAGINARY",
     "BadCall",
     "Case",
+    "ComplexSpec",
     "SomeShapes",
+    "complexified",
     "diff_mask",
     "draw_operand",
     "int_index",
@@ -86,6 +94,13 @@ class Case:
         cast = [np.asarray(v, dtype=dtype) if isinstance(v, np.ndarray) else dtype(v) for v in self.values]
         return dataclasses.replace(self, values=tuple(cast))
 
+    def single(self) -> Case:
+        """The same case in single precision: float operands as float32, complex ones as
+        complex64 (Python numbers stay as they are: weakly typed)."""
+        narrow = {"f": np.float32, "c": np.complex64}
+        cast = [v.astype(narrow[v.dtype.kind]) if _is_array_of(v, "fc") else v for v in self.values]
+        return dataclasses.replace(self, values=tuple(cast))
+
 
 @dataclasses.dataclass(frozen=True)
 class BadCall:
@@ -106,6 +121,84 @@ class BadCall:
 
     def __str__(self) -> str:
         return f"{self.op}-{self.error.__name__}-{'-'.join(self.fragments)}"
+
+
+# -- complex operands ------------------------------------------------------------------------
+
+#: The default imaginary parts of complex operands: ``|Im| < pi / 2`` keeps ``tanh``,
+#: ``sigmoid`` and ``tan`` of values with a small real part clear of their poles.
+IMAGINARY = floats(-1.4, 1.4)
+
+
+def _is_array_of(value: Any, kinds: str) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind in kinds
+
+
+def _is_float(value: Any) -> bool:
+    return type(value) is float or _is_array_of(value, "f")
+
+
+def _with_imaginary(draw: st.DrawFn, value: Any, imag: st.SearchStrategy[float]) -> Any:
+    """``value + 1j * parts``, parts drawn from ``imag``; exact zeros stay exact zeros (the
+    product and scan specs place them on purpose)."""
+    if type(value) is float:
+        return complex(value, 0.0 if value == 0 else draw(imag))
+    parts = draw(float_arrays(value.shape, imag))
+    parts[value == 0] = 0.0
+    return np.asarray(value + 1j * parts, dtype=np.result_type(value.dtype, np.complex64))
+
+
+@st.composite
+def complexified(
+    draw: st.DrawFn,
+    spec: st.SearchStrategy[Case],
+    ref: Callable[..., Any] | None = None,
+    imag: st.SearchStrategy[float] | None = None,
+    mixed: bool = True,
+) -> Case:
+    """Cases of ``spec`` with imaginary parts added to float operands: to all of them, or
+    (``mixed``, half the time) to a non-empty subset, the others meeting them as real values.
+
+    The spec keeps the real parts where it keeps its real operands (away from kinks, ties
+    and poles), so the imaginary parts are the only new choice: ``imag`` (:data:`IMAGINARY`
+    by default). ``ref`` replaces the spec's reference when that one takes real values only.
+    """
+    case = draw(spec)
+    floating = [k for k, v in enumerate(case.values) if _is_float(v)]
+    chosen = floating
+    if mixed and len(floating) > 1 and draw(st.booleans()):
+        chosen = sorted(draw(st.lists(st.sampled_from(floating), min_size=1, max_size=len(floating), unique=True)))
+    values = list(case.values)
+    for k in chosen:
+        values[k] = _with_imaginary(draw, values[k], IMAGINARY if imag is None else imag)
+    return dataclasses.replace(
+        case, values=tuple(values), ref=case.ref if ref is None else ref, desc=f"{case.desc}; complex operands {chosen}"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class ComplexSpec:
+    """How one op (or public function) is drawn with complex operands.
+
+    ``spec`` draws real cases that :func:`complexified` gives imaginary parts (from
+    ``imag``), with ``ref`` as the numpy reference if the spec's own takes real values
+    only; with ``drawn_complex`` the spec draws complex cases itself and is used as it is.
+    ``holomorphic``: the function is holomorphic in its operands (complex derivatives are
+    checked too); otherwise it is a selection, a permutation or a non-holomorphic function
+    (``abs``, ``real``, ``var``, ...), checked along real and imaginary directions alone.
+    """
+
+    spec: st.SearchStrategy[Case]
+    ref: Callable[..., Any] | None = None
+    imag: st.SearchStrategy[float] | None = None
+    holomorphic: bool = False
+    drawn_complex: bool = False
+
+    def cases(self, mixed: bool = True) -> st.SearchStrategy[Case]:
+        """Complex cases; with ``mixed``, some real operands meet complex ones."""
+        if self.drawn_complex:
+            return self.spec
+        return complexified(self.spec, self.ref, self.imag, mixed)
 
 
 # -- drawing helpers ------------------------------------------------------------------------
