@@ -83,12 +83,11 @@ def _resized(x: Any, length: int, axis: int) -> Any:
 
 
 def _cotangent_of(g: Any, x: Any) -> Any:
-    """``g`` as the cotangent of ``x``: a real ``x`` takes the real part, in its own dtype
-    (a float16 ``x`` is transformed in complex64)."""
+    """``g`` as the cotangent of ``x``: a real ``x`` takes the real part, and either is cast
+    to ``x``'s own dtype (a float16 ``x`` is transformed in complex64)."""
     dtype = np.result_type(unwrap(x))
-    if dtype.kind == "c":
-        return g
-    g = real(g)
+    if dtype.kind != "c":
+        g = real(g)
     return g if np.result_type(unwrap(g)) == dtype else astype(g, dtype)
 
 
