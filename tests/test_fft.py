@@ -129,6 +129,17 @@ def test_second_derivatives(name: str, data: st.DataObject) -> None:
     check_grads(lambda x: np.sum(np.real(fn(x, norm=norm, **sizes) ** 3)), x, order=2)
 
 
+@pytest.mark.parametrize("name", ["fft", "ifft", "fft2", "ifftn"])
+def test_complex_transforms_are_holomorphic(name: str) -> None:
+    rng = np.random.default_rng(2)
+    z = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    fn = getattr(np.fft, name)
+    check_grads(lambda z: fn(z, norm="ortho"), z, holomorphic=True, order=2)
+    if name in ONE_AXIS:  # its complex Jacobian is its matrix: the transform of the identity
+        jacobian = ng.jacobian(lambda z: fn(z[0], 5), holomorphic=True)(z)[:, 0, :]
+        np.testing.assert_allclose(jacobian, fn(np.eye(5), axis=0)[:, :4], atol=1e-12)
+
+
 SINGLE = [
     (name, dtype) for name in ONE_AXIS for dtype in ("float32", "complex64") if name not in REAL_IN or dtype[0] == "f"
 ]

@@ -1,5 +1,5 @@
 """Specs for the fourier family: fft, ifft, rfft and irfft; the composites hfft, ihfft,
-rfftn and irfftn.
+rfftn and irfftn; complex operands for fft, ifft, irfft and hfft (``COMPLEX``).
 
 The generic checks want real outputs (float32 in, float32 out), so a complex result is
 checked as its real and imaginary parts stacked; a complex input is drawn as two real
@@ -17,10 +17,10 @@ import numpy as np
 import nodegrad as ng
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError
 from nodegrad.ops import fourier
-from tests.ops.harness import BadCall, Case, diff_mask
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask
 from tests.strategies import float_arrays, shapes, single_axis
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
 NORMS = st.sampled_from([None, "backward", "ortho", "forward"])
 
@@ -53,6 +53,7 @@ def _one_axis_cases(
     complex_in: bool,
     complex_out: bool,
     default: Callable[[int], int] = lambda m: m,
+    as_is: bool = False,
 ) -> Case:
     shape = draw(shapes(min_dims=1, max_side=5))
     axis = draw(single_axis(len(shape)))
@@ -60,9 +61,9 @@ def _one_axis_cases(
     if n is None and default(shape[axis]) < 1:
         n = draw(st.integers(1, 7))  # irfft of one entry: no default length
     norm = draw(NORMS)
-    values, is_complex = draw(_operands(shape, complex_in))
+    values, is_complex = draw(_operands(shape, complex_in and not as_is))
     ours, theirs = getattr(fourier, name), getattr(np.fft, name)
-    out, np_out = (_parts, _np_parts) if complex_out else ((lambda y: y), (lambda y: y))
+    out, np_out = (_parts, _np_parts) if complex_out and not as_is else ((lambda y: y), (lambda y: y))
 
     def fn(*values: Any) -> Any:
         return out(ours(_joined(values), n, axis, norm))
@@ -119,6 +120,15 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
 }
 
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {}
+
+# With complex operands: one operand, the transform's own (complex) output. rfft and ihfft
+# refuse complex values (their BadCalls).
+COMPLEX: dict[str, ComplexSpec] = {
+    "fft": ComplexSpec(_one_axis_cases("fft", True, True, as_is=True), holomorphic=True),
+    "ifft": ComplexSpec(_one_axis_cases("ifft", True, True, as_is=True), holomorphic=True),
+    "irfft": ComplexSpec(_one_axis_cases("irfft", True, False, default=_full, as_is=True)),
+    "hfft": ComplexSpec(_one_axis_cases("hfft", True, False, default=_full, as_is=True)),
+}
 
 _V4 = np.array([0.5, -1.0, 2.0, 0.25])
 _M23 = np.arange(6.0).reshape(2, 3)
