@@ -190,9 +190,12 @@ def scale(tree: Any, factor: float) -> Any:
     {'w': 1.0}
     """
     factor = _check_finite("scale factor", factor)
-    return map_floats(
-        lambda x: type(x)(x * factor) if isinstance(x, float | complex) else x * np.asarray(factor, x.real.dtype), tree
-    )
+    def scaled(x: Any) -> Any:
+        if isinstance(x, float | complex):
+            return x * factor  # a Python number stays one (a float times a float is a float)
+        return x * np.asarray(factor, x.real.dtype)  # a float32 (or complex64) array stays one
+
+    return map_floats(scaled, tree)
 
 
 def global_norm(tree: Any) -> float:

@@ -35,7 +35,7 @@ def unwrap(value: Any) -> Any:
 def _called_from_pandas() -> bool:
     """Whether pandas is converting a traced value (``series * x``): only asked while an
     error is being written."""
-    frame = sys._getframe(2)
+    frame: Any = sys._getframe(2)
     for _ in range(30):
         if frame is None:
             return False
