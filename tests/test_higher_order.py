@@ -101,6 +101,13 @@ UNARY: dict[str, tuple[Callable[[Any], Any], st.SearchStrategy[float], Callable[
     "square": (ng.square, floats(), lambda x: 2 + 0 * x),
     "tan": (ng.tan, floats(-1.2, 1.2), lambda x: 2 * np.tan(x) * (1 + np.tan(x) ** 2)),
     "tanh": (ng.tanh, floats(), lambda x: -2 * np.tanh(x) * (1 - np.tanh(x) ** 2)),
+    # The parts of complex numbers, on real values: the value itself (real, conj) or a
+    # constant (imag, angle). Their second derivatives on complex values are checked in
+    # tests/ops/test_complex.py.
+    "real": (ng.real, floats(), lambda x: 0 * x),
+    "imag": (ng.imag, floats(), lambda x: 0 * x),
+    "conj": (ng.conj, floats(), lambda x: 0 * x),
+    "angle": (ng.angle, floats(), lambda x: 0 * x),
 }
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import OpIndexError, ShapeError, user_location
+from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["batch_norm", "cross_entropy", "layer_norm", "log_softmax", "softmax"]
@@ -23,13 +23,19 @@ __all__ = ["batch_norm", "cross_entropy", "layer_norm", "log_softmax", "softmax"
 _F = "nn"
 
 
+def _shifted(x: Any, axis: int) -> Any:
+    # By the largest real part: for complex x a real shift leaves the phase of the sum of
+    # exponentials alone, so its log is the principal one (as scipy's logsumexp takes it).
+    return x - np.max(np.real(x), axis=axis, keepdims=True)
+
+
 def _log_softmax(x: Any, axis: int) -> Any:
-    shifted = x - np.max(x, axis=axis, keepdims=True)
+    shifted = _shifted(x, axis)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
 def _softmax(x: Any, axis: int) -> Any:
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    e = np.exp(_shifted(x, axis))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
@@ -168,6 +174,19 @@ BATCH_NORM = defop(
 )
 
 
+def _refuse_complex(op_name: str, value: Any, what: str, why: str) -> None:
+    if np.iscomplexobj(unwrap(value)):
+        msg = f"{op_name}: complex {what} are not supported: {why} [called at {user_location()}]"
+        raise DtypeError(msg)
+
+
+_NO_PROBABILITIES = "the softmax of complex logits is no probability distribution, so there is no cross-entropy"
+_NO_SPREAD = (
+    "normalising complex values has no single convention (a variance of |x - mean|**2, or a whitening of the real "
+    "and imaginary parts together); normalise np.real(x) and np.imag(x), or write the normalisation you mean"
+)
+
+
 def _single_axis(op_name: str, x: Any, axis: int) -> int:
     axes = normalize_axis(op_name, axis, np.ndim(unwrap(x)))
     if axes is None or len(axes) != 1:
@@ -177,7 +196,8 @@ def _single_axis(op_name: str, x: Any, axis: int) -> int:
 
 
 def softmax(x: Any, axis: int = -1) -> Any:
-    """Softmax along ``axis``, computed stably (shifted by the maximum).
+    """Softmax along ``axis``, computed stably (shifted by the maximum; of complex values,
+    the largest real part: the function is holomorphic, as ``jax.nn.softmax``).
 
     Examples
     --------
@@ -190,7 +210,8 @@ def softmax(x: Any, axis: int = -1) -> Any:
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:
-    """Logarithm of the softmax along ``axis``, computed stably.
+    """Logarithm of the softmax along ``axis``, computed stably; of complex values
+    ``x - log(sum(exp(x)))`` with the principal logarithm.
 
     Examples
     --------
@@ -203,7 +224,8 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
 
 
 def cross_entropy(logits: Any, targets: Any) -> Any:
-    """Softmax cross-entropy, averaged over the batch.
+    """Softmax cross-entropy, averaged over the batch (real logits and targets: complex
+    ones raise :class:`~nodegrad.errors.DtypeError`).
 
     Parameters
     ----------
@@ -228,6 +250,8 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
     """
     logits_value = unwrap(logits)
     target_value = np.asarray(unwrap(targets))
+    _refuse_complex("cross_entropy", logits_value, "logits", _NO_PROBABILITIES)
+    _refuse_complex("cross_entropy", target_value, "targets", _NO_PROBABILITIES)
     lshape, tshape = np.shape(logits_value), np.shape(target_value)
     if len(lshape) == 0:
         msg = f"cross_entropy: logits must have a class axis, got shape {lshape} [called at {user_location()}]"
@@ -272,7 +296,8 @@ def _check_affine(op_name: str, x: Any, weight: Any, bias: Any, size: int) -> No
 
 
 def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
-    """Normalise ``x`` over its last axis, then ``* weight + bias`` when given.
+    """Normalise ``x`` over its last axis, then ``* weight + bias`` when given (real
+    values: complex ones raise :class:`~nodegrad.errors.DtypeError`).
 
     Parameters
     ----------
@@ -295,13 +320,16 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) 
     if len(shape) == 0:
         msg = f"layer_norm: input must have at least 1 dimension [called at {user_location()}]"
         raise ShapeError(msg)
+    for name, value in (("inputs", x), ("weights", weight), ("biases", bias)):
+        _refuse_complex("layer_norm", value, name, _NO_SPREAD)
     _check_affine("layer_norm", x, weight, bias, shape[-1])
     return record(LAYER_NORM, x, weight, bias, float(eps))
 
 
 def batch_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """Batch normalisation in training mode: each channel (axis 1) is normalised with the
-    mean and variance over the batch and any spatial axes, then ``* weight + bias``.
+    mean and variance over the batch and any spatial axes, then ``* weight + bias`` (real
+    values: complex ones raise :class:`~nodegrad.errors.DtypeError`).
 
     Parameters
     ----------
@@ -324,5 +352,7 @@ def batch_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) 
     if len(shape) < 2:
         msg = f"batch_norm: input must have shape (N, C, ...), got {shape} [called at {user_location()}]"
         raise ShapeError(msg)
+    for name, value in (("inputs", x), ("weights", weight), ("biases", bias)):
+        _refuse_complex("batch_norm", value, name, _NO_SPREAD)
     _check_affine("batch_norm", x, weight, bias, shape[1])
     return record(BATCH_NORM, x, weight, bias, float(eps))

@@ -14,7 +14,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.elementwise import abs as absolute
-from nodegrad.ops.elementwise import power, sqrt, where
+from nodegrad.ops.elementwise import conj, power, real, sqrt, where
 from nodegrad.ops.linalg import svdvals
 from nodegrad.ops.shape import expand_dims, moveaxis
 
@@ -191,9 +191,18 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return _reduce(PROD, x, axis, keepdims)
 
 
+def _squared_magnitude(x: Any) -> Any:
+    """``|x| ** 2`` entrywise: ``x * x`` for real values, ``Re(x * conj(x))`` for complex
+    ones (a real result, differentiable everywhere, 0 included)."""
+    if np.iscomplexobj(unwrap(x)):
+        return real(x * conj(x))
+    return x * x
+
+
 @composite
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """Variance over ``axis`` with ``ddof`` delta degrees of freedom, as ``np.var``.
+    """Variance over ``axis`` with ``ddof`` delta degrees of freedom, as ``np.var``: of
+    complex values the mean of ``|x - mean(x)| ** 2``, a real number.
 
     Examples
     --------
@@ -205,12 +214,12 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     axes = normalize_axis("var", axis, np.ndim(unwrap(x)))
     centred = x - mean(x, axes, keepdims=True)
     n = _count(unwrap(x), axes)
-    return sum(centred * centred, axes, keepdims) / builtins.max(n - ddof, 0)
+    return sum(_squared_magnitude(centred), axes, keepdims) / builtins.max(n - ddof, 0)
 
 
 @composite
 def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
-    """Standard deviation over ``axis``, as ``np.std``.
+    """Standard deviation over ``axis``, as ``np.std`` (real for complex values too).
 
     Examples
     --------
@@ -252,7 +261,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
 
     Gradients: at a tie for a max/min norm the tied entries share it evenly; the gradient
     of ``|x|`` at 0 is 0; the gradient of a Euclidean norm at the zero vector is not
-    defined (NaN).
+    defined (NaN). Complex ``x`` has real norms of ``|x|``, as in numpy.
 
     Examples
     --------
@@ -277,7 +286,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         raise ShapeError(msg)
     if ord is None or (isinstance(ord, str) and ord == "fro" and not vector) or (number and ord == 2 and vector):
         reduced = None if axes is None else tuple(sorted(axes))
-        return sqrt(sum(x * x, reduced, keepdims))
+        return sqrt(sum(_squared_magnitude(x), reduced, keepdims))
     if vector and number:
         if ord == np.inf:
             return max(absolute(x), axes, keepdims)
@@ -286,8 +295,9 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         if ord == 0:
             # The count of nonzeros, as a value recorded from x with a zero gradient.
             value = x if type(x) is not Traced else x.value
-            nonzero = np.asarray(value != 0).astype(np.result_type(value))
-            return sum(where(np.zeros(np.shape(nonzero), bool), x, nonzero), axes, keepdims)
+            nonzero = np.asarray(value != 0).astype(np.result_type(np.real(value)))
+            recorded = absolute(x) if np.iscomplexobj(value) else x  # real, as the count is
+            return sum(where(np.zeros(np.shape(nonzero), bool), recorded, nonzero), axes, keepdims)
         if ord == 1:
             return sum(absolute(x), axes, keepdims)
         return power(sum(power(absolute(x), float(ord)), axes, keepdims), 1.0 / float(ord))

@@ -41,6 +41,8 @@ RESHAPE = defop(
     family=_F,
     doc="same data, new shape",
 )
+
+
 def _cast_back(g: Any, x: Any) -> Any:
     """The cotangent in ``x``'s dtype: a real ``x`` cast to complex keeps the real part."""
     dtype = np.result_type(x)
@@ -65,15 +67,23 @@ TRANSPOSE = defop(
 )
 
 
+def _part_of(g: Any, x: Any) -> Any:
+    """A piece of a joined cotangent for input ``x``: its real part when real inputs were
+    joined with complex ones (the transpose of their inclusion, as fit_cotangent does)."""
+    dtype = getattr(x, "dtype", None)
+    real = dtype.kind != "c" if dtype is not None else not isinstance(x, complex)
+    return np.real(g) if real and g.dtype.kind == "c" else g
+
+
 def _cat_rule(k: int, g: Any, ans: Any, axis: int, *xs: Any) -> Any:
     # Input k (position 0 is the axis) owns the slice of g between its neighbours' extents.
     start = sum(np.shape(x)[axis] for x in xs[: k - 1])
     stop = start + np.shape(xs[k - 1])[axis]
-    return g[(slice(None),) * axis + (slice(start, stop),)]
+    return _part_of(g[(slice(None),) * axis + (slice(start, stop),)], xs[k - 1])
 
 
 def _stack_rule(k: int, g: Any, ans: Any, axis: int, *xs: Any) -> Any:
-    return g[(slice(None),) * axis + (k - 1,)]
+    return _part_of(g[(slice(None),) * axis + (k - 1,)], xs[k - 1])
 
 
 CAT = defop(
@@ -244,8 +254,15 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     if type(constant_values) is Traced:
         msg = f"pad: a traced constant_values has no gradient rule; pass a plain value [called at {user_location()}]"
         raise NoGradientError(msg)
-    value = np.asarray(constant_values).tolist()  # a number, or numpy's per-axis (before, after) pairs
-    return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), value)
+    value = np.asarray(constant_values)
+    if value.dtype.kind == "c" and not np.iscomplexobj(unwrap(x)):
+        msg = (
+            f"pad: complex constant_values would lose their imaginary part in the real array x (numpy casts them "
+            f"with a ComplexWarning); cast x to complex first [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
+    # A number, or numpy's per-axis (before, after) pairs.
+    return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), value.tolist())
 
 
 def expand_dims(x: Any, axis: Any) -> Any:

@@ -95,11 +95,16 @@ class Case:
         return dataclasses.replace(self, values=tuple(cast))
 
     def single(self) -> Case:
-        """The same case in single precision: float operands as float32, complex ones as
-        complex64 (Python numbers stay as they are: weakly typed)."""
+        """The same case in single precision: float operands (arrays and Python numbers)
+        as float32, complex ones as complex64."""
         narrow = {"f": np.float32, "c": np.complex64}
-        cast = [v.astype(narrow[v.dtype.kind]) if _is_array_of(v, "fc") else v for v in self.values]
-        return dataclasses.replace(self, values=tuple(cast))
+
+        def cast(v: Any) -> Any:
+            if _is_array_of(v, "fc"):
+                return v.astype(narrow[v.dtype.kind])
+            return narrow["c" if type(v) is complex else "f"](v) if type(v) in (float, complex) else v
+
+        return dataclasses.replace(self, values=tuple(cast(v) for v in self.values))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,13 +143,14 @@ def _is_float(value: Any) -> bool:
     return type(value) is float or _is_array_of(value, "f")
 
 
-def _with_imaginary(draw: st.DrawFn, value: Any, imag: st.SearchStrategy[float]) -> Any:
-    """``value + 1j * parts``, parts drawn from ``imag``; exact zeros stay exact zeros (the
-    product and scan specs place them on purpose)."""
+def _with_imaginary(draw: st.DrawFn, value: Any, imag: st.SearchStrategy[float], keep_zeros: bool) -> Any:
+    """``value + 1j * parts``, parts drawn from ``imag``; with ``keep_zeros``, exact zeros
+    stay exact zeros (the product and scan specs place them on purpose)."""
     if type(value) is float:
-        return complex(value, 0.0 if value == 0 else draw(imag))
+        return complex(value, 0.0 if keep_zeros and value == 0 else draw(imag))
     parts = draw(float_arrays(value.shape, imag))
-    parts[value == 0] = 0.0
+    if keep_zeros:
+        parts[value == 0] = 0.0
     return np.asarray(value + 1j * parts, dtype=np.result_type(value.dtype, np.complex64))
 
 
@@ -155,6 +161,7 @@ def complexified(
     ref: Callable[..., Any] | None = None,
     imag: st.SearchStrategy[float] | None = None,
     mixed: bool = True,
+    keep_zeros: bool = False,
 ) -> Case:
     """Cases of ``spec`` with imaginary parts added to float operands: to all of them, or
     (``mixed``, half the time) to a non-empty subset, the others meeting them as real values.
@@ -162,6 +169,7 @@ def complexified(
     The spec keeps the real parts where it keeps its real operands (away from kinks, ties
     and poles), so the imaginary parts are the only new choice: ``imag`` (:data:`IMAGINARY`
     by default). ``ref`` replaces the spec's reference when that one takes real values only.
+    With ``keep_zeros`` the spec's exact zeros stay exact (complex) zeros.
     """
     case = draw(spec)
     floating = [k for k, v in enumerate(case.values) if _is_float(v)]
@@ -170,7 +178,7 @@ def complexified(
         chosen = sorted(draw(st.lists(st.sampled_from(floating), min_size=1, max_size=len(floating), unique=True)))
     values = list(case.values)
     for k in chosen:
-        values[k] = _with_imaginary(draw, values[k], IMAGINARY if imag is None else imag)
+        values[k] = _with_imaginary(draw, values[k], IMAGINARY if imag is None else imag, keep_zeros)
     return dataclasses.replace(
         case, values=tuple(values), ref=case.ref if ref is None else ref, desc=f"{case.desc}; complex operands {chosen}"
     )
@@ -186,6 +194,7 @@ class ComplexSpec:
     ``holomorphic``: the function is holomorphic in its operands (complex derivatives are
     checked too); otherwise it is a selection, a permutation or a non-holomorphic function
     (``abs``, ``real``, ``var``, ...), checked along real and imaginary directions alone.
+    ``keep_zeros``: the spec's exact zeros stay exact zeros (products with zeros).
     """
 
     spec: st.SearchStrategy[Case]
@@ -193,12 +202,13 @@ class ComplexSpec:
     imag: st.SearchStrategy[float] | None = None
     holomorphic: bool = False
     drawn_complex: bool = False
+    keep_zeros: bool = False
 
     def cases(self, mixed: bool = True) -> st.SearchStrategy[Case]:
         """Complex cases; with ``mixed``, some real operands meet complex ones."""
         if self.drawn_complex:
             return self.spec
-        return complexified(self.spec, self.ref, self.imag, mixed)
+        return complexified(self.spec, self.ref, self.imag, mixed, self.keep_zeros)
 
 
 # -- drawing helpers ------------------------------------------------------------------------

@@ -18,10 +18,19 @@ import numpy as np
 
 import nodegrad as ng
 from nodegrad.errors import DtypeError, ShapeError
-from tests.ops.harness import BadCall, Case, SomeShapes, diff_mask, draw_operand, nontrivial
-from tests.strategies import BOUND, away_from_zero, broadcastable_shapes, floats, grid, shapes
+from tests.ops.harness import BadCall, Case, ComplexSpec, SomeShapes, diff_mask, draw_operand, nontrivial
+from tests.strategies import (
+    BOUND,
+    away_from_zero,
+    broadcastable_shapes,
+    complex_arrays,
+    complexes,
+    floats,
+    grid,
+    shapes,
+)
 
-__all__ = ["BAD_CALLS", "BINARY", "BROADCASTING", "COMPOSITES", "SPECS", "UNARY", "gelu_ref"]
+__all__ = ["BAD_CALLS", "BINARY", "BROADCASTING", "COMPLEX", "COMPOSITES", "PARTS", "SPECS", "UNARY", "gelu_ref"]
 
 Unary = tuple[Callable[..., Any], Callable[..., Any], st.SearchStrategy[float]]
 Binary = tuple[Callable[..., Any], Callable[..., Any], st.SearchStrategy[float], st.SearchStrategy[float]]
@@ -97,16 +106,16 @@ def gelu_ref(x: Any, approximate: bool) -> Any:
 
 
 @st.composite
-def _unary_cases(draw: st.DrawFn, name: str) -> Case:
-    fn, ref, elements = UNARY[name]
-    x = draw_operand(draw, draw(shapes()), elements)
+def _unary_cases(draw: st.DrawFn, name: str, elements: st.SearchStrategy[float] | None = None) -> Case:
+    fn, ref, domain = UNARY[name]
+    x = draw_operand(draw, draw(shapes()), domain if elements is None else elements)
     return Case(fn, ref, (x,), (True,), desc=name)
 
 
 @st.composite
-def _gelu_cases(draw: st.DrawFn) -> Case:
-    approximate = draw(st.booleans())
-    x = draw_operand(draw, draw(shapes()), floats())
+def _gelu_cases(draw: st.DrawFn, approximate: bool | None = None, elements: Any = None) -> Case:
+    approximate = draw(st.booleans()) if approximate is None else approximate
+    x = draw_operand(draw, draw(shapes()), floats() if elements is None else elements)
     return Case(
         lambda x: ng.gelu(x, approximate=approximate),
         lambda x: gelu_ref(x, approximate),
@@ -186,14 +195,83 @@ BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
     "where": _where_cases(nontrivial(3), all_diff=True),
 }
 
+# -- complex operands -----------------------------------------------------------------------
+
+# The branch cuts lie on the real axis (logarithms, roots, arcsin, arccos, arctanh, arccosh:
+# the imaginary parts keep 0.2 away from it, the real parts are free, negative ones
+# included) or on the imaginary axis beyond +-i (arctan, arcsinh: the other way round).
+_OFF_REAL_AXIS = (floats(), away_from_zero(0.2, 1.4))
+_OFF_IMAGINARY_AXIS = (away_from_zero(0.2), floats(-1.4, 1.4))
+_COMPLEX_DOMAINS = {
+    **{n: _OFF_REAL_AXIS for n in ("log", "log2", "log10", "log1p", "sqrt", "arcsin", "arccos", "arctanh", "arccosh")},
+    **{name: _OFF_IMAGINARY_AXIS for name in ("arctan", "arcsinh")},
+    "tanh": (floats(), floats(-1.2, 1.2)),  # poles at +-i pi / 2
+}
+_REAL_ONLY_UNARY = ("cbrt", "deg2rad", "rad2deg")
+
+# The parts of complex numbers: drawn complex (of real values they record nothing); off the
+# real axis, as angle jumps across its negative half.
+PARTS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
+    "real": (ng.real, np.real),
+    "imag": (ng.imag, np.imag),
+    "conj": (ng.conj, np.conjugate),
+    "angle": (ng.angle, np.angle),
+}
+
+
+@st.composite
+def _part_cases(draw: st.DrawFn, name: str) -> Case:
+    fn, ref = PARTS[name]
+    deg = name == "angle" and draw(st.booleans())
+    shape = draw(shapes())
+    if shape == () and draw(st.booleans()):
+        z: Any = draw(complexes(*_OFF_REAL_AXIS))
+    else:
+        z = draw(complex_arrays(shape, *_OFF_REAL_AXIS))
+    if deg:
+        return Case(lambda z: fn(z, deg=True), lambda z: ref(z, deg=True), (z,), (True,), desc=f"{name} deg=True")
+    return Case(fn, ref, (z,), (True,), desc=name)
+
+
+SPECS.update({name: _part_cases(name) for name in PARTS})
+_REAL_ONLY_BINARY = ("hypot", "arctan2", "logaddexp", "logaddexp2", "remainder", "fmod")
+_SELECTIONS = ("abs", "relu", "maximum", "minimum")  # abs is not holomorphic; the others select
+
+
+def _complex_unary(name: str) -> ComplexSpec:
+    real, imag = _COMPLEX_DOMAINS.get(name, (None, None))
+    numpy_ref = getattr(np, name, None) if name not in ("relu", "sigmoid", "silu") else None
+    return ComplexSpec(_unary_cases(name, real), ref=numpy_ref, imag=imag, holomorphic=name not in _SELECTIONS)
+
+
+COMPLEX: dict[str, ComplexSpec] = {
+    **{name: _complex_unary(name) for name in UNARY if name not in _REAL_ONLY_UNARY},
+    **{
+        name: ComplexSpec(SPECS[name], holomorphic=name not in _SELECTIONS)
+        for name in BINARY
+        if name not in _REAL_ONLY_BINARY
+    },
+    # The tanh form: |Re| <= 1.5 and |Im| <= 0.5 keep tanh's argument off its poles.
+    "gelu": ComplexSpec(_gelu_cases(True, floats(-1.5, 1.5)), imag=floats(-0.5, 0.5), holomorphic=True),
+    "clamp": ComplexSpec(SPECS["clamp"]),  # lexicographic, as np.clip: the real parts decide here
+    "where": ComplexSpec(SPECS["where"], holomorphic=True),
+    **{name: ComplexSpec(SPECS[name], drawn_complex=True) for name in PARTS},
+}
+
 _M23, _STRINGS = np.ones((2, 3)), np.array(["a", "b"])
+_Z = np.array([1.0 + 2.0j, -0.5j])
 
 BAD_CALLS = [
     *(BadCall(name, (_M23, np.ones(4)), fn, ShapeError, ("[2, 3]", "[4]")) for name, (fn, *_) in BINARY.items()),
     *(BadCall(name, (_STRINGS,), fn, DtypeError, ("<U1[2]",)) for name, (fn, *_) in UNARY.items()),
     BadCall("gelu", (_STRINGS,), ng.gelu, DtypeError, ("<U1[2]",)),
+    *(BadCall(name, (_STRINGS,), fn, DtypeError, ("numbers", "<U1[2]")) for name, (fn, _) in PARTS.items()),
     BadCall("clamp", (np.ones(3), np.ones(2)), lambda x, lo: ng.clamp(x, lo), ShapeError, ("[3]", "[2]")),
     BadCall("clamp", (np.ones(3),), lambda x: ng.clamp(x), ShapeError, ("lo", "hi")),
     BadCall("where", (np.array([0, 2]), np.ones(2), np.ones(2)), ng.where, ShapeError, ("mask",)),
     BadCall("where", (np.array([True, False]), np.ones(3), np.ones(2)), ng.where, ShapeError, ("[3]", "[2]")),
+    # Defined for real numbers only, as in numpy.
+    *(BadCall(name, (_Z,), UNARY[name][0], DtypeError, ("complex",)) for name in _REAL_ONLY_UNARY),
+    *(BadCall(name, (np.ones(2), _Z), BINARY[name][0], DtypeError, ("complex",)) for name in _REAL_ONLY_BINARY),
+    BadCall("gelu", (_Z,), lambda x: ng.gelu(x, approximate=False), DtypeError, ("complex", "approximate=True")),
 ]

@@ -13,10 +13,10 @@ import nodegrad as ng
 from nodegrad.errors import OpIndexError, ShapeError
 from nodegrad.ops import getitem, index_add, index_set
 from nodegrad.ops.index import scatter
-from tests.ops.harness import BadCall, Case, diff_mask, draw_operand, int_index, shape_like, unique_index
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, int_index, shape_like, unique_index
 from tests.strategies import float_arrays, floats, shapes, single_axis
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
 
 @st.composite
@@ -147,6 +147,11 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
     "index_add": _update_cases("index_add", all_diff=True, broadcast=True),
     "index_set": _update_cases("index_set", all_diff=True, broadcast=True),
+}
+# Linear maps: holomorphic. Complex values written into, or added to, a real x give a
+# complex result (x's real part gets its gradient, as any real value meeting complex ones).
+COMPLEX: dict[str, ComplexSpec] = {
+    name: ComplexSpec(spec, holomorphic=True) for name, spec in {**SPECS, **COMPOSITES}.items()
 }
 
 _M23 = np.ones((2, 3))

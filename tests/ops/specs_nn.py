@@ -12,13 +12,15 @@ import numpy as np
 
 import nodegrad as ng
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError
-from tests.ops.harness import BadCall, Case, diff_mask
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask
 from tests.strategies import float_arrays, floats, separated_arrays, shapes, single_axis
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS", "log_softmax_ref"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS", "log_softmax_ref"]
 
 
 def log_softmax_ref(x: Any, axis: int) -> Any:
+    if np.iscomplexobj(x):  # bounded values: no shift needed; the principal logarithm
+        return x - np.log(np.sum(np.exp(x), axis=axis, keepdims=True))
     shifted = x - np.max(x, axis=axis, keepdims=True)
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
@@ -132,8 +134,13 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {}
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {}
+# softmax and log_softmax are holomorphic; the losses and normalisations refuse complex values.
+COMPLEX: dict[str, ComplexSpec] = {
+    name: ComplexSpec(SPECS[name], holomorphic=True) for name in ("softmax", "log_softmax")
+}
 
 _M23 = np.ones((2, 3))
+_Z23 = np.full((2, 3), 1.0 + 0.5j)
 
 BAD_CALLS = [
     *(BadCall(name, (_M23,), lambda x, n=name: getattr(ng, n)(x, axis=(0, 1)), ShapeError, ("single int",))
@@ -150,4 +157,12 @@ BAD_CALLS = [
     BadCall("layer_norm", (np.array(1.0),), ng.layer_norm, ShapeError, ("1 dimension",)),
     BadCall("batch_norm", (np.ones(3),), ng.batch_norm, ShapeError, ("(N, C, ...)", "(3,)")),
     BadCall("batch_norm", (_M23, np.ones(2)), lambda x, b: ng.batch_norm(x, None, b), ShapeError, ("bias", "(3,)")),
+    BadCall("cross_entropy", (_Z23, np.array([0, 2])), ng.cross_entropy, DtypeError, ("complex logits",)),
+    BadCall("cross_entropy_probs", (_M23, _Z23), ng.cross_entropy, DtypeError, ("complex targets",), "cross_entropy"),
+    BadCall("cross_entropy_probs", (_Z23, np.ones((2, 3))), ng.cross_entropy, DtypeError, ("complex logits",),
+            "cross_entropy"),
+    BadCall("layer_norm", (_Z23,), ng.layer_norm, DtypeError, ("complex inputs", "np.real(x)")),
+    BadCall("layer_norm", (_M23, np.ones(3) * 1j), ng.layer_norm, DtypeError, ("complex weights",)),
+    BadCall("batch_norm", (_Z23,), ng.batch_norm, DtypeError, ("complex inputs",)),
+    BadCall("batch_norm", (_M23, None, np.ones(3) * 1j), ng.batch_norm, DtypeError, ("complex biases",)),
 ]  # fmt: skip

@@ -18,10 +18,10 @@ import numpy as np
 
 import nodegrad as ng
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError
-from tests.ops.harness import BadCall, Case, diff_mask, draw_operand, shape_like
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, shape_like
 from tests.strategies import axes, float_arrays, floats, separated_arrays, shapes, single_axis
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS", "ssm_ref"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS", "ssm_ref"]
 
 # -- references: second implementations, written as loops where numpy has no function ----------
 
@@ -158,7 +158,7 @@ def _scatter_add_cases(draw: st.DrawFn) -> Case:
     where = (slice(None),) * (axis % len(shape)) + (indices,)
 
     def ref(x: Any, updates: Any) -> Any:
-        out = np.array(x, copy=True)
+        out = np.array(x, dtype=np.result_type(x, updates), copy=True)
         np.add.at(out, where, np.broadcast_to(updates, selected).copy())  # in full: engine bug 9
         return out
 
@@ -228,6 +228,14 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "one_hot": _one_hot_cases(),
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {"ssm_scan": _ssm_scan_cases(broadcast=True)}
+# segment_max and sort order complex values by real part, then imaginary part (their specs
+# keep the real parts apart); the others are holomorphic.
+COMPLEX: dict[str, ComplexSpec] = {
+    **{name: ComplexSpec(spec, holomorphic=True) for name, spec in {**SPECS, **COMPOSITES}.items()},
+    "segment_max": ComplexSpec(SPECS["segment_max"]),
+    "sort": ComplexSpec(COMPOSITES["sort"]),
+    "cumprod": ComplexSpec(SPECS["cumprod"], holomorphic=True, keep_zeros=True),
+}
 
 _M23, _IDS = np.ones((2, 3)), np.array([0, 1])
 

@@ -12,10 +12,10 @@ from hypothesis import assume
 
 import nodegrad as ng
 from nodegrad.errors import ArgumentError, ShapeError
-from tests.ops.harness import BadCall, Case, draw_operand, well_separated_matrices
+from tests.ops.harness import BadCall, Case, ComplexSpec, draw_operand, well_separated_matrices
 from tests.strategies import BOUND, axes, float_arrays, floats, grid, separated_arrays, shapes, single_axis
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
 
 @st.composite
@@ -130,6 +130,35 @@ def _norm_cases(draw: st.DrawFn) -> Case:
     )
 
 
+@st.composite
+def _complex_norm_cases(draw: st.DrawFn) -> Case:
+    # Distinct |z| (inf-norms take a max) away from 0, at random phases; the induced matrix
+    # norms need separated line sums of |z|. (The singular-value norms are linalg's.)
+    kind = draw(st.sampled_from(["vector", "matrix", "flat"]))
+    shape = draw(shapes(min_dims=2 if kind == "matrix" else 1))
+    magnitudes = draw(float_arrays(shape, grid(lo=0.1, hi=BOUND, offset=0.005), unique=True))
+    z = magnitudes * np.exp(1j * draw(float_arrays(shape, floats(-np.pi, np.pi))))
+    axis: Any = None
+    if kind == "vector":
+        ord_ = draw(st.sampled_from([None, 2, 1, 3.0, 0.5, -1, 0, np.inf, -np.inf]))
+        axis = draw(single_axis(len(shape))) if len(shape) > 1 or draw(st.booleans()) else None
+    elif kind == "matrix":
+        ord_ = draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
+        axis = tuple(draw(st.permutations(range(-len(shape), 0)))[:2])
+        if ord_ not in (None, "fro"):
+            assume(_sums_are_separated(np.abs(z), ord_, axis))
+    else:
+        ord_ = None
+    keepdims = draw(st.booleans()) and axis is not None
+    return Case(
+        lambda z: ng.norm(z, ord=ord_, axis=axis, keepdims=keepdims),
+        lambda z: np.linalg.norm(z, ord=ord_, axis=axis, keepdims=keepdims),
+        (z,),
+        (True,),
+        desc=f"norm of complex values, ord={ord_!r} axis={axis} keepdims={keepdims}",
+    )
+
+
 _REDUCTIONS = ("sum", "mean", "max", "min", "prod")
 SPECS: dict[str, st.SearchStrategy[Case]] = {name: _reduce_cases(name) for name in _REDUCTIONS}
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
@@ -138,6 +167,15 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "norm": _norm_cases(),
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {}
+# max and min order complex values by real part, then imaginary part (the specs keep the
+# real parts apart); var and std are real, of |x - mean| ** 2.
+COMPLEX: dict[str, ComplexSpec] = {
+    **{name: ComplexSpec(SPECS[name], holomorphic=name in ("sum", "mean", "prod")) for name in _REDUCTIONS},
+    "prod": ComplexSpec(SPECS["prod"], holomorphic=True, keep_zeros=True),
+    "var": ComplexSpec(COMPOSITES["var"]),
+    "std": ComplexSpec(COMPOSITES["std"]),
+    "norm": ComplexSpec(_complex_norm_cases(), drawn_complex=True),
+}
 
 _M23 = np.ones((2, 3))
 

@@ -10,11 +10,11 @@ import hypothesis.strategies as st
 import numpy as np
 
 import nodegrad as ng
-from nodegrad.errors import ShapeError
-from tests.ops.harness import BadCall, Case, diff_mask, shape_like
-from tests.strategies import float_arrays, floats, shapes, single_axis
+from nodegrad.errors import DtypeError, ShapeError
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, shape_like
+from tests.strategies import complex_arrays, float_arrays, floats, shapes, single_axis
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -227,6 +227,36 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {}
 
+
+@st.composite
+def _complex_astype_cases(draw: st.DrawFn) -> Case:
+    # To complex128, from real or complex values of any precision (a cast to complex64 would
+    # round what finite differences see).
+    source = draw(st.sampled_from([np.float32, np.float64, np.complex64, np.complex128]))
+    if np.dtype(source).kind == "c":
+        x = draw(complex_arrays(shapes(), dtype=source))
+    else:
+        x = draw(float_arrays(shapes())).astype(source)
+    fn, ref = (lambda x: ng.astype(x, np.complex128)), (lambda x: x.astype(np.complex128))
+    return _unary("astype", fn, ref, x, f"from {np.dtype(source)} to complex128")
+
+
+@st.composite
+def _complex_pad_cases(draw: st.DrawFn) -> Case:
+    # Complex values padded with a complex constant.
+    x = draw(complex_arrays(shapes(min_dims=1)))
+    width, value = draw(st.integers(0, 2)), complex(draw(floats()), draw(floats()))
+    fn, ref = (lambda x: ng.pad(x, width, constant_values=value)), (lambda x: np.pad(x, width, constant_values=value))
+    return _unary("pad", fn, ref, x, f"pad_width={width} value={value}")
+
+
+# Linear maps all of them: holomorphic. cat and stack join real operands with complex ones.
+COMPLEX: dict[str, ComplexSpec] = {
+    **{name: ComplexSpec(spec, holomorphic=True) for name, spec in {**SPECS, **COMPOSITES}.items()},
+    "astype": ComplexSpec(_complex_astype_cases(), drawn_complex=True, holomorphic=True),
+    "pad": ComplexSpec(st.one_of(SPECS["pad"], _complex_pad_cases()), holomorphic=True),
+}
+
 _M23 = np.ones((2, 3))
 
 BAD_CALLS = [
@@ -245,6 +275,7 @@ BAD_CALLS = [
     BadCall("pad", (_M23,), lambda x: ng.pad(x, ((1, 1), (1, 1), (1, 1))), ShapeError, ("2 axes",)),
     BadCall("pad", (_M23,), lambda x: ng.pad(x, (-1, 0)), ShapeError, ("non-negative",)),
     BadCall("pad", (_M23,), lambda x: ng.pad(x, 1, mode="reflect"), ShapeError, ("'reflect'",)),
+    BadCall("pad", (_M23,), lambda x: ng.pad(x, 1, constant_values=1j), DtypeError, ("complex", "cast x")),
     BadCall("expand_dims", (_M23,), lambda x: ng.expand_dims(x, 3), ShapeError, ("axis 3",)),
     BadCall("squeeze", (_M23,), lambda x: ng.squeeze(x, 1), ShapeError, ("size 1",)),
     BadCall("swapaxes", (_M23,), lambda x: ng.swapaxes(x, 0, 2), ShapeError, ("axis 2",)),

@@ -19,10 +19,10 @@ import nodegrad as ng
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArenaError, StructureError
 from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
-from tests.ops.harness import BadCall, Case, diff_mask, draw_operand
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand
 from tests.strategies import floats, shapes
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+__all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
 _NAMEDTUPLES = {n: collections.namedtuple(f"NT{n}", [*(f"f{i}" for i in range(n)), "tag"]) for n in range(1, 5)}
 _DATACLASSES = {
@@ -104,6 +104,10 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "view": st.sampled_from(list(_OPS)).flatmap(_structured_cases),
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {}
+# Complex entries, alone or among real ones (then joined by cat): holomorphic.
+COMPLEX: dict[str, ComplexSpec] = {
+    name: ComplexSpec(spec, holomorphic=True) for name, spec in {**SPECS, **COMPOSITES}.items()
+}
 
 BAD_CALLS = [
     *(

@@ -202,7 +202,7 @@ def test_gradients_are_fresh_arrays(name: str, data: st.DataObject) -> None:
     others = [*_arrays_in(case.values), *_arrays_in(case.static), seed, *_arrays_in(out)]
     for k, g in enumerate(grads):
         if not isinstance(g, np.ndarray):
-            assert isinstance(case.args[k], (float, np.floating)), f"gradient {k} is a {type(g).__name__}"
+            assert isinstance(case.args[k], (float, complex, np.inexact)), f"gradient {k} is a {type(g).__name__}"
             continue
         assert g.flags.writeable, f"gradient {k} is read-only"
         for j, h in enumerate(grads[k + 1 :], start=k + 1):
@@ -214,13 +214,15 @@ def test_gradients_are_fresh_arrays(name: str, data: st.DataObject) -> None:
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "astype"])  # astype's job is to change the dtype
 @given(data=st.data())
 def test_float32_in_float32_out(name: str, data: st.DataObject) -> None:
+    # Single precision: float32, and complex64 for the specs drawn complex (real, imag, ...).
     case = data.draw(ALL_SPECS[name], label="case")
-    case32 = case.astype(np.float32)
+    case32 = case.single()
     out, back = ng.vjp(case32.of_args(), *case32.args)
-    assert np.asarray(out).dtype == np.float32, f"float32 inputs gave a {np.asarray(out).dtype} forward"
+    expected = {"f": np.float32, "c": np.complex64}[np.asarray(case.ref(*case.values)).dtype.kind]
+    assert np.asarray(out).dtype == expected, f"single-precision inputs gave a {np.asarray(out).dtype} forward"
     np.testing.assert_allclose(out, case.ref(*case.values), rtol=1e-4, atol=1e-5)
     for k, (g, x) in enumerate(zip(back(_draw_seed(data, out)), case32.args, strict=True)):
-        assert np.asarray(g).dtype == np.float32, f"gradient {k} has dtype {np.asarray(g).dtype}"
+        assert np.asarray(g).dtype == np.result_type(x), f"gradient {k} has dtype {np.asarray(g).dtype}"
         assert np.shape(g) == np.shape(x)
     check_grads(case32.fn, *case32.values, argnums=case32.argnums)
 

@@ -11,13 +11,16 @@ import numpy as np
 
 from nodegrad.engine.record import record1
 from nodegrad.engine.registry import defop
-from nodegrad.engine.traced import Traced
-from nodegrad.ops.elementwise.arithmetic import FAMILY, unary
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import DtypeError, user_location
+from nodegrad.ops.elementwise.arithmetic import FAMILY, is_complex, unary
 
 __all__ = ["gelu", "relu", "sigmoid", "silu"]
 
 
 def _sigmoid(x: Any) -> Any:
+    if is_complex(x):  # holomorphic (poles at odd multiples of i pi); numpy has no complex logaddexp
+        return 1 / (1 + np.exp(-x))
     # exp(-log(1 + e^-x)) is accurate for large |x| in both directions.
     return np.exp(-np.logaddexp(0, -x))
 
@@ -81,7 +84,7 @@ def _gelu_rule(g: Any, ans: Any, x: Any, approximate: Any) -> Any:
 SIGMOID = unary("sigmoid", _sigmoid, lambda g, ans, x: g * ans * (1 - ans), "logistic function")
 
 
-RELU = unary("relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * (x > 0), "max(x, 0); gradient 0 at 0")
+RELU = unary("relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * np.greater(x, 0), "max(x, 0); gradient 0 at 0")
 
 
 SILU = unary("silu", _silu, _silu_rule, "x * sigmoid(x)")
@@ -91,7 +94,8 @@ GELU = defop("gelu", _gelu, _gelu_rule, None, family=FAMILY, doc="Gaussian error
 
 
 def sigmoid(x: Any) -> Any:
-    """Elementwise logistic function ``1 / (1 + e^-x)``, accurate for large ``|x|``.
+    """Elementwise logistic function ``1 / (1 + e^-x)``, accurate for large ``|x|``;
+    holomorphic for complex ``x`` (as ``jax.nn.sigmoid``).
 
     Examples
     --------
@@ -103,7 +107,9 @@ def sigmoid(x: Any) -> Any:
 
 
 def relu(x: Any) -> Any:
-    """Elementwise ``max(x, 0)``; the gradient at 0 is 0.
+    """Elementwise ``max(x, 0)``; the gradient at 0 is 0. Complex values are ordered as
+    numpy orders them (``np.maximum``: by real part, then imaginary part), and the
+    gradient follows the entry chosen.
 
     Examples
     --------
@@ -132,7 +138,9 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     Parameters
     ----------
     x : array_like
-        Input.
+        Input. The tanh approximation is holomorphic and takes complex values as JAX's
+        does; the exact form refuses them (:class:`~nodegrad.errors.DtypeError`), as
+        ``erf`` here is real.
     approximate : bool, default True
         Use the tanh approximation (as ``jax.nn.gelu``); ``False`` computes the exact
         ``erf`` form, which is slower.
@@ -143,4 +151,10 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     >>> ng.grad(ng.gelu)(0.0)
     0.5
     """
+    if not approximate and is_complex(unwrap(x)):
+        msg = (
+            "gelu: complex values are not supported by the exact form (erf of a complex number is not computed "
+            f"here); pass approximate=True for the tanh form, which is holomorphic [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
     return record1(GELU, x, bool(approximate))

@@ -14,6 +14,7 @@ import numpy as np
 
 from nodegrad.engine.record import record1, record2
 from nodegrad.engine.registry import Op, defop
+from nodegrad.errors import DtypeError, user_location
 
 __all__ = [
     "abs",
@@ -33,14 +34,37 @@ __all__ = [
 FAMILY = "elementwise"
 
 
-def unary(name: str, forward: Any, rule: Any, doc: str) -> Op:
-    """Register an elementwise op of one input."""
-    return defop(name, forward, rule, family=FAMILY, doc=doc)
+def is_complex(x: Any) -> bool:
+    """Whether ``x`` (an array, a number or a traced value) holds complex numbers."""
+    dtype = getattr(x, "dtype", None)
+    return dtype.kind == "c" if dtype is not None else isinstance(x, complex)
 
 
-def binary(name: str, forward: Any, rule_x: Any, rule_y: Any, doc: str) -> Op:
+def _real_only(name: str, forward: Any) -> Any:
+    """``forward``, refusing complex operands as numpy's function of the same name does,
+    with an error that says so (numpy's own says only that no loop fits the types)."""
+
+    def real_forward(*args: Any) -> Any:
+        if is_complex(args[0]) or (len(args) > 1 and is_complex(args[1])):
+            msg = (
+                f"{name}: complex values are not supported: {name} is defined for real numbers only, as numpy's "
+                f"is (take np.real, np.imag or np.abs first) [called at {user_location()}]"
+            )
+            raise DtypeError(msg)
+        return forward(*args)
+
+    return real_forward
+
+
+def unary(name: str, forward: Any, rule: Any, doc: str, *, real_only: bool = False) -> Op:
+    """Register an elementwise op of one input (``real_only``: refusing complex values)."""
+    return defop(name, _real_only(name, forward) if real_only else forward, rule, family=FAMILY, doc=doc)
+
+
+def binary(name: str, forward: Any, rule_x: Any, rule_y: Any, doc: str, *, real_only: bool = False) -> Op:
     """Register an elementwise op of two inputs that broadcast against each other."""
-    return defop(name, forward, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc)
+    fwd = _real_only(name, forward) if real_only else forward
+    return defop(name, fwd, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc)
 
 
 ADD = binary("add", np.add, lambda g, ans, x, y: g, lambda g, ans, x, y: g, "x + y")
@@ -110,7 +134,8 @@ REMAINDER = binary(
     np.remainder,
     lambda g, ans, x, y: g,
     lambda g, ans, x, y: -g * np.floor_divide(x, y),
-    "x mod y with the sign of y (np.remainder)",
+    "x mod y with the sign of y (np.remainder; real values only)",
+    real_only=True,
 )
 
 
@@ -119,7 +144,8 @@ FMOD = binary(
     np.fmod,
     lambda g, ans, x, y: g,
     lambda g, ans, x, y: -g * np.trunc(np.divide(x, y)),
-    "x mod y with the sign of x (np.fmod)",
+    "x mod y with the sign of x (np.fmod; real values only)",
+    real_only=True,
 )
 
 

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.record import record1
-from nodegrad.engine.traced import unwrap
+from nodegrad.engine.traced import describe, unwrap
+from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops.elementwise.arithmetic import positive, unary
 
 __all__ = ["angle", "conj", "imag", "real"]
@@ -54,8 +55,16 @@ def _angle_rule(g: Any, ans: Any, z: Any, deg: bool) -> Any:
 ANGLE = unary("angle", lambda z, deg: np.angle(z, deg), _angle_rule, "the argument of a complex number")
 
 
-def _is_complex(x: Any) -> bool:
-    return np.iscomplexobj(unwrap(x))
+def _is_complex(name: str, x: Any) -> bool:
+    """Whether ``x`` holds complex numbers; anything but numbers is refused, naming ``name``."""
+    value = unwrap(x)
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(value).dtype
+    if dtype.kind not in "biufc":
+        msg = f"{name}: the values must be numbers, got {describe(value)} [called at {user_location()}]"
+        raise DtypeError(msg)
+    return dtype.kind == "c"
 
 
 def real(x: Any) -> Any:
@@ -67,7 +76,7 @@ def real(x: Any) -> Any:
     >>> ng.grad(lambda z: ng.real(z * z))(1.0 + 2.0j)
     (2+4j)
     """
-    return record1(REAL, x) if _is_complex(x) else x
+    return record1(REAL, x) if _is_complex("real", x) else x
 
 
 def imag(x: Any) -> Any:
@@ -79,7 +88,7 @@ def imag(x: Any) -> Any:
     >>> ng.grad(lambda z: ng.imag(z * z))(1.0 + 2.0j)
     (4-2j)
     """
-    return record1(IMAG, x) if _is_complex(x) else np.imag(unwrap(x))
+    return record1(IMAG, x) if _is_complex("imag", x) else np.imag(unwrap(x))
 
 
 def conj(x: Any) -> Any:
@@ -91,7 +100,7 @@ def conj(x: Any) -> Any:
     >>> ng.grad(lambda z: ng.real(z * ng.conj(z)))(1.0 + 2.0j)
     (2-4j)
     """
-    return record1(CONJ, x) if _is_complex(x) else positive(x)
+    return record1(CONJ, x) if _is_complex("conj", x) else positive(x)
 
 
 def angle(x: Any, deg: bool = False) -> Any:
@@ -104,6 +113,6 @@ def angle(x: Any, deg: bool = False) -> Any:
     >>> ng.grad(ng.angle)(1.0 + 1.0j)
     (-0.5-0.5j)
     """
-    if not _is_complex(x):
+    if not _is_complex("angle", x):
         return np.angle(unwrap(x), deg)
     return record1(ANGLE, x, bool(deg))

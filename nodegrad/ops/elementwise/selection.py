@@ -51,23 +51,27 @@ def _clamp(x: Any, lo: Any, hi: Any) -> Any:
     return out
 
 
+# The comparisons are numpy's: they order complex values as np.maximum does (by real part,
+# then imaginary part), Python complex numbers included.
+
+
 def _inside(x: Any, lo: Any, hi: Any) -> Any:
     inside = np.ones(np.shape(x), dtype=bool)
     if lo is not None:
-        inside = inside & (x >= lo)
+        inside = inside & np.greater_equal(x, lo)
     if hi is not None:
-        inside = inside & (x <= hi)
+        inside = inside & np.less_equal(x, hi)
     return inside
 
 
 def _raised(x: Any, lo: Any, hi: Any) -> Any:
     # Where lo wins: x below it, and lo itself within hi (numpy's clip applies hi last).
-    return (x < lo) if hi is None else (x < lo) & (lo <= hi)
+    return np.less(x, lo) if hi is None else np.less(x, lo) & np.less_equal(lo, hi)
 
 
 def _lowered(x: Any, lo: Any, hi: Any) -> Any:
     # Where hi wins: max(x, lo) above it.
-    return (x > hi) if lo is None else (np.maximum(x, lo) > hi)
+    return np.greater(x, hi) if lo is None else np.greater(np.maximum(x, lo), hi)
 
 
 CLAMP = defop(
@@ -140,7 +144,8 @@ WHERE = defop(
 
 
 def maximum(x: Any, y: Any) -> Any:
-    """Elementwise maximum; where ``x == y`` each input gets half the gradient.
+    """Elementwise maximum; where ``x == y`` each input gets half the gradient. Complex
+    values are ordered as numpy orders them: by real part, then imaginary part.
 
     Examples
     --------
@@ -165,6 +170,7 @@ def minimum(x: Any, y: Any) -> Any:
 
 def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
     """Limit ``x`` to ``[lo, hi]`` elementwise; ``lo`` and ``hi`` may be arrays or ``None``.
+    Complex values are ordered as ``np.clip`` orders them (by real part, then imaginary part).
 
     Inside the interval and exactly at a bound the gradient flows to ``x``; below ``lo``
     it flows to ``lo``, above ``hi`` to ``hi``.

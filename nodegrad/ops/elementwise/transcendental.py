@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.record import record1, record2
-from nodegrad.ops.elementwise.arithmetic import binary, unary
+from nodegrad.ops.elementwise.arithmetic import binary, is_complex, unary
 
 __all__ = [
     "arccos",
@@ -82,7 +82,7 @@ LOG10 = unary("log10", np.log10, lambda g, ans, x: g / (x * _LN10), "base-10 log
 EXP2 = unary("exp2", np.exp2, lambda g, ans, x: g * ans * _LN2, "2 ** x")
 
 
-CBRT = unary("cbrt", np.cbrt, lambda g, ans, x: g / (3 * ans * ans), "cube root")
+CBRT = unary("cbrt", np.cbrt, lambda g, ans, x: g / (3 * ans * ans), "cube root (real values only)", real_only=True)
 
 
 TAN = unary("tan", np.tan, lambda g, ans, x: g * (1 + ans * ans), "tangent")
@@ -106,20 +106,37 @@ COSH = unary("cosh", np.cosh, lambda g, ans, x: g * np.sinh(x), "hyperbolic cosi
 ARCSINH = unary("arcsinh", np.arcsinh, lambda g, ans, x: g / np.sqrt(x * x + 1), "inverse hyperbolic sine")
 
 
-ARCCOSH = unary("arccosh", np.arccosh, lambda g, ans, x: g / np.sqrt(x * x - 1), "inverse hyperbolic cosine")
+def _arccosh_rule(g: Any, ans: Any, x: Any) -> Any:
+    # sqrt(z - 1) sqrt(z + 1) is sqrt(z**2 - 1) for real z > 1, but only it is analytic
+    # where arccosh is (off its cut z < 1): the other jumps across the imaginary axis.
+    if is_complex(x):
+        return g / (np.sqrt(x - 1) * np.sqrt(x + 1))
+    return g / np.sqrt(x * x - 1)
+
+
+ARCCOSH = unary("arccosh", np.arccosh, _arccosh_rule, "inverse hyperbolic cosine")
 
 
 ARCTANH = unary("arctanh", np.arctanh, lambda g, ans, x: g / (1 - x * x), "inverse hyperbolic tangent")
 
 
-DEG2RAD = unary("deg2rad", np.deg2rad, lambda g, ans, x: g * (math.pi / 180), "degrees to radians")
+DEG2RAD = unary(
+    "deg2rad", np.deg2rad, lambda g, ans, x: g * (math.pi / 180), "degrees to radians (real values)", real_only=True
+)
 
 
-RAD2DEG = unary("rad2deg", np.rad2deg, lambda g, ans, x: g * (180 / math.pi), "radians to degrees")
+RAD2DEG = unary(
+    "rad2deg", np.rad2deg, lambda g, ans, x: g * (180 / math.pi), "radians to degrees (real values)", real_only=True
+)
 
 
 HYPOT = binary(
-    "hypot", np.hypot, lambda g, ans, x, y: g * x / ans, lambda g, ans, x, y: g * y / ans, "sqrt(x**2 + y**2)"
+    "hypot",
+    np.hypot,
+    lambda g, ans, x, y: g * x / ans,
+    lambda g, ans, x, y: g * y / ans,
+    "sqrt(x**2 + y**2) (real values)",
+    real_only=True,
 )
 
 
@@ -128,7 +145,8 @@ ARCTAN2 = binary(
     np.arctan2,
     lambda g, ans, y, x: g * x / (x * x + y * y),
     lambda g, ans, y, x: -g * y / (x * x + y * y),
-    "the angle of the point (x, y): arctan2(y, x)",
+    "the angle of the point (x, y): arctan2(y, x) (real values)",
+    real_only=True,
 )
 
 
@@ -152,7 +170,8 @@ LOGADDEXP = binary(
     np.logaddexp,
     lambda g, ans, x, y: g * _logaddexp_weight(np.exp, x, y, ans),
     lambda g, ans, x, y: g * _logaddexp_weight(np.exp, y, x, ans),
-    "log(exp(x) + exp(y)), without overflow (at -inf, -inf: gradient 0)",
+    "log(exp(x) + exp(y)), without overflow (at -inf, -inf: gradient 0; real values)",
+    real_only=True,
 )
 
 
@@ -161,7 +180,8 @@ LOGADDEXP2 = binary(
     np.logaddexp2,
     lambda g, ans, x, y: g * _logaddexp_weight(np.exp2, x, y, ans),
     lambda g, ans, x, y: g * _logaddexp_weight(np.exp2, y, x, ans),
-    "log2(2**x + 2**y), without overflow (at -inf, -inf: gradient 0)",
+    "log2(2**x + 2**y), without overflow (at -inf, -inf: gradient 0; real values)",
+    real_only=True,
 )
 
 

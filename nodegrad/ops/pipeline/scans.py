@@ -230,7 +230,8 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
     all three inputs. The result is the step-by-step recurrence's also where products of
     ``a`` over long windows overflow (``|a| > 1`` for many steps): such a scan is redone
     with exact zeros, or in the rare case that terms cancel after an overflow, one step
-    at a time. Integer inputs are scanned in the result's dtype (float with a float ``a``).
+    at a time. Integer inputs are scanned in the result's dtype (float with a float ``a``);
+    complex inputs make a complex recurrence (holomorphic in all three).
 
     Examples
     --------
@@ -240,7 +241,7 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
     array([1.  , 0.5 , 0.25])
     """
     for name, v in (("a", a), ("b", b), ("x", x)):
-        if np.asarray(unwrap(v)).dtype.kind not in "biuf":
+        if np.asarray(unwrap(v)).dtype.kind not in "biufc":
             msg = f"ssm_scan: {name} must be numeric, got {np.asarray(unwrap(v)).dtype} [called at {user_location()}]"
             raise DtypeError(msg)
     shapes = [np.shape(unwrap(v)) for v in (a, b, x)]
@@ -259,7 +260,8 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
 
 
 def _logsumexp(x: Any, axis: Any, keepdims: bool) -> Any:
-    top = np.max(x, axis=axis, keepdims=True)
+    # Shifted by the largest real part: for complex x the log is then the principal one.
+    top = np.max(np.real(x), axis=axis, keepdims=True)
     top = np.where(np.isfinite(top), top, 0)
     with np.errstate(divide="ignore"):  # log(0) = -inf: every entry is -inf (or none)
         out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
@@ -297,6 +299,7 @@ LOGSUMEXP = defop(
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(x), axis))`` computed without overflow; its gradient is the softmax.
+    Of complex values it is holomorphic, with the principal logarithm (as scipy's).
 
     At infinities: a slice of only ``-inf`` gives ``-inf`` with gradient 0; a slice
     holding ``+inf`` gives ``+inf``, its gradient shared evenly by the ``+inf`` entries
