@@ -32,12 +32,13 @@ import pytest
 from hypothesis import assume, given, note
 
 import nodegrad as ng
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArenaError, ArgumentError, DtypeError, NoGradientError, ShapeError
 from nodegrad.numpy_api import FUNCTIONS, UFUNCS, VALUE_FUNCTIONS, VALUE_UFUNCS
 from nodegrad.testing import check_grads
 from tests import plain_numpy_model
 from tests.ops.harness import diff_mask, draw_operand, well_separated_matrices
+from tests.ops.specs_linalg import eig_matrices, polynomials
 from tests.strategies import (
     BOUND,
     away_from_zero,
@@ -443,6 +444,38 @@ def _eigh_cases(draw: st.DrawFn, fn: Any) -> Case:
         return w, v**2
 
     return Case(call, (a,), (True,), f"np.linalg.eigh(a a^T {a.shape}, **{kwargs}): w, v**2")
+
+
+@spec(np.linalg.eig, np.linalg.eigvals)
+@st.composite
+def _eig_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # Real or complex, eigenvalues well apart; the vectors' phases are arbitrary, and forward
+    # mode refuses complex ones: |v|^2 of a real matrix with real eigenvalues.
+    vectors = fn is np.linalg.eig and draw(st.booleans())
+    shape = (*draw(shapes(max_dims=1, max_side=2)), *[draw(st.integers(1, 4))] * 2)
+    a = eig_matrices(draw, shape, complex_=not vectors and draw(st.booleans()), real_values=vectors)
+
+    def call(a: Any) -> Any:
+        w = np.linalg.eigvals(a) if fn is np.linalg.eigvals else fn(a)[0]
+        order = np.lexsort((np.imag(unwrap(w)), np.real(unwrap(w))), axis=-1)  # numpy's order may vary
+        if vectors:
+            return np.take_along_axis(fn(a)[1], order[..., None, :], -1) ** 2
+        return np.take_along_axis(w, order, -1)
+
+    return Case(call, (a,), (True,), f"{_name(fn)}(a {a.dtype} {a.shape}){' vectors' if vectors else ''}")
+
+
+@spec(np.roots, np.sort_complex)
+@st.composite
+def _roots_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # Coefficients with simple roots, sorted by real part (np.sort_complex, itself a spec),
+    # or values with distinct real parts: no ties.
+    if fn is np.roots:
+        p = polynomials(draw, draw(st.booleans()))
+        return Case(lambda p: np.sort_complex(np.roots(p)), (p,), (True,), f"np.sort_complex(np.roots({p}))")
+    real = draw(float_arrays((draw(st.integers(1, 5)),), grid(step=0.1), unique=True))
+    x = real + 1j * draw(float_arrays(real.shape)) if draw(st.booleans()) else real
+    return Case(np.sort_complex, (x,), (True,), f"np.sort_complex({x})")
 
 
 @spec(np.linalg.qr)
@@ -2136,8 +2169,8 @@ def test_no_rule_raises_no_gradient_error_naming_the_function(call: Callable[[An
 
 
 def test_no_rule_inside_grad_names_the_function() -> None:
-    with pytest.raises(NoGradientError, match=r"np\.linalg\.eigvals\b"):
-        ng.grad(lambda x: np.sum(np.linalg.eigvals(x)))(np.eye(2))
+    with pytest.raises(NoGradientError, match=r"np\.unique\b"):
+        ng.grad(lambda x: np.sum(np.unique(x)))(np.eye(2))
 
 
 # Valid numpy calls whose arguments the tables may or may not support: each must either

@@ -23,7 +23,7 @@ A callable numpy does not dispatch that passes traced arguments on to one it doe
 hand-kept entry that the tables have since taken up (a rule, a value entry) has the
 derived category: it wins. Refused functions that numpy dispatches raise
 :class:`~nodegrad.errors.NoGradientError` naming themselves (``np.i0``,
-``np.linalg.eig``); the few refused callables numpy does not dispatch
+``np.unique``); the few refused callables numpy does not dispatch
 fail when they convert a traced value to a plain array.
 """
 
@@ -72,7 +72,6 @@ _SETS = "a set operation: returns unique values"
 _COUNTS = "counts samples in bins: piecewise constant"
 _BUFFERS = "reads raw memory or an iterator, not array values"
 _MATRIX = "builds the np.matrix subclass"
-_COMPLEX = "complex results: complex gradients are not supported yet"
 
 #: Callables numpy does not dispatch that pass traced arguments on to a dispatched one: each
 #: has the category of the one it calls.
@@ -156,10 +155,6 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
 #: Differentiable in principle, refused on traced values for want of a rule: name -> reason.
 NOT_YET: dict[str, str] = {
     "np.i0": "a Bessel function: smooth",
-    "np.roots": _COMPLEX,
-    "np.sort_complex": _COMPLEX,
-    "np.linalg.eig": _COMPLEX,
-    "np.linalg.eigvals": _COMPLEX,
 }
 
 

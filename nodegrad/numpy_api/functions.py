@@ -27,7 +27,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
@@ -169,14 +169,6 @@ def _pinv(a: Any, rcond: Any = None, hermitian: bool = False, **kw: Any) -> Any:
     return ops.pinv(a, rcond, hermitian, rtol=rtol)
 
 
-def _eig(a: Any) -> Any:
-    msg = (
-        "np.linalg.eig: its eigenvalues and eigenvectors are complex in general, and complex gradients are not "
-        f"supported yet (for a symmetric matrix, np.linalg.eigh has them) [called at {user_location()}]"
-    )
-    raise DtypeError(msg)
-
-
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any) -> Any:
     no_extras("sort", order=order, **kw)
     return ops.sort(ops.ravel(a), 0) if axis is None else ops.sort(a, axis)
@@ -285,6 +277,8 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.det: ops.det,
     np.linalg.slogdet: ops.slogdet,
     np.linalg.eigh: ops.eigh,
+    np.linalg.eig: ops.eig,
+    np.linalg.eigvals: ops.eigvals,
     np.linalg.qr: ops.qr,
     np.linalg.pinv: _pinv,
     np.linalg.lstsq: ops.lstsq,
@@ -317,8 +311,8 @@ FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.linalg.multi_dot: linalg_api.multi_dot,
     np.linalg.cond: linalg_api.cond,
 }
-# Refused on traced values with a reason other than a missing rule.
-_REFUSED: dict[Callable[..., Any], Callable[..., Any]] = {np.linalg.eig: _eig}
+# Refused on traced values with a reason other than a missing rule (none at present).
+_REFUSED: dict[Callable[..., Any], Callable[..., Any]] = {}
 # Added in numpy 2.0: mapped where this numpy has them.
 _NUMPY_2_FUNCTIONS = {
     "trapezoid": trapezoid,

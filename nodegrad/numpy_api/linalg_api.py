@@ -101,7 +101,8 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     n, m = _shape(moved[0])[-1], _shape(moved[1])[-1]
     if n != m:
         raise _fail("linalg.vecdot", f"the vectors have {n} and {m} entries")
-    return ops.sum(ops.multiply(moved[0], moved[1]), -1)
+    first = ops.conj(moved[0]) if np.iscomplexobj(unwrap(moved[0])) else moved[0]  # numpy conjugates x1
+    return ops.sum(ops.multiply(first, moved[1]), -1)
 
 
 def matrix_transpose(x: Any, /) -> Any:

@@ -6,8 +6,9 @@ derivatives and integrals (``np.polyder``, ``np.polyint``), the long division
 (``np.polydiv``), the coefficients from the roots or from a matrix's characteristic
 polynomial (``np.poly``), the Vandermonde matrix (``np.vander``) and the least-squares fit
 (``np.polyfit``) are written as compositions of nodegrad ops taking numpy's own steps, so
-their gradients are exact and differentiate again. :data:`POLYNOMIALS` maps numpy's
-functions onto these.
+their gradients are exact and differentiate again. The roots (``np.roots``) are an op of
+their own (:func:`nodegrad.ops.linalg.roots`), and ``np.sort_complex``, which orders them,
+a permutation. :data:`POLYNOMIALS` maps numpy's functions onto these.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.composed import atleast_1d, convolve
+from nodegrad.ops import linalg
 
 __all__ = [
     "POLYNOMIALS",
@@ -33,6 +35,8 @@ __all__ = [
     "polyint",
     "polymul",
     "polysub",
+    "roots",
+    "sort_complex",
     "vander",
 ]
 
@@ -239,6 +243,30 @@ def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: bool = False, w: 
     return c, ops.reshape(base, (order, order, 1)) * factor
 
 
+def roots(p: Any) -> Any:
+    p = atleast_1d(_operand(p))
+    if len(_shape(p)) != 1:
+        raise _fail("roots", "Input must be a rank-1 array.")
+    if np.result_type(unwrap(p)).kind not in "fc":
+        p = ops.astype(p, np.float64)
+    return linalg.roots(p)
+
+
+def sort_complex(a: Any) -> Any:
+    # numpy sorts complex values by their real parts, then their imaginary parts, along the
+    # last axis, and returns complex values: the gradient follows the permutation.
+    a = _operand(a)
+    value = unwrap(a)
+    if not np.ndim(value):
+        raise _fail("sort_complex", "needs an array of at least one dimension, got a scalar")
+    order = np.argsort(value, axis=-1, kind="stable")
+    out = ops.take_along_axis(a, order, -1)
+    if np.iscomplexobj(value):
+        return out
+    widths = {"b": np.complex64, "h": np.complex64, "B": np.complex64, "H": np.complex64, "g": np.clongdouble}
+    return ops.astype(out, widths.get(value.dtype.char, np.complex128))
+
+
 POLYNOMIALS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.polyadd: polyadd,
     np.polysub: polysub,
@@ -249,4 +277,6 @@ POLYNOMIALS: dict[Callable[..., Any], Callable[..., Any]] = {
     np.poly: poly,
     np.vander: vander,
     np.polyfit: polyfit,
+    np.roots: roots,
+    np.sort_complex: sort_complex,
 }

@@ -251,7 +251,10 @@ def vdot(a: Any, b: Any, /) -> Any:
     if np.size(_value(a)) != np.size(_value(b)):
         msg = f"np.vdot: vectors have different lengths {np.size(_value(a))} and {np.size(_value(b))}"
         raise ShapeError(f"{msg} [called at {user_location()}]")
-    return ops.dot(ops.ravel(_operand(a)), ops.ravel(_operand(b)))
+    a = _operand(a)
+    if np.iscomplexobj(_value(a)):  # numpy conjugates the first vector
+        a = ops.conj(a)
+    return ops.dot(ops.ravel(a), ops.ravel(_operand(b)))
 
 
 def correlate(a: Any, v: Any, mode: str = "valid") -> Any:

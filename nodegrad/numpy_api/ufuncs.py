@@ -85,7 +85,7 @@ def _core_last(name: str, x: Any, axis: Any, what: str) -> Any:
 
 def _vecdot(x1: Any, x2: Any, **kw: Any) -> Any:
     """``np.vecdot``: the dot product of vectors along ``axis`` (last by default), with
-    broadcasting over the other axes."""
+    broadcasting over the other axes; complex ``x1`` is conjugated, as numpy does."""
     axis = kw.pop("axis", -1)
     no_extras("vecdot", **kw)
     a, b = _core_last("vecdot", x1, axis, "x1"), _core_last("vecdot", x2, axis, "x2")
@@ -93,7 +93,12 @@ def _vecdot(x1: Any, x2: Any, **kw: Any) -> Any:
     if n != m:
         msg = f"np.vecdot: the vectors have {n} and {m} entries [called at {user_location()}]"
         raise ShapeError(msg)
-    return ops.sum(ops.multiply(a, b), -1)
+    return ops.sum(ops.multiply(_conjugated(a), b), -1)
+
+
+def _conjugated(x: Any) -> Any:
+    """``x``, conjugated if complex: the vector of ``np.vecdot`` and ``np.vecmat``."""
+    return ops.conj(x) if np.iscomplexobj(unwrap(x)) else x
 
 
 def _matvec(x1: Any, x2: Any) -> Any:
@@ -103,9 +108,9 @@ def _matvec(x1: Any, x2: Any) -> Any:
 
 
 def _vecmat(x1: Any, x2: Any) -> Any:
-    """``np.vecmat``: vectors ``(..., n)`` times matrices ``(..., n, m)``."""
+    """``np.vecmat``: vectors ``(..., n)`` (conjugated if complex) times matrices ``(..., n, m)``."""
     _at_least("vecmat", x1, 1, x2, 2)
-    return ops.squeeze(ops.matmul(ops.expand_dims(x1, -2), x2), -2)
+    return ops.squeeze(ops.matmul(ops.expand_dims(_conjugated(x1), -2), x2), -2)
 
 
 def _at_least(name: str, x1: Any, d1: int, x2: Any, d2: int) -> None:

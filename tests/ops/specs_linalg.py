@@ -1,10 +1,13 @@
-"""Specs for the linalg family: matmul, einsum, svdvals, eigvalsh, cholesky, inv, solve, det and logabsdet (slogdet);
-eigh_vectors, svd_u, svd_vh, qr_q, qr_r and pinv; tensordot, dot, outer, eigh, svd, qr, lstsq, matrix_power,
-tensorsolve and tensorinv (composites).
+"""Specs for the linalg family: matmul, einsum, svdvals, eigvalsh, cholesky, inv, solve, det, logabsdet and
+signdet (slogdet); eigh_vectors, svd_u, svd_vh, qr_q, qr_r, pinv, eigvals, eig_vectors and roots; tensordot, dot,
+outer, eigh, svd, qr, lstsq, matrix_power, tensorsolve, tensorinv and eig (composites); COMPLEX_CASES: every
+linalg op and numpy linalg function with complex operands, for test_linalg.py; and COMPLEX: the holomorphic ones,
+for test_complex.py too.
 
-The sign of an eigenvector or of a pair of singular vectors is arbitrary, so their specs
-differentiate functions of the vectors that do not depend on it (squares, ``v diag(c) v^T``,
-``u_i v_i^T``) at matrices with well-separated values, where those are smooth."""
+The sign of an eigenvector or of a pair of singular vectors is arbitrary (for complex
+vectors, the phase), so their specs differentiate functions of the vectors that do not
+depend on it (squares and moduli, ``v diag(c) v^H``, ``u_i v_i^H``, ``V f(w) V^-1``) at
+matrices with well-separated values, where those are smooth."""
 
 from __future__ import annotations
 
@@ -15,12 +18,24 @@ import hypothesis.strategies as st
 import numpy as np
 
 import nodegrad as ng
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, NonFiniteError, ShapeError
-from nodegrad.ops.linalg import tensorinv, tensorsolve
-from tests.ops.harness import BadCall, Case, diff_mask, draw_operand, well_separated_matrices
-from tests.strategies import float_arrays, floats, shapes
+from nodegrad.ops.linalg import roots, tensorinv, tensorsolve
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, well_separated_matrices
+from tests.strategies import float_arrays, floats, grid, shapes
 
-__all__ = ["BAD_CALLS", "BROADCASTING", "COMPOSITES", "SPECS"]
+__all__ = [
+    "BAD_CALLS",
+    "BROADCASTING",
+    "COMPLEX",
+    "COMPLEX_CASES",
+    "COMPOSITES",
+    "SPECS",
+    "complex_matrices",
+    "eig_matrices",
+    "hermitian_matrices",
+    "polynomials",
+]
 
 
 @st.composite
@@ -360,6 +375,183 @@ def _tensorinv_cases(draw: st.DrawFn) -> Case:
     )
 
 
+# -- complex matrices ---------------------------------------------------------------------------------
+# Complex operands are drawn as they are for the complex tests (COMPLEX_CASES, run in
+# test_linalg.py); the specs of the complex-valued ops for test_ops.py, whose generic checks
+# want real operands and real results, take a complex operand as its real and imaginary
+# parts (``re + 1j * im``) and give a complex result as its parts stacked.
+
+
+def _generator(draw: st.DrawFn) -> np.random.Generator:
+    return np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+
+
+def _unitary(rng: np.random.Generator, n: int, complex_: bool = True) -> np.ndarray:
+    z = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if complex_ else 0.0)
+    return np.linalg.qr(z)[0]
+
+
+def complex_matrices(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
+    """As :func:`well_separated_matrices` (singular values at least 0.2 and 0.2 apart), with
+    random unitary factors: complex matrices whose singular values and vectors are smooth
+    functions of the entries near the drawn point."""
+    *batch, m, n = shape
+    k = min(m, n)
+    rng = _generator(draw)
+    out = np.empty(shape, complex)
+    for index in np.ndindex(*batch):
+        values = draw(st.lists(st.integers(1, 15), min_size=k, max_size=k, unique=True))
+        s = 0.2 * np.sort(np.array(values, dtype=float))[::-1]
+        out[index] = (_unitary(rng, m)[:, :k] * s) @ _unitary(rng, n)[:k, :]
+    return out
+
+
+def hermitian_matrices(draw: st.DrawFn, shape: tuple[int, ...], definite: bool) -> np.ndarray:
+    """Hermitian ``U diag(e) U^H``, ``|e|`` in [0.2, 3] and 0.2 apart: positive definite, or
+    with alternating signs."""
+    u, s, _ = np.linalg.svd(complex_matrices(draw, shape))
+    if not definite:
+        s = s * np.where(np.arange(s.shape[-1]) % 2 == 0, 1.0, -1.0)
+    return np.matmul(u * s[..., None, :], np.conj(np.swapaxes(u, -1, -2)))
+
+
+def _distinct_values(draw: st.DrawFn, n: int, complex_: bool, pairs: bool = True) -> np.ndarray:
+    """``n`` eigenvalues (or roots) at least 0.3 apart, their real parts too (sorting them
+    by real part is stable), except a real matrix's conjugate pairs ``a +- ib``."""
+    reals = 0.3 * np.array(draw(st.lists(st.integers(-7, 7), min_size=n, max_size=n, unique=True)), dtype=float)
+    if complex_:
+        return reals + 0.3j * np.array(draw(st.lists(st.integers(-7, 7), min_size=n, max_size=n)), dtype=float)
+    values = reals.astype(complex)
+    for i in range(0, 2 * draw(st.integers(0, n // 2 if pairs else 0)), 2):
+        b = 0.3 * draw(st.integers(1, 7))
+        values[i : i + 2] = reals[i] + 1j * b, reals[i] - 1j * b
+    return values
+
+
+def eig_matrices(draw: st.DrawFn, shape: tuple[int, ...], complex_: bool, real_values: bool = False) -> np.ndarray:
+    """Diagonalizable ``B diag(w) B^-1`` with ``w`` from :func:`_distinct_values` and a basis
+    ``B`` of condition number below 10 (not orthogonal: the matrices are not normal). Real
+    ones (``complex_=False``) have some pairs of complex eigenvalues, unless ``real_values``."""
+    *batch, n, _ = shape
+    rng = _generator(draw)
+    out = np.empty(shape, complex if complex_ else float)
+    for index in np.ndindex(*batch):
+        w = _distinct_values(draw, n, complex_, pairs=not real_values)
+        blocks = np.diag(w)
+        if not complex_:  # the real form of each pair: [[a, b], [-b, a]]
+            blocks = np.diag(w.real)
+            for i in np.flatnonzero(w.imag > 0):
+                blocks[i, i + 1], blocks[i + 1, i] = w[i].imag, -w[i].imag
+        noise = rng.standard_normal((n, n)) + (1j * rng.standard_normal((n, n)) if complex_ else 0.0)
+        basis = _unitary(rng, n, complex_) @ (np.eye(n) + 0.3 * noise)
+        if np.linalg.cond(basis) > 10:
+            basis = _unitary(rng, n, complex_)
+        out[index] = basis @ blocks @ np.linalg.inv(basis)
+    return out
+
+
+def polynomials(draw: st.DrawFn, complex_: bool) -> np.ndarray:
+    """The coefficients of a polynomial of degree 1 to 4 with roots from :func:`_distinct_values`,
+    none of them 0 (numpy sets a zero coefficient aside, and its result may then be real
+    for complex coefficients: a separate test covers it)."""
+    roots = _distinct_values(draw, draw(st.integers(1, 4)), complex_)
+    roots = np.where(roots == 0, 2.2 + 0.1j * complex_, roots)
+    lead = draw(st.sampled_from([1.0, -1.5, 2.0])) * (np.exp(1j * draw(floats(-3.0, 3.0))) if complex_ else 1.0)
+    p = lead * np.poly(roots)
+    return p if complex_ else np.real(p)
+
+
+def _joined(*parts: Any) -> Any:
+    """A complex operand from its real and imaginary parts, or a real one as it is."""
+    return parts[0] if len(parts) == 1 else parts[0] + 1j * parts[1]
+
+
+def _parts(y: Any) -> Any:
+    """A complex result as real values (its parts stacked): numpy's calls, so traced too."""
+    return np.stack([np.real(y), np.imag(y)])
+
+
+def _as_parts(x: np.ndarray, complex_: bool) -> tuple[np.ndarray, ...]:
+    return (x.real.copy(), x.imag.copy()) if complex_ else (x,)
+
+
+@st.composite
+def _signdet_cases(draw: st.DrawFn) -> Case:
+    x = complex_matrices(draw, (*draw(shapes(max_dims=1, max_side=2)), *[draw(st.integers(1, 4))] * 2))
+    return Case(
+        lambda *p: _parts(ng.slogdet(_joined(*p))[0]),
+        lambda *p: _parts(np.linalg.slogdet(_joined(*p))[0]),
+        _as_parts(x, True),
+        draw(diff_mask(2)),
+        desc=f"slogdet sign {x.shape}",
+    )
+
+
+def _eig_function(kind: str, values_of: str, eig: Any, eigvals: Any) -> Any:
+    """Of a square matrix: its eigenvalues (sorted by their real parts; from ``eig`` or from
+    ``eigvals``), the squared moduli of its eigenvectors (the columns in that order) or
+    ``V diag(exp(w)) V^-1``: functions of the vectors that do not depend on their phases."""
+
+    def fn(x: Any) -> Any:
+        if kind == "values":
+            w = eigvals(x) if values_of == "eigvals" else eig(x)[0]
+            return np.take_along_axis(w, _ordered(w), -1)
+        w, v = eig(x)
+        if kind == "function":
+            return np.matmul(v * np.expand_dims(np.exp(w), -2), np.linalg.inv(v))
+        v = np.take_along_axis(v, np.expand_dims(_ordered(w), -2), -1)
+        return np.real(v * np.conj(v))
+
+    return fn
+
+
+def _ordered(values: Any) -> np.ndarray:
+    """The order of complex values by real, then imaginary part (np.sort_complex's, whose
+    results are complex128 even for float32 values), along the last axis."""
+    plain = unwrap(values)
+    return np.lexsort((np.imag(plain), np.real(plain)), axis=-1)
+
+
+def _eig_operand(draw: st.DrawFn, kind: str, complex_: bool, real_values: bool = False) -> np.ndarray:
+    # V f(w) V^-1 of a 1 x 1 matrix: the cotangents of V from V and from V^-1 cancel to
+    # rounding, which the test for phase dependence cannot tell from a small dependence.
+    n = draw(st.integers(2 if kind == "function" else 1, 4))
+    return eig_matrices(draw, (*draw(shapes(max_dims=1, max_side=2)), n, n), complex_, real_values)
+
+
+@st.composite
+def _eig_cases(draw: st.DrawFn, kinds: tuple[str, ...], values_of: str) -> Case:
+    """:func:`_eig_function` of a real or complex matrix (as its parts), results as parts."""
+    kind = draw(st.sampled_from(kinds))
+    # The generic checks run forward mode too, which refuses complex eigenvectors (their
+    # phases): the vectors are those of real matrices with real eigenvalues here, complex
+    # ones in COMPLEX_CASES.
+    complex_ = kind == "values" and draw(st.booleans())
+    a = _eig_operand(draw, kind, complex_, real_values=kind != "values")
+    fn = _eig_function(kind, values_of, ng.eig, ng.eigvals)
+    ref = _eig_function(kind, values_of, np.linalg.eig, np.linalg.eigvals)
+    return Case(
+        lambda *p: _parts(fn(_joined(*p))),
+        lambda *p: _parts(ref(_joined(*p))),
+        _as_parts(a, complex_),
+        draw(diff_mask(2)) if complex_ else (True,),
+        desc=f"eig {'complex' if complex_ else 'real'} {a.shape} {kind}",
+    )
+
+
+@st.composite
+def _roots_cases(draw: st.DrawFn) -> Case:
+    complex_ = draw(st.booleans())
+    p = polynomials(draw, complex_)
+    return Case(
+        lambda *c: _parts((lambda r: np.take_along_axis(r, _ordered(r), -1))(roots(_joined(*c)))),
+        lambda *c: _parts((lambda r: np.take_along_axis(r, _ordered(r), -1))(np.roots(_joined(*c)))),
+        _as_parts(p, complex_),
+        draw(diff_mask(2)) if complex_ else (True,),
+        desc=f"roots of {p}",
+    )
+
+
 SPECS: dict[str, st.SearchStrategy[Case]] = {
     "matmul": _matmul_cases(),
     "einsum": _einsum_cases(),
@@ -376,6 +568,10 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "qr_q": _qr_cases("q"),
     "qr_r": _qr_cases("r"),
     "pinv": _pinv_cases(),
+    "signdet": _signdet_cases(),
+    "eigvals": _eig_cases(("values",), "eigvals"),
+    "eig_vectors": _eig_cases(("moduli", "function"), "eig"),
+    "roots": _roots_cases(),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
@@ -389,6 +585,7 @@ COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "matrix_power": _matrix_power_cases(),
     "tensorsolve": _tensorsolve_cases(),
     "tensorinv": _tensorinv_cases(),
+    "eig": _eig_cases(("values", "moduli", "function"), "eig"),
 }
 BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
     "matmul": _matmul_cases(batch_broadcast=True),
@@ -438,4 +635,285 @@ BAD_CALLS = [
     BadCall("tensorsolve", (np.ones((2, 3)), np.ones(2)), tensorsolve, ShapeError, ("(2, 3)",)),
     BadCall("tensorinv", (np.ones((2, 3)),), lambda x: tensorinv(x, 1), ShapeError, ("(2, 3)",)),
     BadCall("tensorinv", (np.eye(2),), lambda x: tensorinv(x, 0), ArgumentError, ("ind", "0")),
+    BadCall("signdet", (_M23 * 1j,), ng.slogdet, ShapeError, ("square", "(2, 3)"), "slogdet"),
+    BadCall("eigvals", (_M23,), ng.eigvals, ShapeError, ("square", "(2, 3)")),
+    BadCall("eigvals", (np.full((2, 2), np.inf),), ng.eigvals, NonFiniteError, ("NaN or Inf",)),
+    BadCall("eig_vectors", (np.ones(3),), ng.eig, ShapeError, ("square", "(3,)"), "eig"),
+    BadCall("eig_vectors", (np.full((2, 2), np.nan),), ng.eig, NonFiniteError, ("NaN or Inf",), "eig"),
+    BadCall("roots", (np.ones((2, 2)),), roots, ShapeError, ("1-D", "(2, 2)")),
 ]
+
+
+# -- complex cases (test_linalg.py) -------------------------------------------------------------------
+# Each draws a Case whose operands are complex (or a mix of real and complex), with the modes
+# check_grads can check: the vectors of eigh, svd and eig, whose phases are arbitrary, have
+# no forward mode (it cannot tell whether a function of them depends on the phases).
+
+ComplexCase = tuple[Case, tuple[str, ...]]
+_BOTH, _REVERSE = ("rev", "fwd"), ("rev",)
+
+
+def _imaginary_part(draw: st.DrawFn, x: Any) -> Any:
+    if isinstance(x, float):
+        return complex(x, draw(floats()))
+    return np.asarray(x + 1j * draw(float_arrays(np.shape(x))))  # a 0-d array stays one
+
+
+@st.composite
+def _complexified(draw: st.DrawFn, spec: st.SearchStrategy[Case]) -> ComplexCase:
+    """Cases of a real spec with imaginary parts added to every operand, or to some of
+    them (the others meeting complex values as real ones)."""
+    case = draw(spec)
+    chosen = draw(diff_mask(len(case.values)))  # a non-empty subset, usually all
+    values = tuple(_imaginary_part(draw, v) if c else v for v, c in zip(case.values, chosen, strict=True))
+    return Case(case.fn, case.ref, values, case.diff, desc=f"{case.desc}; complex {chosen}"), _BOTH
+
+
+def _complex_array(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
+    return draw(float_arrays(shape)) + 1j * draw(float_arrays(shape))
+
+
+def _square(draw: st.DrawFn, max_batch: int = 1, n: int | None = None) -> np.ndarray:
+    batch = draw(shapes(max_dims=max_batch, max_side=2))
+    n = draw(st.integers(1, 4)) if n is None else n
+    return complex_matrices(draw, (*batch, n, n))
+
+
+def _hermitized(a: Any) -> Any:
+    """numpy reads one triangle of a Hermitian matrix, and the gradient is the Hermitian
+    one: finite differences must see a Hermitian matrix too."""
+    return 0.5 * (a + np.conj(np.swapaxes(a, -1, -2)))
+
+
+def _one(fn: Any, ref: Any, x: Any, desc: str, modes: tuple[str, ...] = _BOTH) -> ComplexCase:
+    return Case(fn, ref, (x,), (True,), desc=desc), modes
+
+
+@st.composite
+def _vector_products(draw: st.DrawFn) -> ComplexCase:
+    """np.vdot, np.inner, np.kron and np.linalg.vecdot, np.vecdot and np.vecmat (which
+    conjugate their first operand)."""
+    name = draw(st.sampled_from(["vdot", "inner", "kron", "linalg.vecdot", "vecdot", "vecmat", "matvec"]))
+    n = draw(st.integers(1, 4))
+    fn = {"vdot": np.vdot, "inner": np.inner, "kron": np.kron, "linalg.vecdot": np.linalg.vecdot}.get(name)
+    fn = fn or getattr(np, name)
+    shapes_ = {"vecmat": ((2, n), (n, 3)), "matvec": ((3, n), (2, 1, n)), "kron": ((2, n), (n,))}
+    a_shape, b_shape = shapes_.get(name, ((2, n), (n,)) if name != "vdot" else ((n,), (n,)))
+    a = _complex_array(draw, a_shape)
+    b = _complex_array(draw, b_shape) if draw(st.booleans()) else draw(float_arrays(b_shape))
+    return Case(fn, fn, (a, b), draw(diff_mask(2)), desc=f"np.{name} {a_shape} {b_shape}"), _BOTH
+
+
+@st.composite
+def _inv_solve_det(draw: st.DrawFn, name: str) -> ComplexCase:
+    x = _square(draw)
+    if name == "solve":
+        real_a = draw(st.booleans())
+        a = x.real.copy() if real_a else x  # a real matrix meeting complex right-hand sides, too
+        if real_a:
+            a = well_separated_matrices(draw, x.shape)
+        b = _complex_array(draw, (x.shape[-1],) if draw(st.booleans()) else (*x.shape[:-1], 2))
+        if not real_a and draw(st.booleans()):
+            b = b.real.copy()
+        return Case(ng.solve, np.linalg.solve, (a, b), draw(diff_mask(2)), desc=f"solve {a.dtype} {b.dtype}"), _BOTH
+    fns = {
+        "inv": (ng.inv, np.linalg.inv),
+        "det": (ng.det, np.linalg.det),
+        "slogdet": (lambda a: ng.slogdet(a)[0] * ng.slogdet(a)[1], lambda a: np.prod(np.linalg.slogdet(a), axis=0)),
+        "matrix_power": (lambda a: ng.matrix_power(a, -2), lambda a: np.linalg.matrix_power(a, -2)),
+        "pinv": (ng.pinv, np.linalg.pinv),
+    }
+    return _one(*fns[name], x, f"{name} {x.shape}")
+
+
+@st.composite
+def _tensor_cases(draw: st.DrawFn) -> ComplexCase:
+    a = complex_matrices(draw, (4, 4)).reshape(2, 2, 2, 2)
+    if draw(st.booleans()):
+        b = _complex_array(draw, (2, 2))
+        case = Case(tensorsolve, np.linalg.tensorsolve, (a, b), draw(diff_mask(2)), desc="tensorsolve")
+        return case, _BOTH
+    return _one(tensorinv, np.linalg.tensorinv, a, "tensorinv")
+
+
+@st.composite
+def _rectangular(draw: st.DrawFn, name: str) -> ComplexCase:
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    if name in ("qr", "lstsq"):
+        m = max(m, n) + (draw(st.integers(0, 1)) if name == "qr" else 0)
+    a = complex_matrices(draw, (*draw(shapes(max_dims=1, max_side=2)), m, n) if name != "lstsq" else (m, n))
+    if name == "pinv":
+        return _one(ng.pinv, np.linalg.pinv, a, f"pinv {a.shape}")
+    if name == "svdvals":
+        return _one(ng.svdvals, np.linalg.svdvals, a, f"svdvals {a.shape}")
+    if name == "qr":
+        which = draw(st.sampled_from([0, 1, "r"]))
+        if which == "r":
+            return _one(lambda a: ng.qr(a, mode="r"), lambda a: np.linalg.qr(a, mode="r"), a, f"qr r {a.shape}")
+        return _one(lambda a: ng.qr(a)[which], lambda a: np.linalg.qr(a)[which], a, f"qr {a.shape} {which}")
+    b = _complex_array(draw, (m,) if draw(st.booleans()) else (m, 2))
+    part = draw(st.sampled_from([0, 1] if m > n else [0]))
+    lstsq = (lambda a, b: ng.lstsq(a, b)[part], lambda a, b: np.linalg.lstsq(a, b)[part])
+    return Case(*lstsq, (a, b), draw(diff_mask(2)), desc=f"lstsq {a.shape} {b.shape} part {part}"), _BOTH
+
+
+@st.composite
+def _hermitian_cases(draw: st.DrawFn, name: str) -> ComplexCase:
+    """cholesky, eigvalsh and eigh of a Hermitian matrix (Hermitized first); for eigh also
+    functions of the vectors that do not depend on their phases: ``|v|^2``, ``V diag(c) V^H``."""
+    definite = name == "cholesky"
+    a = hermitian_matrices(draw, (*draw(shapes(max_dims=1, max_side=2)), *[draw(st.integers(1, 4))] * 2), definite)
+    uplo = draw(st.sampled_from(["L", "U"]))
+    if name == "cholesky":
+        upper = draw(st.booleans())
+        return _one(
+            lambda a: ng.cholesky(_hermitized(a), upper=upper),
+            lambda a: np.linalg.cholesky(_hermitized(a), upper=upper),
+            a,
+            f"cholesky {a.shape} upper={upper}",
+        )
+    if name == "eigvalsh":
+        return _one(
+            lambda a: ng.eigvalsh(_hermitized(a), uplo),
+            lambda a: np.linalg.eigvalsh(_hermitized(a), uplo),
+            a,
+            "eigvalsh",
+        )
+    kind = draw(st.sampled_from(["values", "moduli", "weighted projectors"]))
+    c = draw(float_arrays((a.shape[-1],)))
+
+    def of(eigh: Any) -> Any:
+        def fn(a: Any) -> Any:
+            w, v = eigh(_hermitized(a), UPLO=uplo)
+            if kind == "values":
+                return w
+            if kind == "moduli":
+                return np.real(v * np.conj(v))
+            return np.matmul(v * c, np.conj(np.swapaxes(v, -1, -2)))
+
+        return fn
+
+    return _one(of(ng.eigh), of(np.linalg.eigh), a, f"eigh {a.shape} {kind}", _BOTH if kind == "values" else _REVERSE)
+
+
+@st.composite
+def _complex_svd_cases(draw: st.DrawFn) -> ComplexCase:
+    """The singular values, ``|U|^2``, ``|Vh|^2`` or ``U diag(c) Vh`` (which depends on the
+    common phase of each pair through neither factor alone)."""
+    a = complex_matrices(
+        draw, (*draw(shapes(max_dims=1, max_side=2)), draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    )
+    k = min(a.shape[-2:])
+    full = a.shape[-1] == a.shape[-2] and draw(st.booleans())
+    kind = draw(st.sampled_from(["values", "u moduli", "vh moduli", "pairs"]))
+    c = draw(float_arrays((k,)))
+
+    def of(svd: Any) -> Any:
+        def fn(a: Any) -> Any:
+            u, s, vh = svd(a, full_matrices=full)
+            u, vh = u[..., :, :k], vh[..., :k, :]
+            if kind == "values":
+                return s
+            if kind == "pairs":
+                return np.matmul(u * c, vh)
+            x = u if kind == "u moduli" else vh
+            return np.real(x * np.conj(x))
+
+        return fn
+
+    return _one(of(ng.svd), of(np.linalg.svd), a, f"svd {a.shape} {kind}", _BOTH if kind == "values" else _REVERSE)
+
+
+@st.composite
+def _norm_cases(draw: st.DrawFn) -> ComplexCase:
+    """Vector and matrix norms of complex values, and np.linalg.cond."""
+    if draw(st.booleans()):  # moduli distinct (no ties for the max and min) and away from 0 (|x|'s kink)
+        n = draw(st.integers(1, 5))
+        moduli = draw(float_arrays((n,), grid(0.2, 3.0, step=0.1), unique=True))
+        x = moduli * np.exp(1j * draw(float_arrays((n,), floats(-3.0, 3.0))))
+        order = draw(st.sampled_from([None, 2, 1, np.inf, -np.inf, 3, 0.5]))
+        return _one(lambda x: ng.norm(x, order), lambda x: np.linalg.norm(x, order), x, f"vector norm {order}")
+    x = _square(draw, max_batch=0)
+    order = draw(st.sampled_from([None, "fro", "nuc", 2, -2, 1, -1, np.inf, -np.inf, "cond", "cond 1", "cond fro"]))
+    if isinstance(order, str) and order.startswith("cond"):
+        p = {"cond": None, "cond 1": 1, "cond fro": "fro"}[order]
+        return _one(lambda x: np.linalg.cond(x, p), lambda x: np.linalg.cond(x, p), x, f"cond {p}")
+    return _one(lambda x: ng.norm(x, order), lambda x: np.linalg.norm(x, order), x, f"matrix norm {order}")
+
+
+@st.composite
+def _complex_eig_cases(draw: st.DrawFn) -> ComplexCase:
+    """eig and eigvals of complex and real matrices: complex results as they are."""
+    kind, values_of = draw(st.sampled_from(["values", "moduli", "function"])), draw(st.sampled_from(["eig", "eigvals"]))
+    a = _eig_operand(draw, kind, draw(st.booleans()))
+    # Forward mode refuses complex eigenvectors (their phases); real ones it differentiates.
+    modes = _BOTH if kind == "values" or not np.iscomplexobj(np.linalg.eig(a)[1]) else _REVERSE
+    return _one(
+        _eig_function(kind, values_of, ng.eig, ng.eigvals),
+        _eig_function(kind, values_of, np.linalg.eig, np.linalg.eigvals),
+        a,
+        f"eig {a.dtype} {a.shape} {kind} ({values_of})",
+        modes,
+    )
+
+
+@st.composite
+def _complex_roots_cases(draw: st.DrawFn) -> ComplexCase:
+    """np.roots of real and complex coefficients, sorted by np.sort_complex (a permutation)."""
+    p = polynomials(draw, draw(st.booleans()))
+    return _one(lambda p: np.sort_complex(np.roots(p)), lambda p: np.sort_complex(np.roots(p)), p, f"roots of {p}")
+
+
+@st.composite
+def _sort_complex_cases(draw: st.DrawFn) -> ComplexCase:
+    """Complex or real values with distinct real parts: no ties (not even of real parts
+    alone), so the permutation is the same on both sides of a finite difference."""
+    n = draw(st.integers(1, 6))
+    real = draw(float_arrays((n,), grid(step=0.1), unique=True))
+    x = real + 1j * draw(float_arrays((n,), floats())) if draw(st.booleans()) else real
+    return _one(np.sort_complex, np.sort_complex, x, f"sort_complex {x}")
+
+
+@st.composite
+def _complex_eig_values(draw: st.DrawFn) -> Case:
+    """The eigenvalues of a complex matrix (sorted by their real parts), as a Case."""
+    a = _eig_operand(draw, "values", True)
+    fn = _eig_function("values", "eigvals", ng.eig, ng.eigvals)
+    ref = _eig_function("values", "eigvals", np.linalg.eig, np.linalg.eigvals)
+    return Case(fn, ref, (a,), (True,), desc=f"eigvals {a.shape}")
+
+
+COMPLEX_CASES: dict[str, st.SearchStrategy[ComplexCase]] = {
+    "matmul": _complexified(_matmul_cases()),
+    "einsum": _complexified(_einsum_cases()),
+    "tensordot": _complexified(_tensordot_cases()),
+    "dot": _complexified(_dot_cases()),
+    "outer": _complexified(_outer_cases()),
+    "vector products": _vector_products(),
+    "inv": _inv_solve_det("inv"),
+    "solve": _inv_solve_det("solve"),
+    "det": _inv_solve_det("det"),
+    "slogdet": _inv_solve_det("slogdet"),
+    "matrix_power": _inv_solve_det("matrix_power"),
+    "tensorsolve and tensorinv": _tensor_cases(),
+    "pinv": _rectangular("pinv"),
+    "lstsq": _rectangular("lstsq"),
+    "svdvals": _rectangular("svdvals"),
+    "qr": _rectangular("qr"),
+    "cholesky": _hermitian_cases("cholesky"),
+    "eigvalsh": _hermitian_cases("eigvalsh"),
+    "eigh": _hermitian_cases("eigh"),
+    "svd": _complex_svd_cases(),
+    "norm and cond": _norm_cases(),
+    "eig": _complex_eig_cases(),
+    "roots": _complex_roots_cases(),
+    "sort_complex": _sort_complex_cases(),
+}
+
+# The holomorphic ones, for the complex checks of test_complex.py too (their complex
+# derivatives against complex differences among them).
+COMPLEX: dict[str, ComplexSpec] = {
+    name: ComplexSpec(COMPLEX_CASES[name].map(lambda drawn: drawn[0]), holomorphic=True, drawn_complex=True)
+    for name in ("matmul", "einsum", "tensordot", "dot", "outer", "inv", "solve", "det", "matrix_power")
+}
+COMPLEX["eigvals"] = ComplexSpec(_complex_eig_values(), holomorphic=True, drawn_complex=True)

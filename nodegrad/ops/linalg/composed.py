@@ -15,7 +15,7 @@ from nodegrad.engine.record import composite, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
-from nodegrad.ops.elementwise import where
+from nodegrad.ops.elementwise import conj, real, where
 from nodegrad.ops.linalg.decompositions import SVDVALS, inv, lapack_ready, solve
 from nodegrad.ops.linalg.products import matmul
 from nodegrad.ops.shape import reshape, transpose
@@ -33,12 +33,27 @@ def _transposed(x: Any) -> Any:
 def _pinv_rule(g: Any, ans: Any, x: Any, rcond: Any, hermitian: Any) -> Any:
     """-P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A), with P = pinv(A)"""
     # The derivative of P along matrices of A's rank (Golub and Pereyra):
-    # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P.
+    # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P.
+    if np.iscomplexobj(unwrap(ans)):
+        return _complex_pinv_rule(g, ans, x)
     p_t, g_t = _transposed(ans), _transposed(g)
     first = -np.matmul(np.matmul(p_t, g), p_t)
     left = np.matmul(g_t, np.matmul(ans, p_t))
     right = np.matmul(np.matmul(p_t, ans), g_t)
     return first + (left - np.matmul(x, np.matmul(ans, left))) + (right - np.matmul(np.matmul(right, ans), x))
+
+
+def _complex_pinv_rule(g: Any, ans: Any, x: Any) -> Any:
+    """-P^T g P^T + conj((I - A P) g^T P P^H + P^H P g^T (I - P A))"""
+    # The first term of dP is holomorphic (plain transposes); the two in dA^H transpose, for
+    # Re(sum(u * v)), to the conjugates of the real formula's terms with P^H for P^T.
+    p_t, p_h = _transposed(ans), np.conjugate(_transposed(ans))
+    g_t = _transposed(g)
+    first = -np.matmul(np.matmul(p_t, g), p_t)
+    left = np.matmul(g_t, np.matmul(ans, p_h))
+    right = np.matmul(np.matmul(p_h, ans), g_t)
+    rest = (left - np.matmul(x, np.matmul(ans, left))) + (right - np.matmul(np.matmul(right, ans), x))
+    return first + np.conjugate(rest)
 
 
 PINV = defop(
@@ -132,10 +147,11 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     rank = np.intc(np.sum(singular_values > rcond * np.max(singular_values, initial=0)))  # numpy's type
     x = matmul(pinv(a, rcond), b)
     if rank == n and m > n:
-        residuals = (b - matmul(a, x)) ** 2
+        error = b - matmul(a, x)
+        residuals = real(error * conj(error)) if np.iscomplexobj(unwrap(error)) else error**2
         residuals = np.sum(residuals, axis=0) if np.ndim(b_value) == 2 else reshape(np.sum(residuals), (1,))
-    else:
-        residuals = np.empty((0,), dtype=np.result_type(a_value, b_value))
+    else:  # numpy's empty residuals are real, also for complex a and b
+        residuals = np.empty((0,), dtype=np.finfo(np.result_type(a_value, b_value, np.float16)).dtype)
     return x, residuals, rank, record(SVDVALS, a)
 
 

@@ -1,6 +1,12 @@
 """Matrix functions built on a factorisation (LAPACK through ``np.linalg``): singular
 values, symmetric eigenvalues, Cholesky factors, inverses, linear solves and
-determinants of a square matrix or of each matrix of a stack (the last two axes)."""
+determinants of a square matrix or of each matrix of a stack (the last two axes).
+
+Complex matrices follow nodegrad's convention (a rule is the transpose of the derivative
+for the pairing ``Re(sum(u * v))``): the holomorphic ones (``inv``, ``solve``, ``det``)
+keep the real formulas with plain transposes; singular values, Hermitian eigenvalues,
+Cholesky factors and the sign of the determinant are not holomorphic, and their rules
+conjugate where the derivation puts a conjugate transpose."""
 
 from __future__ import annotations
 
@@ -32,10 +38,13 @@ def lapack_ready(op_name: str, x: Any) -> Any:
 
 
 def _svdvals_rule(g: Any, ans: Any, x: Any) -> Any:
-    # d(s_i) = u_i^T dX v_i for each simple singular value, so the VJP is U diag(g) V^T.
-    # The signs of a singular pair cancel in u_i v_i^T; the decomposition is redone here
-    # rather than kept from the forward, which needs the values only.
+    # d(s_i) = Re(u_i^H dX v_i) for each simple singular value, so the VJP is
+    # conj(U diag(g) Vh) (U diag(g) V^T for real x). The phases of a singular pair cancel in
+    # u_i v_i^H; the decomposition is redone here rather than kept from the forward, which
+    # needs the values only.
     u, _, vh = np.linalg.svd(lapack_ready("svdvals", x), full_matrices=False)
+    if np.iscomplexobj(u):
+        u, vh = u.conj(), vh.conj()
     return np.matmul(u * g[..., None, :], vh)
 
 
@@ -53,10 +62,11 @@ def svdvals(x: Any) -> Any:
     """The singular values of a matrix, or of each matrix of a stack (the last two axes),
     largest first, as ``np.linalg.svdvals``.
 
-    The gradient of each singular value ``s_i`` is ``u_i v_i^T``, exact where ``s_i`` is
-    simple; for sums over repeated values (the nuclear norm) it is still the gradient.
-    It is first order only: forward mode (``jvp``) works through it, and a second
-    derivative raises :class:`~nodegrad.errors.NoGradientError` naming the op.
+    The gradient of each singular value ``s_i`` is ``u_i v_i^T`` (``conj(u_i v_i^H)`` for a
+    complex matrix), exact where ``s_i`` is simple; for sums over repeated values (the
+    nuclear norm) it is still the gradient. It is first order only: forward mode (``jvp``)
+    works through it, and a second derivative raises
+    :class:`~nodegrad.errors.NoGradientError` naming the op.
 
     Examples
     --------
@@ -136,14 +146,17 @@ SOLVE = defop(
 
 
 def _cofactors(x: np.ndarray) -> np.ndarray:
-    """The cofactor matrix of ``x`` (the gradient of its determinant), exact also where ``x``
-    is singular: with ``x = U S V^T``, it is ``det(U) det(V) U diag(p) V^T``, where ``p_i`` is
-    the product of the singular values other than ``s_i``."""
+    """The cofactor matrix of ``x`` (the gradient of its determinant, ``det(x) x^-T``), exact
+    also where ``x`` is singular: with ``x = U S Vh``, it is ``det(U) det(Vh) conj(U) diag(p)
+    conj(Vh)``, where ``p_i`` is the product of the singular values other than ``s_i`` (the
+    conjugates are no-ops for a real ``x``)."""
     u, s, vh = np.linalg.svd(lapack_ready("det", x))
     ones = np.ones_like(s[..., :1])
     before = np.cumprod(np.concatenate([ones, s[..., :-1]], axis=-1), axis=-1)
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
     sign = np.linalg.det(u) * np.linalg.det(vh)
+    if np.iscomplexobj(u):
+        u, vh = u.conj(), vh.conj()
     return sign[..., None, None] * np.matmul(u * (before * after)[..., None, :], vh)
 
 
@@ -161,6 +174,7 @@ DET = defop(
     family="linalg",
     doc="the determinant of a square matrix (of each in a stack)",
 )
+# d log|det x| = Re(tr(x^-1 dx)): the transpose is g x^-T, for complex x too (g is real).
 LOGABSDET = defop(
     "logabsdet",
     lambda x: np.linalg.slogdet(x)[1],
@@ -170,11 +184,27 @@ LOGABSDET = defop(
 )
 
 
+def _sign_rule(g: Any, ans: Any, x: Any) -> Any:
+    # sign = det / |det| = exp(1j * theta), d theta = Im(tr(x^-1 dx)), so d sign = 1j sign
+    # Im(tr(x^-1 dx)); its transpose for Re(sum(u * v)) is 1j Im(g sign) x^-T.
+    return np.expand_dims(1j * np.imag(g * ans), (-2, -1)) * _transposed(np.linalg.inv(x))
+
+
+SIGNDET = defop(
+    "signdet",
+    lambda x: np.linalg.slogdet(x)[0],
+    _sign_rule,
+    family="linalg",
+    doc="det x / |det x| of a complex matrix: the first part of np.linalg.slogdet",
+)
+
+
 def _eigvalsh_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
-    # d(w_i) = v_i^T dA v_i for each simple eigenvalue: V diag(g) V^T, symmetric (numpy
-    # reads one triangle of a matrix it takes as symmetric).
+    # d(w_i) = v_i^H dA v_i for each simple eigenvalue: conj(V) diag(g) V^T, Hermitian
+    # (symmetric for a real x: numpy reads one triangle of a matrix it takes as Hermitian).
     _, v = np.linalg.eigh(lapack_ready("eigvalsh", x), UPLO=uplo)
-    return np.matmul(v * g[..., None, :], _transposed(v))
+    left = v.conj() if np.iscomplexobj(v) else v
+    return np.matmul(left * g[..., None, :], _transposed(v))
 
 
 EIGVALSH = defop(
@@ -193,8 +223,10 @@ def eigvalsh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
     ``np.linalg.eigvalsh``, which reads the ``UPLO`` triangle only.
 
     The gradient of each eigenvalue ``w_i`` is ``v_i v_i^T``: symmetric, the gradient with
-    respect to a symmetric argument, exact where ``w_i`` is simple. First order only:
-    forward mode works through it, a second derivative raises naming the op.
+    respect to a symmetric argument, exact where ``w_i`` is simple. A complex ``x`` is read
+    as Hermitian (the imaginary part of its diagonal ignored, as LAPACK does), and the
+    gradient ``conj(v_i v_i^H)`` is Hermitian. First order only: forward mode works through
+    it, a second derivative raises naming the op.
 
     Examples
     --------
@@ -221,11 +253,15 @@ def _phi(x: Any) -> Any:
 
 
 def _cholesky_rule(g: Any, ans: Any, x: Any) -> Any:
-    # With a = L L^T: the cotangent of a is sym(L^-T phi(L^T g) L^-1), symmetric because a
-    # is read as symmetric (numpy reads its lower triangle only).
+    # With a = L L^H, dL = L phi(L^-1 da L^-H) (phi: the lower triangle, the diagonal
+    # halved; it is real, as L's is). Its transpose: s = L^-T phi(L^T g) conj(L^-1), made
+    # Hermitian (symmetric for a real a), because a is read as Hermitian (numpy reads its
+    # lower triangle only).
     inverse = np.linalg.inv(ans)
-    s = np.matmul(np.matmul(_transposed(inverse), _phi(np.matmul(_transposed(ans), g))), inverse)
-    return 0.5 * (s + _transposed(s))
+    right = np.conjugate(inverse) if np.iscomplexobj(unwrap(ans)) else inverse
+    s = np.matmul(np.matmul(_transposed(inverse), _phi(np.matmul(_transposed(ans), g))), right)
+    s_h = _transposed(np.conjugate(s)) if np.iscomplexobj(unwrap(ans)) else _transposed(s)
+    return 0.5 * (s + s_h)
 
 
 CHOLESKY = defop(
@@ -238,13 +274,14 @@ CHOLESKY = defop(
 
 
 def cholesky(x: Any, upper: bool = False) -> Any:
-    """The Cholesky factor of a symmetric positive-definite matrix (or of each in a stack),
-    as ``np.linalg.cholesky``: lower triangular ``L`` with ``x = L @ L.T``, or with
-    ``upper=True`` its transpose.
+    """The Cholesky factor of a symmetric (Hermitian) positive-definite matrix, or of each
+    in a stack, as ``np.linalg.cholesky``: lower triangular ``L`` with ``x = L @ L.T``
+    (``L @ L.conj().T`` for a complex ``x``), or with ``upper=True`` its (conjugate)
+    transpose.
 
     numpy reads only the lower triangle of ``x``; the gradient treats ``x`` as symmetric
-    and is itself symmetric (as in JAX and PyTorch), which is the gradient with respect
-    to a symmetric argument. Differentiable to any order.
+    (Hermitian) and is itself symmetric (Hermitian), as in JAX and PyTorch, which is the
+    gradient with respect to a symmetric (Hermitian) argument. Differentiable to any order.
 
     Examples
     --------
@@ -260,7 +297,9 @@ def cholesky(x: Any, upper: bool = False) -> Any:
     """
     _square("cholesky", x)
     lower = record(CHOLESKY, x)
-    return np.swapaxes(lower, -1, -2) if upper else lower
+    if not upper:
+        return lower
+    return np.conjugate(_transposed(lower)) if np.iscomplexobj(unwrap(x)) else _transposed(lower)
 
 
 def inv(x: Any) -> Any:
@@ -314,8 +353,9 @@ def det(x: Any) -> Any:
 
 def slogdet(x: Any) -> Any:
     """The sign and the log of the absolute value of the determinant, as
-    ``np.linalg.slogdet`` (a ``(sign, logabsdet)`` pair): ``logabsdet`` is differentiable,
-    ``sign`` is plain data.
+    ``np.linalg.slogdet`` (a ``(sign, logabsdet)`` pair): ``logabsdet`` is differentiable;
+    ``sign`` is plain data for a real matrix (it is piecewise constant), and for a complex
+    one the differentiable ``det / |det|`` (its gradient ``1j Im(g sign) x^-T``).
 
     Examples
     --------
@@ -326,5 +366,5 @@ def slogdet(x: Any) -> Any:
            [ 0.14285714, -0.28571429]])
     """
     _square("slogdet", x)
-    sign = np.linalg.slogdet(unwrap(x))[0]
+    sign = record(SIGNDET, x) if np.iscomplexobj(unwrap(x)) else np.linalg.slogdet(unwrap(x))[0]
     return type(np.linalg.slogdet(np.eye(1)))(sign, record(LOGABSDET, x))
