@@ -44,6 +44,7 @@ from tests.strategies import (
     away_from_zero,
     axes,
     broadcastable_shapes,
+    complex_arrays,
     float_arrays,
     floats,
     grid,
@@ -256,8 +257,19 @@ def _matvec_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(lambda a, b: fn(a, b), (a, b), draw(diff_mask(2)), f"{_name(fn)} of {shape_a} and {shape_b}")
 
 
+@st.composite
+def _complex_entrywise_cases(draw: st.DrawFn, fn: Any) -> Case:
+    # np.sign, np.imag and np.angle have gradients of complex values only (of real ones they
+    # are piecewise constant): values off the real axis, where angle jumps (its negative half).
+    shape = draw(shapes())
+    z = draw(complex_arrays(shape, floats(), away_from_zero(0.2)))
+    kwargs = _kw(deg=_maybe(draw, st.booleans())) if fn is np.angle else {}
+    return Case(lambda z: fn(z, **kwargs), (z,), (True,), f"{_name(fn)}(z {shape}, **{kwargs})")
+
+
 UFUNC_SPECS: dict[np.ufunc, st.SearchStrategy[Case]] = {
     **{u: _unary_cases(u) for u in UNARY},
+    np.sign: _complex_entrywise_cases(np.sign),
     **{u: _binary_cases(u) for u in BINARY},
     np.matmul: _matmul_cases(np.matmul),
     np.ldexp: _ldexp_cases(np.ldexp),
@@ -1418,6 +1430,9 @@ def _cross_cases(draw: st.DrawFn, fn: Any) -> Case:
     return Case(call, (a, b), draw(diff_mask(2)), f"np.cross(a {shape_a}, b {shape_b}, **{kwargs})")
 
 
+spec(np.imag, np.angle)(_complex_entrywise_cases)
+
+
 @spec(np.sinc, np.real, np.real_if_close)
 @st.composite
 def _entrywise_cases(draw: st.DrawFn, fn: Any) -> Case:
@@ -2049,9 +2064,10 @@ VALUE_CALLS: dict[Any, Callable[[Any, Any], Any]] = {
     np.isnan: lambda x, y: np.isnan(x),
     np.isinf: lambda x, y: np.isinf(x),
     np.result_type: lambda x, y: np.result_type(x, np.float32),
-    np.sign: lambda x, y: np.sign(x),
-    np.imag: lambda x, y: np.imag(x),
-    np.angle: lambda x, y: np.angle(x, deg=True),
+    np.iscomplexobj: lambda x, y: np.iscomplexobj(x),
+    np.isrealobj: lambda x, y: np.isrealobj(x),
+    np.iscomplex: lambda x, y: np.iscomplex(x),
+    np.isreal: lambda x, y: np.isreal(x),
 }
 
 
@@ -2534,12 +2550,12 @@ REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
     ("cross-0-d", lambda v: np.cross(v.entry, v.x), ShapeError, r"np\.cross: At least one array has zero"),
     ("cross-4-vectors", lambda v: np.cross(v.x, np.ones((2, 4))), ShapeError, r"np\.cross: incompatible"),
     ("cross-axisc", lambda v: np.cross(v.x, v.x, axisc=2), ShapeError, r"np\.cross: axisc 2 is out of bounds"),
-    ("real-complex", lambda v: np.real(v.complex), DtypeError, r"np\.real: complex values are not supported yet"),
-    ("imag-complex", lambda v: np.imag(v.complex), DtypeError, r"np\.imag: complex values are not supported yet"),
-    ("angle-complex", lambda v: np.angle(v.complex), DtypeError, r"np\.angle: complex values are not supported yet"),
-    ("real_if_close-complex", lambda v: np.real_if_close(v.complex), DtypeError, r"np\.real_if_close: complex"),
-    ("nan_to_num-complex", lambda v: np.nan_to_num(v.complex), DtypeError, r"np\.nan_to_num: complex"),
-    ("sinc-complex", lambda v: np.sinc(v.complex), DtypeError, r"np\.sinc: complex"),
+    # Complex values: refused where numpy refuses them (tests/test_numpy_complex.py tries every function).
+    ("percentile-complex", lambda v: np.percentile(v.complex, 50), DtypeError, r"np\.percentile: a must be .* real"),
+    ("fabs-complex", lambda v: np.fabs(v.complex), DtypeError, r"np\.fabs: complex values are not supported"),
+    ("floor-complex", lambda v: np.floor(v.complex), DtypeError, r"np\.floor: ufunc 'floor' not supported"),
+    ("interp-complex", lambda v: np.interp(v.complex, [0.0, 1.0], [0.0, 1.0]), DtypeError, r"np\.interp: x and xp"),
+    ("nan_to_num-complex-nan", lambda v: np.nan_to_num(v.x, nan=1j), DtypeError, r"np\.nan_to_num: nan= must be real"),
     ("nan_to_num-in-place", lambda v: np.nan_to_num(v.x, copy=False), ArgumentError, r"np\.nan_to_num: copy=False"),
     ("nan_to_num-nan-shape", lambda v: np.nan_to_num(v.x, nan=np.zeros(4)), ShapeError, r"np\.nan_to_num: nan="),
     ("linspace-negative", lambda v: np.linspace(v.x, 1.0, -1), ArgumentError, r"np\.linspace: Number of samples, -1"),
@@ -2577,7 +2593,7 @@ REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
         ShapeError,
         r"np\.piecewise: with 1",
     ),
-    ("astype-complex", lambda v: np.astype(v.x, np.complex128), DtypeError, r"np\.astype: complex"),
+    ("astype-complex", lambda v: np.astype(v.complex, np.float64), DtypeError, r"np\.astype: casting complex"),
     ("cumulative_sum-2-d", lambda v: np.cumulative_sum(v.x), ShapeError, r"np\.cumulative_sum: For arrays which"),
     (
         "cumulative_prod-dtype",

@@ -18,7 +18,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.composed import diff
 
 __all__ = ["gradient", "linspace", "partition"]
@@ -60,6 +60,12 @@ def linspace(
     common = np.result_type(_weak(start), _weak(stop))
     dt = common if common.kind in "fc" else np.dtype(np.float64)
     target = dt if dtype is None else np.dtype(dtype)
+    if dt.kind == "c" and target.kind != "c":
+        msg = (
+            f"np.linspace: complex samples cast to {target} would lose their imaginary parts (numpy casts them with "
+            f"a ComplexWarning); take np.real of start and stop first [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
     start = start if type(start) is Traced else np.asarray(start, dt)
     stop = stop if type(stop) is Traced else np.asarray(stop, dt)
     delta = stop - start
@@ -201,7 +207,13 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> An
         raise ArgumentError(msg)
     spacings = _spacings(varargs, shape, axes)
     dtype = np.result_type(unwrap(f))
-    if dtype.kind != "f":
+    if dtype.kind != "c" and any(np.iscomplexobj(unwrap(v)) for v in varargs):
+        msg = (
+            "np.gradient: complex spacings make complex derivatives, which numpy casts to the real dtype of f with a "
+            f"ComplexWarning; pass a complex f [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
+    if dtype.kind not in "fc":
         f, dtype = ops.astype(f, np.float64), np.dtype(np.float64)
     out = []
     for ax, spacing in zip(axes, spacings, strict=True):

@@ -358,9 +358,16 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any: 
     return ops.norm(x, ord, (-2, -1), keepdims)
 
 
-def filled(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
+def filled(shape: Any, fill_value: Any, dtype: Any = None, name: str = "full") -> Any:
     """An array of ``shape`` holding the traced ``fill_value`` (broadcast to it) everywhere,
-    cast to ``dtype`` (to an integer dtype: plain data, no gradient)."""
+    cast to ``dtype`` (to an integer dtype: plain data, no gradient). A complex value for a
+    real dtype is refused naming ``np.{name}`` (numpy casts it with a ComplexWarning)."""
+    if dtype is not None and fill_value.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        msg = (
+            f"np.{name}: a complex fill_value in an array of {np.dtype(dtype)} would lose its imaginary part; pass "
+            f"a complex dtype [called at {user_location()}]"
+        )
+        raise DtypeError(msg)
     if dtype is not None and np.dtype(dtype) != fill_value.dtype:
         fill_value = ops.astype(fill_value, dtype)
     return ops.broadcast_to(fill_value, tuple(shape) if isinstance(shape, (tuple, list)) else (shape,))
@@ -373,4 +380,4 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subo
     if type(fill_value) is not Traced:
         return np.full_like(unwrap(a), fill_value, dtype=dtype, order=order, subok=subok, shape=shape, **kw)
     target = np.shape(unwrap(a)) if shape is None else shape
-    return filled(target, fill_value, np.result_type(unwrap(a)) if dtype is None else dtype)
+    return filled(target, fill_value, np.result_type(unwrap(a)) if dtype is None else dtype, "full_like")

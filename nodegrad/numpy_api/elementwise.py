@@ -2,7 +2,8 @@
 
 ``np.sinc``, ``np.real_if_close``, ``np.nan_to_num`` and ``np.sign`` on traced values are
 compositions of nodegrad ops (``where``, ``sin``, products) giving numpy's values, so their
-gradients are the ops' rules and differentiate again (``np.real``, ``np.imag`` and
+gradients are the ops' rules and differentiate again (on complex values too: ``sinc`` is
+holomorphic, ``sign`` is ``z / |z|``) (``np.real``, ``np.imag`` and
 ``np.angle`` are the ops themselves). The ufunc ``np.modf`` gives the fractional part as
 ``x - trunc(x)`` (gradient 1; 0 at the whole numbers, where it jumps) and the integral
 part as plain values (piecewise constant). ``np.modf``, ``np.divmod`` and ``np.frexp``
@@ -73,6 +74,12 @@ def _replacement(name: str, value: Any, default: Any, dtype: np.dtype[Any], shap
     """The value written over non-finite entries, in ``x``'s dtype (a traced one keeps its
     gradient); it must broadcast to ``x``'s shape, as numpy's copy into ``x`` needs."""
     value = default if value is None else value
+    if np.iscomplexobj(unwrap(value)):
+        msg = (
+            f"np.nan_to_num: {name}= must be real, as in numpy (of complex x each part is replaced on its own) "
+            f"[called at {user_location()}]"
+        )
+        raise DtypeError(msg)
     try:
         fits = np.broadcast_shapes(np.shape(unwrap(value)), shape) == shape
     except ValueError:
@@ -91,8 +98,7 @@ def _replacement(name: str, value: Any, default: Any, dtype: np.dtype[Any], shap
 def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
     """NaN, +inf and -inf replaced (by 0, the largest and the most negative finite value by
     default); the gradient is 1 at the finite entries, 0 at the replaced ones (a traced
-    replacement value gets those)."""
-    _refuse_complex("nan_to_num", x)
+    replacement value gets those); of complex values, each part as numpy does it."""
     if not copy:
         msg = (
             "np.nan_to_num: copy=False replaces the entries of x in place, and a traced value is never written "

@@ -27,7 +27,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
@@ -353,8 +353,15 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     if func in VALUE_FUNCTIONS:
         return func(*forward_values(args), **forward_values(kwargs))
     impl = FUNCTIONS.get(func) or _REFUSED.get(func)
+    name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
     if impl is None:
-        name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
         msg = f"{name} has no gradient rule for traced values [called at {user_location()}]"
         raise NoGradientError(msg)
-    return call_atomically(impl, args, kwargs)
+    try:
+        return call_atomically(impl, args, kwargs)
+    except DtypeError as exc:
+        if name in str(exc):
+            raise
+        # An op the function is built from refused a dtype (a cast of complex values to
+        # real ones, where numpy would warn, say): say which numpy function it was.
+        raise DtypeError(f"{name}: {exc}") from exc

@@ -127,7 +127,8 @@ def polydiv(u: Any, v: Any) -> Any:
     u, v = atleast_1d(_operand(u)), atleast_1d(_operand(v))
     if len(_shape(u)) != 1 or len(_shape(v)) != 1:
         raise _fail("polydiv", f"needs 1-D coefficients, got shapes {_shape(u)} and {_shape(v)}")
-    u, v = u + 0.0, v + 0.0
+    zero = np.zeros((), np.result_type(unwrap(u), unwrap(v), 1.0))  # numpy's common dtype, complex or float
+    u, v = u + zero, v + zero
     m, n = _shape(u)[0] - 1, _shape(v)[0] - 1
     scale = 1.0 / ops.getitem(v, 0)
     r, quotient = u, []
@@ -158,13 +159,22 @@ def poly(seq_of_zeros: Any) -> Any:
     a: Any = np.ones(1, np.result_type(unwrap(zeros)))
     for i in range(shape[0]):  # a times (x - zero): numpy's convolution with [1, -zero]
         a = ops.cat([a, np.zeros(1)], 0) + ops.cat([np.zeros(1), a], 0) * -ops.getitem(zeros, i)
-    return a
+    return _real_if_conjugate_pairs(a, unwrap(zeros))
+
+
+def _real_if_conjugate_pairs(coefficients: Any, roots: Any) -> Any:
+    """numpy's rule: complex roots that come in conjugate pairs (compared exactly) give
+    real coefficients (their imaginary parts are rounding), so the real part is taken."""
+    roots = np.asarray(roots)
+    if roots.dtype.kind == "c" and np.all(np.sort(roots) == np.sort(roots.conjugate())):
+        return ops.real(coefficients)
+    return coefficients
 
 
 def _characteristic(a: Any) -> Any:
     """The coefficients of ``det(x I - a)``, highest power first (numpy's from the
     eigenvalues): the Faddeev-LeVerrier recursion, a polynomial in the entries with no
-    complex numbers, M_k = a M_{k-1} + c_{k-1} I, c_k = -trace(a M_k) / k."""
+    complex numbers for a real ``a``, M_k = a M_{k-1} + c_{k-1} I, c_k = -trace(a M_k) / k."""
     n = _shape(a)[0]
     a = ops.astype(a, np.float64) if np.result_type(unwrap(a)).kind in "biu" else a
     eye = np.eye(n)
@@ -173,7 +183,10 @@ def _characteristic(a: Any) -> Any:
     for k in range(1, n + 1):
         product = ops.matmul(a, product) + eye * coefficients[-1]
         coefficients.append(-ops.sum(ops.multiply(ops.transpose(a), product)) / k)
-    return ops.stack([ops.astype(c, np.float64) if type(c) is Traced else c for c in coefficients], 0)
+    wide = np.complex128 if np.iscomplexobj(unwrap(a)) else np.float64
+    stacked = ops.stack([ops.astype(c, wide) if type(c) is Traced else c for c in coefficients], 0)
+    # numpy reads the coefficients from the eigenvalues, and so decides when they are real.
+    return _real_if_conjugate_pairs(stacked, np.linalg.eigvals(unwrap(a))) if wide == np.complex128 else stacked
 
 
 def vander(x: Any, N: Any = None, increasing: bool = False) -> Any:  # noqa: N803  (numpy's name)

@@ -258,9 +258,11 @@ def vdot(a: Any, b: Any, /) -> Any:
 
 
 def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
-    # sum_n a[n + k] v[n]: the convolution with v reversed (real values: no conjugate),
-    # cut as numpy cuts it.
+    # sum_n a[n + k] conj(v[n]): the convolution with v reversed and conjugated, cut as
+    # numpy cuts it.
     a, v = _operand(a), _operand(v)
+    if np.iscomplexobj(_value(v)):
+        v = ops.conj(v)
     n, m = np.size(_value(a)), np.size(_value(v))
     if np.ndim(_value(a)) != 1 or np.ndim(_value(v)) != 1 or not n or not m:
         msg = f"needs two non-empty 1-D arrays, got shapes {np.shape(_value(a))} and {np.shape(_value(v))}"
@@ -334,8 +336,9 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
     if device not in (None, "cpu"):
         raise ArgumentError(f"np.astype: device must be None or 'cpu', got {device!r} [called at {user_location()}]")
     target = np.dtype(dtype)
-    if target.kind == "c":
-        raise DtypeError(f"np.astype: complex values are not supported yet [called at {user_location()}]")
+    if np.iscomplexobj(_value(x)) and target.kind != "c":
+        msg = f"np.astype: casting complex values to {target} would discard their imaginary parts"
+        raise DtypeError(f"{msg}; take np.real(x) first [called at {user_location()}]")
     return x if np.result_type(_value(x)) == target else ops.astype(x, target)
 
 
@@ -388,16 +391,17 @@ def geomspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
     if period is not None:
         raise ArgumentError(f"np.interp: period= is not supported on traced values [called at {user_location()}]")
+    if np.iscomplexobj(_value(x)) or np.iscomplexobj(_value(xp)):
+        raise DtypeError(f"np.interp: x and xp must be real, as in numpy [called at {user_location()}]")
     xs, xps = np.asarray(_value(x), np.float64), np.asarray(_value(xp), np.float64)
     fps = np.asarray(_value(fp))
-    if fps.dtype.kind == "c":
-        raise DtypeError(f"np.interp: complex values are not supported yet [called at {user_location()}]")
+    wide = np.dtype(np.complex128 if fps.dtype.kind == "c" else np.float64)  # numpy's: complex fp, complex values
     if xps.ndim != 1 or fps.ndim != 1 or xps.shape != fps.shape or not xps.size:
         msg = f"fp and xp are not of the same length, or not 1-D and non-empty: {xps.shape} and {fps.shape}"
         raise ShapeError(f"np.interp: {msg} [called at {user_location()}]")
     x, xp, fp = _operand(x), _operand(xp), _operand(fp)
-    if fps.dtype != np.float64:
-        fp = ops.astype(fp, np.float64) if type(fp) is Traced else fps.astype(np.float64)
+    if fps.dtype != wide:
+        fp = ops.astype(fp, wide) if type(fp) is Traced else fps.astype(wide)
     if xs.dtype != np.result_type(_value(x)):
         x = ops.astype(x, np.float64) if type(x) is Traced else xs
     n = xps.size

@@ -6,11 +6,13 @@ values along the reduced axes (``ops.sort``) and read the order statistics numpy
 (for each of numpy's thirteen methods), mixing two neighbours with numpy's own weights,
 so the gradient of each result goes to the one or two sorted entries it came from: the
 median of an even count gives half to each middle value, and tied values take the
-gradient in the order the stable sort put them. ``np.nanmax`` and ``np.nanmin`` are
-``max``/``min`` with NaNs replaced by -inf/+inf: entries tied for the extremum share the
-gradient evenly, as ``ops.max`` does. NaNs get a zero gradient everywhere. ``np.cov``
-and ``np.corrcoef`` follow numpy's steps (a weighted mean, a product of the deviations);
-``np.bincount`` is a sum of ``weights`` by bin.
+gradient in the order the stable sort put them (complex values are sorted as numpy sorts
+them, by real part first; numpy's quantiles, unlike its medians, refuse them, and so do
+these). ``np.nanmax`` and ``np.nanmin`` are ``max``/``min`` with NaNs replaced by
+-inf/+inf: entries tied for the extremum share the gradient evenly, as ``ops.max`` does.
+NaNs get a zero gradient everywhere. ``np.cov`` and ``np.corrcoef`` follow numpy's steps
+(a weighted mean, a product of the deviations, conjugated for complex values; a complex
+correlation clipped part by part); ``np.bincount`` is a sum of ``weights`` by bin.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import read_keepdims
 from nodegrad.numpy_api.composed import average, diagonal
 from nodegrad.ops.arguments import normalize_axis
@@ -170,6 +172,8 @@ def _quantile_like(name: str, scale: float, skip_nan: bool) -> Callable[..., Any
         interpolation: Any = None,
     ) -> Any:
         _refuse(name, out=out, weights=weights)
+        if np.iscomplexobj(unwrap(a)):  # numpy's medians take them; its quantiles do not
+            raise DtypeError(f"np.{name}: a must be an array of real numbers [called at {user_location()}]")
         if interpolation is not None:  # numpy's deprecated name of method
             method = interpolation
         if type(q) is Traced:
@@ -248,7 +252,9 @@ def _nan_spread(name: str, root: bool) -> Callable[..., Any]:
         centre = ops.sum(filled, axis, True) / count
         deviation = ops.where(holes, 0.0, filled - centre)
         dof = np.sum(~holes, axis=axis, keepdims=keep) - ddof
-        value = ops.sum(deviation * deviation, axis, keep) / np.maximum(dof, 0)
+        # |deviation| ** 2: a real variance of complex values too, as numpy's.
+        squares = ops.real(deviation * ops.conj(deviation)) if np.iscomplexobj(unwrap(a)) else deviation * deviation
+        value = ops.sum(squares, axis, keep) / np.maximum(dof, 0)
         return ops.sqrt(value) if root else value
 
     return spread
@@ -278,7 +284,7 @@ def _rows(a: Any, rowvar: bool) -> Any:
     ndim = np.ndim(unwrap(a))
     if ndim > 2:
         raise ShapeError(f"np.cov: m has more than 2 dimensions [called at {user_location()}]")
-    a = a if type(a) is Traced else np.asarray(a, np.float64)
+    a = a if type(a) is Traced else np.asarray(a, np.result_type(np.asarray(a), np.float64))
     a = ops.reshape(a, (1, -1)) if ndim < 2 else a
     return ops.transpose(a) if not rowvar and np.shape(unwrap(a))[0] != 1 else a
 
@@ -320,6 +326,8 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
         fact = w_sum - ddof * ops.sum(w * aweights) / w_sum
     centred = x - ops.expand_dims(avg, 1)
     weighted = centred if w is None else centred * w
+    if np.iscomplexobj(unwrap(weighted)):  # numpy's X . conj(X).T: Hermitian
+        weighted = ops.conj(weighted)
     c = ops.matmul(centred, ops.transpose(weighted)) * (1.0 / fact)
     return ops.squeeze(c) if 1 in np.shape(unwrap(c)) else c
 
@@ -330,9 +338,12 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, bias: Any = np._NoValue
     c = cov(x, y, rowvar, dtype=dtype)
     if np.ndim(unwrap(c)) == 0:
         return c / c
-    stddev = ops.sqrt(diagonal(c))
+    stddev = ops.sqrt(ops.real(diagonal(c)))
     c = c / ops.expand_dims(stddev, 1) / ops.expand_dims(stddev, 0)
-    return ops.clamp(c, -1.0, 1.0)
+    if not np.iscomplexobj(unwrap(c)):
+        return ops.clamp(c, -1.0, 1.0)
+    # numpy clips the real and the imaginary parts each to [-1, 1].
+    return ops.clamp(ops.real(c), -1.0, 1.0) + 1j * ops.clamp(ops.imag(c), -1.0, 1.0)
 
 
 # -- counts ------------------------------------------------------------------------------------
@@ -349,6 +360,9 @@ def bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
         raise ArgumentError(f"np.bincount: {exc} [called at {user_location()}]") from None
     if np.shape(unwrap(weights)) != samples.shape:
         raise ShapeError(f"np.bincount: The weights and list don't have the same length. [called at {user_location()}]")
+    if np.iscomplexobj(unwrap(weights)):
+        msg = f"np.bincount: complex weights are not supported, as in numpy [called at {user_location()}]"
+        raise DtypeError(msg)
     total = np.zeros(counts.shape[0], np.float64)
     w = weights if np.result_type(unwrap(weights)) == np.float64 else ops.astype(weights, np.float64)
     return ops.index_add(total, w, samples)

@@ -69,8 +69,23 @@ def _copysign(x: Any, y: Any) -> Any:
 
 
 def _float_power(x: Any, y: Any) -> Any:
-    """``np.float_power``: ``x ** y`` computed in float64."""
-    return ops.power(ops.astype(x, np.float64), ops.astype(y, np.float64))
+    """``np.float_power``: ``x ** y`` computed in float64 (complex128 for complex values)."""
+    wide = np.complex128 if np.iscomplexobj(unwrap(x)) or np.iscomplexobj(unwrap(y)) else np.float64
+    return ops.power(ops.astype(x, wide), ops.astype(y, wide))
+
+
+def _real_only(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` for ``np.{name}``, which numpy defines for real values only: complex ones
+    are refused naming it (the op ``fn`` records may take them, or name itself)."""
+
+    def real_fn(*args: Any) -> Any:
+        if any(np.iscomplexobj(unwrap(a)) for a in args):
+            msg = f"np.{name}: complex values are not supported, as in numpy [called at {user_location()}]"
+            raise DtypeError(msg)
+        return fn(*args)
+
+    real_fn.__name__ = name
+    return real_fn
 
 
 def _core_last(name: str, x: Any, axis: Any, what: str) -> Any:
@@ -136,7 +151,7 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.cbrt: ops.cbrt,
     np.reciprocal: ops.reciprocal,
     np.absolute: ops.abs,
-    np.fabs: ops.abs,
+    np.fabs: _real_only("fabs", ops.abs),
     np.exp: ops.exp,
     np.exp2: ops.exp2,
     np.expm1: ops.expm1,
@@ -162,8 +177,8 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.arctanh: ops.arctanh,
     np.deg2rad: ops.deg2rad,
     np.rad2deg: ops.rad2deg,
-    np.radians: ops.deg2rad,
-    np.degrees: ops.rad2deg,
+    np.radians: _real_only("radians", ops.deg2rad),
+    np.degrees: _real_only("degrees", ops.rad2deg),
     np.maximum: ops.maximum,
     np.minimum: ops.minimum,
     np.fmax: _nan_ignoring("fmax", ops.maximum),
@@ -173,8 +188,8 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.matmul: ops.matmul,
     np.conjugate: ops.conj,
     np.sign: sign,
-    np.ldexp: _ldexp,
-    np.copysign: _copysign,
+    np.ldexp: _real_only("ldexp", _ldexp),
+    np.copysign: _real_only("copysign", _copysign),
     np.float_power: _float_power,
     np.modf: modf,
     np.divmod: divmod_,
@@ -201,7 +216,11 @@ VALUE_UFUNCS = {
 def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``ufunc`` on inputs of which at least one is traced."""
     if method == "__call__" and ufunc in VALUE_UFUNCS:
-        return ufunc(*forward_values(inputs), **forward_values(kwargs))
+        try:
+            return ufunc(*forward_values(inputs), **forward_values(kwargs))
+        except TypeError as exc:  # complex values for np.floor, say: numpy has no loop for them
+            msg = f"np.{ufunc.__name__}: {exc} [called at {user_location()}]"
+            raise DtypeError(msg) from exc
     if method == "__call__" and not kwargs:
         op = UFUNCS.get(ufunc)
         if op is not None:
