@@ -143,8 +143,9 @@ def complex_arrays(
 
 def _parts(dtype: Any, bound: float) -> st.SearchStrategy[float]:
     """Finite floats in ``[-bound, bound]`` that ``dtype`` holds exactly."""
-    width = 32 if np.dtype(dtype) == np.float32 else 64
-    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=width)
+    if np.dtype(dtype) == np.float32:
+        return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=32)
+    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False)
 
 
 def broadcastable_shapes(num_shapes: int = 2, max_dims: int = 3, max_side: int = 4) -> st.SearchStrategy[Any]:
