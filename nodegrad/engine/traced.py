@@ -11,7 +11,11 @@ dispatch protocols by :mod:`nodegrad.numpy_api`: the engine knows no particular 
 
 from __future__ import annotations
 
+import os
+import site
 import sys
+import sysconfig
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -32,17 +36,72 @@ def unwrap(value: Any) -> Any:
     return value
 
 
-def _called_from_pandas() -> bool:
-    """Whether pandas is converting a traced value (``series * x``): only asked while an
-    error is being written."""
-    frame: Any = sys._getframe(2)
-    for _ in range(30):
-        if frame is None:
-            return False
-        if frame.f_globals.get("__name__", "").startswith("pandas."):
-            return True
+def _library_roots() -> tuple[str, ...]:
+    """The directories installed libraries live in: the standard library and site-packages."""
+    paths = sysconfig.get_paths()
+    roots = {paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    roots.update(getattr(site, "getsitepackages", list)())
+    return tuple(os.path.join(os.path.abspath(root), "") for root in roots)
+
+
+def _foreign_caller() -> FrameType | None:
+    """The frame of the library function (scipy's, pandas', ...) that is turning a traced
+    value into a plain array: walking out from the conversion over library frames (and
+    nodegrad's own), the outermost library frame before user code. None when user code
+    converts it itself. Only asked while an error is being written."""
+    roots = _library_roots()
+    frame: FrameType | None = sys._getframe(2)
+    found = None
+    while frame is not None:
+        module = frame.f_globals.get("__name__") or ""
+        if module != "nodegrad" and not module.startswith("nodegrad."):
+            if not os.path.abspath(frame.f_code.co_filename).startswith(roots):
+                break
+            found = frame
         frame = frame.f_back
-    return False
+    return found
+
+
+def _resolves(dotted: str) -> bool | None:
+    """Whether ``nodegrad.scipy...`` name ``dotted`` is there, as far as the modules
+    imported so far tell (None: the module that would hold it is not imported)."""
+    parts = dotted.split(".")
+    for k in range(len(parts) - 1, 1, -1):
+        obj = sys.modules.get(".".join(parts[:k]))
+        if obj is not None:
+            for part in parts[k:]:
+                obj = getattr(obj, part, None)
+            return obj is not None
+    return None
+
+
+def _foreign_message(frame: FrameType, what: str) -> str:
+    """The error for a library function that cannot see traced values: its name, and where
+    to turn instead (nodegrad.scipy's version of a scipy function; pandas' values)."""
+    code = frame.f_code
+    module = frame.f_globals.get("__name__") or "?"
+    full = f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
+    detach = "call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+    if module.startswith("pandas."):
+        return (
+            f"{full} cannot see traced values: {what} pandas reads a traced operand as a list of values: take the "
+            f"pandas object's values first, series.to_numpy() * x; or {detach}"
+        )
+    if not module.startswith("scipy."):
+        return f"{full} cannot see traced values: {what} Use nodegrad ops instead, or {detach}"
+    package = ".".join(module.split(".")[:2])  # scipy.stats, scipy.special, ...
+    owner = frame.f_locals.get("self")
+    dist = getattr(getattr(owner, "dist", owner), "name", None) if package == "scipy.stats" else None
+    public = f"{package}.{dist}.{code.co_name}" if isinstance(dist, str) else f"{package}.{code.co_name}"
+    ours = f"nodegrad.{public}"
+    there = _resolves(ours)
+    if there:
+        instead = f"Use {ours}, which takes traced values; or {detach}"
+    elif there is None:
+        instead = f"Try {ours} (nodegrad.scipy has versions of scipy's functions that take traced values); or {detach}"
+    else:
+        instead = f"There is no {ours}: write it with nodegrad ops, or {detach}"
+    return f"{public} ({full}) cannot see traced values: {what} {instead}"
 
 
 class Traced:
@@ -146,16 +205,17 @@ class Traced:
         return self
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        msg = (
+        what = (
             f"a traced value (node {self.index}, {describe(self.value)}) cannot become a plain numpy "
-            "array: that would silently drop its gradient. Use a nodegrad op or a numpy function "
-            "with a registered op; call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+            "array: that would silently drop its gradient."
         )
-        if _called_from_pandas():
-            msg += (
-                " pandas reads a traced operand as a list of values: take the pandas object's values first, "
-                "series.to_numpy() * x."
-            )
+        library = _foreign_caller()
+        if library is not None:
+            raise ArenaError(_foreign_message(library, what))
+        msg = (
+            f"{what} Use a nodegrad op or a numpy function with a registered op; call nodegrad.stop_gradient(x) "
+            "or read x.value to detach on purpose."
+        )
         raise ArenaError(msg)
 
     if TYPE_CHECKING:
