@@ -45,7 +45,8 @@ def ops_page() -> str:
     for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name)):
         vjp = _vjp_summary(op).replace("|", "\\|") + ("<br>*first order only*" if op.first_order else "")
         broadcasts = "yes" if op.broadcasts else "no"
-        lines.append(f"| `{op.name}` | {op.family} | {op.doc} | {vjp} | float32, float64 | {broadcasts} |")
+        doc = op.doc.replace("|", "\\|")  # |x| in a doc would end the table's cell
+        lines.append(f"| `{op.name}` | {op.family} | {doc} | {vjp} | float32, float64 | {broadcasts} |")
     return "\n".join([*lines, "", *_namespace_section()]) + "\n"
 
 
@@ -77,7 +78,7 @@ def _namespace_section() -> list[str]:
         "",
         f"Not differentiable: {names(never)}.",
         "",
-        f"Without a rule yet: {names(not_yet)}.",
+        f"Without a rule yet: {names(not_yet) or 'none'}.",
         "",
         "</details>",
     ]

@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops.shape",
             "nodegrad.ops.index",
             "nodegrad.ops.fourier",
+            "nodegrad.ops.special",
             "nodegrad.ops.linalg",
             "nodegrad.ops.reduce",
             "nodegrad.ops.nn",

@@ -177,8 +177,8 @@ def test_numpy_function_without_a_rule_raises_naming_it():
     x = ng.Arena().param(np.ones(3))
     with pytest.raises(ng.errors.NoGradientError, match=r"np\.unique\b"):
         np.unique(x.reshape(1, 3)[:, :1])
-    with pytest.raises(ng.errors.NoGradientError, match=r"np\.i0"):
-        np.i0(x)
+    with pytest.raises(ng.errors.NoGradientError, match=r"np\.histogram\b"):
+        np.histogram(x)
 
 
 def test_every_error_is_a_nodegrad_error():

@@ -22,7 +22,7 @@ A callable numpy does not dispatch that passes traced arguments on to one it doe
 (:data:`DELEGATES`: ``np.row_stack`` calls ``np.vstack``) has that one's category. A
 hand-kept entry that the tables have since taken up (a rule, a value entry) has the
 derived category: it wins. Refused functions that numpy dispatches raise
-:class:`~nodegrad.errors.NoGradientError` naming themselves (``np.i0``,
+:class:`~nodegrad.errors.NoGradientError` naming themselves (``np.histogram``,
 ``np.unique``); the few refused callables numpy does not dispatch
 fail when they convert a traced value to a plain array.
 """
@@ -153,9 +153,7 @@ NOT_DIFFERENTIABLE: dict[str, str] = {
 }
 
 #: Differentiable in principle, refused on traced values for want of a rule: name -> reason.
-NOT_YET: dict[str, str] = {
-    "np.i0": "a Bessel function: smooth",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def public_callables() -> dict[str, Any]:

@@ -28,7 +28,7 @@ from nodegrad import ops
 from nodegrad.engine.record import call_atomically
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
-from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping
+from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping, special
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
 from nodegrad.numpy_api.composed import (
     atleast_1d,
@@ -338,6 +338,7 @@ FUNCTIONS.update({np.apply_along_axis: applying.apply_along_axis, np.apply_over_
 FUNCTIONS.update(STATISTICS)
 FUNCTIONS.update(SEQUENCES)
 FUNCTIONS.update(TRANSFORMS)
+FUNCTIONS[np.i0] = special.i0  # through scipy's Bessel functions, with nodegrad[scipy]
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {

@@ -19,6 +19,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import forward_values, no_extras
 from nodegrad.numpy_api.elementwise import divmod_, frexp, modf, sign
+from nodegrad.numpy_api.special import SCIPY_UFUNCS, ufunc_name
 from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["UFUNCS", "VALUE_UFUNCS", "dispatch_ufunc"]
@@ -198,6 +199,7 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
 # Added in numpy 2.0 (vecdot) and 2.2 (matvec, vecmat): mapped where this numpy has them.
 _NEWER_UFUNCS = {"vecdot": _vecdot, "matvec": _matvec, "vecmat": _vecmat}
 UFUNCS.update({u: impl for name, impl in _NEWER_UFUNCS.items() if isinstance(u := getattr(np, name, None), np.ufunc)})
+UFUNCS.update(SCIPY_UFUNCS)  # scipy.special's ufuncs with an op (when scipy is installed)
 
 # Ufuncs whose entry takes numpy's keyword arguments itself (and refuses those it cannot honour).
 _KEYWORD_UFUNCS = {u for u in (getattr(np, "vecdot", None),) if isinstance(u, np.ufunc)}
@@ -227,7 +229,7 @@ def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
             return op(*inputs)
     if method == "__call__" and ufunc in _KEYWORD_UFUNCS:
         return call_atomically(UFUNCS[ufunc], inputs, kwargs)
-    what = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    what = ufunc_name(ufunc) + ("" if method == "__call__" else f".{method}")
     extra = f" with keyword arguments {sorted(kwargs)}" if kwargs else ""
     msg = f"{what}{extra} has no gradient rule for traced values [called at {user_location()}]"
     raise NoGradientError(msg)

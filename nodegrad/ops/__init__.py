@@ -4,14 +4,15 @@
 Importing this package registers every op and gives the traced handle its operators and
 array methods (:mod:`nodegrad.ops.traced_methods`). Each op is also a public function here,
 named as numpy names it where numpy has it; the Fourier transforms stay in their family,
-:mod:`nodegrad.ops.fourier`, as numpy keeps them in ``np.fft``.
+:mod:`nodegrad.ops.fourier`, as numpy keeps them in ``np.fft``, and scipy's special
+functions in theirs, :mod:`nodegrad.ops.special` (registered when scipy is installed).
 """
 
 from nodegrad.engine.record import guarded
 from nodegrad.engine.registry import REGISTRY as REGISTRY
 from nodegrad.engine.registry import Op as Op
 from nodegrad.engine.registry import defop as defop
-from nodegrad.ops import elementwise, fourier, index, linalg, nn, pipeline, reduce, shape, structured
+from nodegrad.ops import elementwise, fourier, index, linalg, nn, pipeline, reduce, shape, special, structured
 from nodegrad.ops import traced_methods as traced_methods  # gives Traced its operators and methods
 from nodegrad.ops.elementwise import (
     abs,
@@ -136,7 +137,7 @@ from nodegrad.ops.shape import (
 )
 from nodegrad.ops.structured import map_lookup, pack, seq_index, struct_field, view
 
-FAMILIES = (elementwise, reduce, linalg, shape, index, fourier, nn, pipeline, structured)
+FAMILIES = (elementwise, reduce, linalg, shape, index, fourier, special, nn, pipeline, structured)
 
 # The op functions: what `import nodegrad` exports.
 __all__ = [

@@ -44,6 +44,7 @@ from tests.ops import (
     specs_pipeline,
     specs_reduce,
     specs_shape,
+    specs_special,
     specs_structured,
 )
 from tests.ops.harness import BadCall, Case
@@ -56,6 +57,7 @@ FAMILIES = {
     "shape": specs_shape,
     "index": specs_index,
     "fourier": specs_fourier,
+    "special": specs_special,
     "nn": specs_nn,
     "pipeline": specs_pipeline,
     "structured": specs_structured,

@@ -1,0 +1,76 @@
+"""The special-function family: scipy.special's differentiable functions as ops.
+
+Registered only when scipy is installed (:data:`HAVE_SCIPY`); nodegrad imports and works
+without it. Each op's forward is scipy's ufunc and its rules are written with ops and
+numpy functions, so they differentiate again; scipy's own ufuncs reach these ops on
+traced values through numpy's ufunc protocol (``scipy.special.gammaln(x)``), and
+:mod:`nodegrad.scipy.special` gives them scipy's names. One room per kind:
+
+- :mod:`~nodegrad.ops.special.gamma_functions`: ``gammaln``, ``digamma``, ``polygamma``,
+  ``gamma``, ``betaln``;
+- :mod:`~nodegrad.ops.special.error_functions`: ``erf``, ``erfc``, ``erfcx``, ``erfinv``,
+  ``erfcinv``, ``ndtr``, ``ndtri``, ``log_ndtr``;
+- :mod:`~nodegrad.ops.special.bessel`: ``i0``, ``i1``, ``i0e``, ``i1e``;
+- :mod:`~nodegrad.ops.special.logistic`: ``expit``, ``logit``, ``log_expit``;
+- :mod:`~nodegrad.ops.special.information`: ``xlogy``, ``xlog1py``, ``entr``,
+  ``rel_entr``, ``kl_div``;
+- :mod:`~nodegrad.ops.special.incomplete`: ``gammainc``, ``gammaincc``, ``betainc``,
+  ``betaincc``, ``stdtr`` (differentiable in the point, not in the shape parameters);
+- :mod:`~nodegrad.ops.special.sums`: ``logsumexp`` with scipy's weights and sign.
+"""
+
+from __future__ import annotations
+
+try:
+    import scipy.special as _scipy_special
+except ImportError:  # pragma: no cover - exercised in a subprocess test
+    _scipy_special = None
+
+#: Whether scipy is installed, and so whether this family's ops are registered.
+HAVE_SCIPY = _scipy_special is not None
+
+__all__ = [
+    "HAVE_SCIPY",
+    "betainc",
+    "betaincc",
+    "betaln",
+    "digamma",
+    "entr",
+    "erf",
+    "erfc",
+    "erfcinv",
+    "erfcx",
+    "erfinv",
+    "expit",
+    "gamma",
+    "gammainc",
+    "gammaincc",
+    "gammaln",
+    "i0",
+    "i0e",
+    "i1",
+    "i1e",
+    "kl_div",
+    "log_expit",
+    "log_ndtr",
+    "logit",
+    "logsumexp",
+    "ndtr",
+    "ndtri",
+    "polygamma",
+    "rel_entr",
+    "stdtr",
+    "xlog1py",
+    "xlogy",
+]
+
+if HAVE_SCIPY:
+    from nodegrad.ops.special.bessel import i0, i0e, i1, i1e
+    from nodegrad.ops.special.error_functions import erf, erfc, erfcinv, erfcx, erfinv, log_ndtr, ndtr, ndtri
+    from nodegrad.ops.special.gamma_functions import betaln, digamma, gamma, gammaln, polygamma
+    from nodegrad.ops.special.incomplete import betainc, betaincc, gammainc, gammaincc, stdtr
+    from nodegrad.ops.special.information import entr, kl_div, rel_entr, xlog1py, xlogy
+    from nodegrad.ops.special.logistic import expit, log_expit, logit
+    from nodegrad.ops.special.sums import logsumexp
+else:  # pragma: no cover - exercised in a subprocess test
+    __all__ = ["HAVE_SCIPY"]
