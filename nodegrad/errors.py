@@ -76,7 +76,7 @@ def error_like(exc: BaseException) -> type[NodegradError] | None:
     custom rule, say), which is left as it is."""
     if isinstance(exc, NodegradError):
         return None
-    if isinstance(exc, IndexError):
+    if isinstance(exc, LookupError):  # an index out of range, or a key an array does not take
         return OpIndexError
     if isinstance(exc, TypeError | AttributeError):
         return DtypeError

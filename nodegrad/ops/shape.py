@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record, record1
+from nodegrad.engine.record import composite, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
@@ -157,6 +157,7 @@ def _joined(op_name: str, xs: Any, axis: int, new_axis: bool) -> tuple[list[Any]
     return xs, int(axis) % ndim
 
 
+@composite  # reading a traced xs as its rows records nodes before the checks can fail
 def cat(xs: Any, axis: int = 0) -> Any:
     """Concatenate arrays along an existing ``axis`` (``np.concatenate``).
 
@@ -172,6 +173,7 @@ def cat(xs: Any, axis: int = 0) -> Any:
     return record(CAT, axis, *items)
 
 
+@composite
 def stack(xs: Any, axis: int = 0) -> Any:
     """Stack arrays of one shape along a new ``axis`` (``np.stack``).
 
