@@ -140,7 +140,15 @@ def add(a: Any, b: Any) -> Any:
             msg = f"tree.add: at {where} shapes {np.shape(x)} and {np.shape(y)} differ (no broadcasting)"
             raise ShapeError(msg)
     others = iter([y for _, _, y in pairs])
-    return map_with_paths(lambda _, x: _add_slot(x, next(others)), a)
+    differentiable = {path for path, _ in differentiable_leaves(a)}
+
+    def slot(path: str, x: Any) -> Any:
+        y = next(others)
+        if is_differentiable_leaf(x) and path not in differentiable:
+            return x  # a float in a field marked static: kept as it is, like any static leaf
+        return _add_slot(x, y)
+
+    return map_with_paths(slot, a)
 
 
 def _add_slot(x: Any, y: Any) -> Any:
@@ -324,7 +332,7 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
             part = vector[int(offsets[k]) : int(offsets[k + 1])]
             if np.iscomplexobj(unwrap(part)) and not np.iscomplexobj(unwrap(leaf)):
                 part = ops.real(part)  # a real leaf in a complex vector: its imaginary part is 0
-            if type(leaf) is float:
+            if type(unwrap(leaf)) is float:  # a Python float, or a traced handle of one
                 return part[0] if type(part) is Traced else float(part[0])
             part = part.reshape(shapes[k])
             target = unwrap(leaf).dtype

@@ -80,3 +80,22 @@ def test_a_structure_without_float_leaves_ravels_to_an_empty_vector() -> None:
     flat, unravel = ng.tree.ravel({"n": 3, "s": "x"})
     assert flat.shape == (0,)
     assert unravel(flat) == {"n": 3, "s": "x"}
+
+
+def test_unravel_of_a_traced_python_float_gives_a_traced_scalar() -> None:
+    # Inside a transform a float leaf is a handle holding a Python float: unravel rebuilds it.
+    def f(params: dict[str, Any]) -> Any:
+        flat, unravel = ng.tree.ravel(params)
+        back = unravel(flat * 3.0)
+        return back["k"] * back["w"][0]
+
+    g = ng.grad(f)({"k": 0.5, "w": np.array([2.0])})
+    assert g["k"] == pytest.approx(18.0) and type(g["k"]) is float
+    np.testing.assert_allclose(g["w"], [4.5])
+
+
+def test_add_keeps_a_float_in_a_field_marked_static() -> None:
+    params = Tagged(w={"a": np.array([1.0]), "b": 0.5}, tag=2.0)
+    total = ng.tree.add(params, Tagged(w={"a": np.array([0.5]), "b": 0.25}, tag=2.0))
+    assert total.tag == 2.0 and total.w["b"] == 0.75
+    np.testing.assert_array_equal(total.w["a"], [1.5])
