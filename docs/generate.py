@@ -16,6 +16,7 @@ from typing import Any
 
 import nodegrad
 import nodegrad.numpy
+import nodegrad.scipy  # registers the scipy.linalg ops
 import nodegrad.testing
 import nodegrad.testing.pytest_plugin
 import nodegrad.testing.strategies
@@ -164,6 +165,8 @@ def api_page() -> str:
         nodegrad.optim,
         nodegrad.parallel,
         nodegrad.errors,
+        nodegrad.scipy.linalg,
+        nodegrad.scipy.integrate,
         nodegrad.testing,
         nodegrad.testing.strategies,
         nodegrad.testing.pytest_plugin,

@@ -18,3 +18,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     msg = "nodegrad.scipy needs scipy: pip install nodegrad[scipy]"
     raise ImportError(msg) from exc
+
+from nodegrad.scipy import integrate, linalg
+
+__all__ = ["integrate", "linalg"]

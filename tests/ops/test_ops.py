@@ -43,6 +43,7 @@ from tests.ops import (
     specs_nn,
     specs_pipeline,
     specs_reduce,
+    specs_scipy_linalg,
     specs_shape,
     specs_special,
     specs_structured,
@@ -61,6 +62,7 @@ FAMILIES = {
     "nn": specs_nn,
     "pipeline": specs_pipeline,
     "structured": specs_structured,
+    "scipy.linalg": specs_scipy_linalg,
 }
 LEAF_OPS = {"param", "input"}
 

@@ -1,0 +1,73 @@
+"""What the scipy.linalg functions share: their family name, argument checks, transposes
+and triangle masks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import NonFiniteError, ShapeError, user_location
+from nodegrad.ops import conj, swapaxes
+
+__all__ = [
+    "FAMILY",
+    "adjoint",
+    "as_operand",
+    "is_traced",
+    "refuse_nonfinite",
+    "square",
+    "transposed",
+    "triangle",
+]
+
+#: The op family of the scipy.linalg ops (``docs/ops.md`` groups the registry by it).
+FAMILY = "scipy.linalg"
+
+
+def as_operand(x: Any) -> Any:
+    """A traced value as it is; anything else (lists, scalars) as a numpy array."""
+    return x if type(x) is Traced else np.asarray(x)
+
+
+def is_traced(*xs: Any) -> bool:
+    return any(type(x) is Traced for x in xs)
+
+
+def refuse_nonfinite(name: str, *xs: Any) -> None:
+    """Refuse NaN and Inf as scipy's ``check_finite=True`` does, with a nodegrad error."""
+    for x in xs:
+        value = unwrap(x)
+        if np.asarray(value).dtype.kind in "fc" and not np.all(np.isfinite(value)):
+            msg = f"{name}: the array must not contain infs or NaNs (check_finite=True) [called at {user_location()}]"
+            raise NonFiniteError(msg)
+
+
+def square(name: str, x: Any, batched: bool = True) -> None:
+    """Refuse anything but a square matrix (or a stack of them when ``batched``)."""
+    shape = np.shape(unwrap(x))
+    if len(shape) < 2 or shape[-1] != shape[-2] or (not batched and len(shape) != 2):
+        what = "a square matrix or a stack of them" if batched else "a square matrix"
+        msg = f"{name}: needs {what}, got shape {shape} [called at {user_location()}]"
+        raise ShapeError(msg)
+
+
+def transposed(x: Any) -> Any:
+    """The plain transpose of the last two axes."""
+    return swapaxes(x, -1, -2) if type(x) is Traced else np.swapaxes(x, -1, -2)
+
+
+def adjoint(x: Any) -> Any:
+    """The conjugate transpose of the last two axes (the transpose of a real matrix)."""
+    if not np.iscomplexobj(unwrap(x)):
+        return transposed(x)
+    return conj(transposed(x)) if type(x) is Traced else np.conj(np.swapaxes(x, -1, -2))
+
+
+def triangle(n: int, lower: bool, strict: bool = False) -> np.ndarray:
+    """The boolean mask of the lower (or upper) triangle of an ``n`` by ``n`` matrix, with
+    or without the diagonal: multiplying by it keeps the dtype of what it masks."""
+    ones = np.ones((n, n), dtype=bool)
+    k = 1 if strict else 0
+    return np.tril(ones, -k) if lower else np.triu(ones, k)
