@@ -171,7 +171,13 @@ def vdot(a: Any, b: Any) -> Any:
     >>> ng.tree.vdot({"w": np.array([1.0, 2.0]), "n": None}, {"w": np.array([3.0, 4.0]), "n": 5})
     11.0
     """
-    pairs = [(x, y) for _, x, y in zip_leaves(a, b) if is_differentiable_leaf(x) and is_differentiable_leaf(y)]
+    # A float in a field marked static is not differentiable: it counts as zero.
+    differentiable = {path for path, _ in differentiable_leaves(a)}
+    pairs = [
+        (x, y)
+        for path, x, y in zip_leaves(a, b)
+        if path in differentiable and is_differentiable_leaf(x) and is_differentiable_leaf(y)
+    ]
     if not any(np.iscomplexobj(x) or np.iscomplexobj(y) for x, y in pairs):
         return math.fsum(float(np.sum(np.multiply(x, y, dtype=np.float64))) for x, y in pairs)
     terms = [np.sum(np.multiply(np.conjugate(x), y, dtype=np.complex128)) for x, y in pairs]
@@ -198,6 +204,7 @@ def scale(tree: Any, factor: float) -> Any:
     {'w': 1.0}
     """
     factor = _check_finite("scale factor", factor)
+
     def scaled(x: Any) -> Any:
         if isinstance(x, float | complex):
             return x * factor  # a Python number stays one (a float times a float is a float)

@@ -99,3 +99,8 @@ def test_add_keeps_a_float_in_a_field_marked_static() -> None:
     total = ng.tree.add(params, Tagged(w={"a": np.array([0.5]), "b": 0.25}, tag=2.0))
     assert total.tag == 2.0 and total.w["b"] == 0.75
     np.testing.assert_array_equal(total.w["a"], [1.5])
+
+
+def test_vdot_leaves_out_a_float_in_a_field_marked_static() -> None:
+    params = Tagged(w={"a": np.array([1.0]), "b": 0.5}, tag=2.0)
+    assert ng.tree.vdot(params, params) == pytest.approx(1.25)

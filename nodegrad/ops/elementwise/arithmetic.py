@@ -110,11 +110,10 @@ def _power_rule_exponent(g: Any, ans: Any, x: Any, y: Any) -> Any:
 def _abs_rule(g: Any, ans: Any, x: Any) -> Any:
     if not np.iscomplexobj(x):
         return g * np.sign(x)
-    # d|z| = Re(conj(z) dz) / |z|: the transpose is g conj(z) / |z|, 0 at z == 0.
-    zero = ans == 0
-    if np.any(zero):
-        return np.where(zero, 0, g * np.conjugate(x) / np.where(zero, 1, ans))
-    return g * np.conjugate(x) / ans
+    # d|z| = Re(conj(z) dz) / |z|: the transpose is g conj(z) / |z| = g conj(sign(z)), 0 at
+    # z == 0. numpy's complex sign scales before it divides: z / |z| overflows for a
+    # subnormal z.
+    return g * np.conjugate(np.sign(x))
 
 
 POWER = binary("power", np.power, _power_rule_base, _power_rule_exponent, "x ** y")
