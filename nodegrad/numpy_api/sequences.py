@@ -98,6 +98,12 @@ def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
         raise _fail("insert", exc) from None
     dtype = np.result_type(_value(arr))
     if np.result_type(_value(values)) != dtype:  # numpy casts the values to arr's dtype
+        if np.iscomplexobj(_value(values)) and dtype.kind != "c":
+            msg = (
+                f"np.insert: complex values into a {dtype} array would lose their imaginary parts (numpy only "
+                f"warns); insert into arr.astype(complex) [called at {user_location()}]"
+            )
+            raise DtypeError(msg)
         values = ops.astype(values, dtype) if type(values) is Traced else np.asarray(values).astype(dtype)
     return _read(ops.cat([ops.ravel(arr), ops.ravel(values)], 0), ids)
 
