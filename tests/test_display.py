@@ -34,23 +34,108 @@ def test_svg_of_a_30_node_arena_is_valid_svg() -> None:
     labels = [node.find(f"{SVG_NS}title").text for node in nodes]  # type: ignore[union-attr]
     assert labels[0] == "node 0: param dict"
     assert "node 28: sum scalar" in labels
-    assert "node 29: multiply scalar" in labels
+    assert "node 29: multiply scalar (output)" in labels
     edges = root.findall(f"{SVG_NS}path")
     assert len(edges) == sum(len(n.parents) for n in a)
-    # The dict parameter and the reads of its entries share one dashed group box.
-    groups = [r for r in root.findall(f"{SVG_NS}rect") if r.get("stroke-dasharray")]
-    assert len(groups) == 1
+    # The dict parameter and the reads of its entries share one dashed cluster box.
+    groups = root.findall(f"{SVG_NS}rect[@class='ng-cluster']")
+    assert [g.get("data-nodes") for g in groups] == ["0 1 2"]
     assert a._repr_svg_() == a.to_svg()
 
 
-def test_svg_positions_follow_depth() -> None:
+def test_svg_layers_run_top_to_bottom() -> None:
     a = ng.Arena()
     x = a.param(np.ones(2))
     y = ng.exp(ng.sin(x))
-    root = ET.fromstring(a.to_svg())
-    xs = [float(g.find(f"{SVG_NS}rect").get("x")) for g in root.findall(f"{SVG_NS}g")]  # type: ignore[union-attr, arg-type]
-    assert xs[0] < xs[1] < xs[2]
+    boxes = _boxes(ET.fromstring(a.to_svg()))
+    assert boxes[0][2] < boxes[1][2] < boxes[2][2]
     assert y.index == 2
+
+
+Box = tuple[str, float, float, float, float]  # title, x0, y0, x1, y1
+
+
+def _boxes(root: ET.Element) -> list[Box]:
+    out = []
+    for g in root.findall(f"{SVG_NS}g"):
+        rect, title = g.find(f"{SVG_NS}rect"), g.find(f"{SVG_NS}title")
+        assert rect is not None and title is not None and title.text is not None
+        x, y = float(rect.get("x", 0)), float(rect.get("y", 0))
+        out.append((title.text, x, y, x + float(rect.get("width", 0)), y + float(rect.get("height", 0))))
+    return out
+
+
+def _clusters(root: ET.Element) -> list[tuple[set[int], Box]]:
+    out = []
+    for r in root.findall(f"{SVG_NS}rect[@class='ng-cluster']"):
+        x, y = float(r.get("x", 0)), float(r.get("y", 0))
+        members = {int(i) for i in r.get("data-nodes", "").split()}
+        out.append((members, ("", x, y, x + float(r.get("width", 0)), y + float(r.get("height", 0)))))
+    return out
+
+
+def _inside(inner: Box, outer: Box) -> bool:
+    return outer[1] <= inner[1] and outer[2] <= inner[2] and inner[3] <= outer[3] and inner[4] <= outer[4]
+
+
+def _disjoint(a: Box, b: Box) -> bool:
+    return a[3] <= b[1] or b[3] <= a[1] or a[4] <= b[2] or b[4] <= a[2]
+
+
+def _layered_arena(layers: int) -> tuple[ng.Arena, Any]:
+    """A network whose parameters are a nested dict: clusters inside clusters."""
+    a = ng.Arena()
+    params = a.param(
+        {"w": np.full((3, 3), 0.1), "b": np.zeros(3), "inner": {"u": np.ones(3), "v": {"z": np.ones(3)}}},
+        name="params",
+    )
+    h = a.param(np.ones((2, 3)), name="x")
+    for _ in range(layers):
+        h = ng.tanh(h @ params["w"] + params["b"]) * params["inner"]["u"] + params["inner"]["v"]["z"]
+    y = ng.sum(ng.exp(ng.sin(ng.cos(h * 2.0))))
+    return a, y
+
+
+@pytest.mark.parametrize(("layers", "size"), [(4, 30), (58, 300), (598, 3000)])
+def test_svg_reads_at_any_size(layers: int, size: int) -> None:
+    a, _ = _layered_arena(layers)
+    assert abs(len(a) - size) < 10
+    root = ET.fromstring(a.to_svg())
+    assert float(root.get("width", 0)) <= 1200
+    boxes = _boxes(root)
+    titles = [b[0] for b in boxes]
+    # The output is drawn; a long arena's middle is one elided box between the drawn ends.
+    assert titles[-1] == f"node {len(a) - 1}: sum scalar (output)" or any(
+        t.endswith("(output)") and f" to {len(a) - 1}:" in t for t in titles
+    )
+    assert any("not drawn" in t for t in titles) == (len(a) > 200)
+    clusters = _clusters(root)
+    assert clusters and {0, 1, 2, 3, 4, 5, 6} == clusters[0][0]
+    for k, (members, box) in enumerate(clusters):
+        for other_members, other in clusters[k + 1 :]:
+            # Two clusters are apart, or one holds the other and all of its nodes.
+            if other_members <= members:
+                assert _inside(other, box)
+            else:
+                assert not other_members & members and _disjoint(box, other)
+    for node in boxes:
+        index = int(node[0].split()[1].rstrip(":"))
+        for members, box in clusters:
+            assert _inside(node, box) if index in members else _disjoint(node, box), (node, members)
+    # Boxes never overlap one another.
+    for k, b in enumerate(boxes):
+        assert all(_disjoint(b, c) for c in boxes[k + 1 :])
+
+
+def test_runs_of_elementwise_ops_are_one_box() -> None:
+    a = ng.Arena()
+    x = a.param(np.ones(2))
+    for _ in range(50):
+        x = ng.sin(x) * 1.0
+    root = ET.fromstring(a.to_svg())
+    (chain,) = [b[0] for b in _boxes(root) if b[0].startswith("nodes")]
+    assert chain == "nodes 1 to 100: 100 elementwise ops (sin, multiply) 2 (output)"
+    assert len(root.findall(f"{SVG_NS}path")) == 1
 
 
 def test_arena_table_lists_nodes_and_gradients() -> None:

@@ -1,8 +1,11 @@
-"""An SVG picture of an arena, laid out in layers by our own code (no graphviz).
+"""An SVG picture of an arena, laid out top to bottom by our own code (no graphviz).
 
-Each node sits in the column of its depth (the longest path from a leaf), in index order
-down the column; edges run from parents to children. Nodes are labelled with their op and
-shape; a structured node and the reads of its entries share a shaded group box.
+The picture is built from *boxes*: a node, a chain of elementwise ops collapsed into one
+box with a count, or the elided middle of a long arena. A structured value and the reads
+of its entries (and, nested, the reads of those) form a dashed *cluster* that holds only
+its own boxes. Clusters and free boxes sit in layers by depth (the longest path from a
+leaf), in index order along a layer; a layer wider than the maximum width wraps onto
+further rows. The arena's output is always drawn, and drawn bold.
 """
 
 from __future__ import annotations
@@ -16,19 +19,46 @@ from nodegrad.engine.structure import handler_for
 
 __all__ = ["arena_svg"]
 
-_W, _H = 118, 34  # node box
-_DX, _DY = 160, 48  # spacing between columns and rows
-_PAD = 16
+_W, _H = 124, 34  # a box
+_GX, _GY = 14, 34  # gaps between boxes in a row and between rows
+_PAD = 16  # around the picture
+_CPAD = 8  # inside a cluster
+_MAX_WIDTH = 1200  # the picture's width never exceeds this
+_MIN_CHAIN = 3  # shorter runs of elementwise ops are drawn node by node
 _READS = {"struct_field", "map_lookup", "seq_index"}
-_COLORS = {"leaf": "#dbeafe", "structured": "#fef3c7", "other": "#f3f4f6"}
+_COLORS = {"leaf": "#dbeafe", "structured": "#fef3c7", "other": "#f3f4f6", "chain": "#e0e7ff"}
 
 
-def _depths(nodes: list[Any]) -> list[int]:
-    depth = [0] * len(nodes)
-    for i, (_, parents, *_rest) in enumerate(nodes):
-        if parents:
-            depth[i] = 1 + max(depth[p] for p in parents)
-    return depth
+class _Unit:
+    """A box (``node``, ``chain``, ``elided``) or a ``cluster`` of units."""
+
+    __slots__ = ("height", "kind", "members", "nodes", "width", "x", "y")
+
+    def __init__(self, kind: str, nodes: list[int], members: list[_Unit] | None = None) -> None:
+        self.kind = kind
+        self.nodes = nodes
+        self.members = members or []
+        self.width, self.height = float(_W), float(_H)
+        self.x = self.y = 0.0
+
+    def all_nodes(self) -> list[int]:
+        if self.kind != "cluster":
+            return self.nodes
+        return [i for m in self.members for i in m.all_nodes()]
+
+    def boxes(self) -> list[_Unit]:
+        return [self] if self.kind != "cluster" else [b for m in self.members for b in m.boxes()]
+
+    def clusters(self) -> list[_Unit]:
+        if self.kind != "cluster":
+            return []
+        return [self] + [c for m in self.members for c in m.clusters()]
+
+    def place(self, x: float, y: float) -> None:
+        dx, dy = x - self.x, y - self.y
+        self.x, self.y = x, y
+        for m in self.members:
+            m.place(m.x + dx, m.y + dy)
 
 
 def _label(op: Any, value: Any) -> tuple[str, str]:
@@ -47,70 +77,207 @@ def _kind(op: Any, value: Any) -> str:
     return "other"
 
 
+def _flow(units: list[_Unit], max_width: float) -> list[list[_Unit]]:
+    """Split ``units`` into rows no wider than ``max_width`` (at least one unit a row)."""
+    rows: list[list[_Unit]] = [[]]
+    used = 0.0
+    for u in units:
+        if rows[-1] and used + _GX + u.width > max_width:
+            rows.append([])
+            used = 0.0
+        used += u.width + (_GX if rows[-1] else 0)
+        rows[-1].append(u)
+    return [r for r in rows if r]
+
+
+def _stack(rows: list[list[_Unit]], x0: float, y0: float, width: float) -> float:
+    """Place rows top to bottom from ``(x0, y0)``, each centred in ``width``; the bottom."""
+    y = y0
+    for row in rows:
+        row_width = sum(u.width for u in row) + _GX * (len(row) - 1)
+        x = x0 + (width - row_width) / 2
+        for u in row:
+            u.place(x, y)
+            x += u.width + _GX
+        y += max(u.height for u in row) + _GY
+    return y - _GY
+
+
+def _row_width(row: list[_Unit]) -> float:
+    return sum(u.width for u in row) + _GX * (len(row) - 1)
+
+
+def _cluster(root: int, reads: dict[int, list[int]], max_width: float) -> _Unit:
+    """The cluster of a structured node: the node on top, the reads of its entries below."""
+    inner = max(max_width - 2 * _CPAD, _W)
+    members = [_cluster(r, reads, inner) if r in reads else _Unit("node", [r]) for r in reads[root]]
+    head = _Unit("node", [root])
+    rows = [[head], *_flow(members, inner)]
+    width = max(_row_width(r) for r in rows)
+    bottom = _stack(rows, _CPAD, _CPAD, width)
+    unit = _Unit("cluster", [root], [head, *members])
+    unit.width, unit.height = width + 2 * _CPAD, bottom + _CPAD
+    return unit
+
+
+def _kept(n: int, limit: int) -> tuple[range, range]:
+    """The first and the last nodes drawn; the output is always among them."""
+    if n <= limit:
+        return range(n), range(n, n)
+    tail = max(limit // 2, 1)
+    return range(max(limit - tail, 0)), range(n - tail, n)
+
+
+def _units(nodes: Any, limit: int) -> list[_Unit]:
+    """The top-level units in index order: clusters, chains, nodes and the elided middle."""
+    n = len(nodes)
+    head, tail = _kept(n, limit)
+    kept = [*head, *tail]
+    is_kept = set(kept)
+    children: dict[int, list[int]] = {}
+    for i in kept:
+        for p in nodes[i][1]:
+            children.setdefault(p, []).append(i)
+    reads: dict[int, list[int]] = {}
+    for i in kept:
+        op, parents = nodes[i][0], nodes[i][1]
+        if op.name in _READS and parents and parents[0] in is_kept:
+            reads.setdefault(parents[0], []).append(i)
+    read_nodes = {r for rs in reads.values() for r in rs}
+    placed: set[int] = set()
+    top: list[tuple[int, _Unit]] = []
+    for i in kept:
+        if i in placed or i in read_nodes:
+            continue
+        if i in reads:
+            unit = _cluster(i, reads, _MAX_WIDTH - 2 * _PAD)
+        else:
+            chain = _chain(nodes, i, children, read_nodes)
+            unit = _Unit("chain", chain) if len(chain) >= _MIN_CHAIN else _Unit("node", [i])
+        placed.update(unit.all_nodes())
+        top.append((i, unit))
+    if head.stop < tail.start:
+        top.append((head.stop, _Unit("elided", list(range(head.stop, tail.start)))))
+    return [u for _, u in sorted(top, key=lambda t: t[0])]
+
+
+def _chain(nodes: Any, start: int, children: dict[int, list[int]], taken: set[int]) -> list[int]:
+    """The run of elementwise ops from ``start`` where each feeds only the next."""
+    chain = [start]
+    if nodes[start][0].family != "elementwise":
+        return chain
+    i = start
+    while len(children.get(i, ())) == 1:
+        (j,) = children[i]
+        op, parents = nodes[j][0], nodes[j][1]
+        if op.family != "elementwise" or set(parents) != {i} or j in taken:
+            break
+        chain.append(j)
+        i = j
+    return chain
+
+
+def _layers(units: list[_Unit], nodes: Any) -> list[list[_Unit]]:
+    """Units grouped by depth over the graph of units, each layer in index order."""
+    owner: dict[int, int] = {}
+    for k, u in enumerate(units):
+        for i in u.all_nodes():
+            owner[i] = k
+    depth: dict[int, int] = {}
+    for k, u in enumerate(units):
+        parents = {owner.get(p) for i in u.all_nodes() for p in nodes[i][1]}
+        depth[k] = 1 + max((depth[q] for q in parents if q in depth and q != k), default=-1)
+    layers: dict[int, list[_Unit]] = {}
+    for k, u in enumerate(units):
+        layers.setdefault(depth[k], []).append(u)
+    return [layers[d] for d in sorted(layers)]
+
+
 def arena_svg(arena: Any, limit: int = 200) -> str:
-    """The arena's graph as an SVG document (the first ``limit`` nodes)."""
-    nodes = arena._nodes[:limit]
-    depth = _depths(nodes)
-    groups = _members(nodes)
-    rows: dict[int, int] = {}
-    position = []
-    for i, d in enumerate(depth):
-        row = rows.get(d, 0)
-        # A structured node takes as many rows as it has reads, so its group box holds
-        # only its own reads and not the neighbours of its column.
-        rows[d] = row + max(1, len(groups.get(i, ())) - 1)
-        position.append((_PAD + d * _DX, _PAD + row * _DY))
-    width = _PAD * 2 + (max(depth, default=0) + 1) * _DX
-    height = _PAD * 2 + max(rows.values(), default=1) * _DY
+    """The arena's graph as an SVG document: the first and last nodes up to ``limit`` in
+    all, the middle of a longer arena drawn as one elided box where it sits."""
+    nodes = arena._nodes
+    n = len(nodes)
+    units = _units(nodes, limit)
+    rows = [row for layer in _layers(units, nodes) for row in _flow(layer, _MAX_WIDTH - 2 * _PAD)]
+    width = max((_row_width(r) for r in rows), default=_W)
+    bottom = _stack(rows, _PAD, _PAD, width) if rows else _PAD
+    total_w, total_h = int(width + 2 * _PAD), int(bottom + _PAD)
+    boxes = [b for u in units for b in u.boxes()]
+    box_of = {i: b for b in boxes for i in b.nodes}
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="11">',
-        "<title>nodegrad arena</title>",
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
+        f'viewBox="0 0 {total_w} {total_h}" font-family="monospace" font-size="11">',
+        f"<title>nodegrad arena: {n} nodes</title>",
+        '<defs><marker id="ng-arrow" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" '
+        'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#9ca3af"/></marker></defs>',
     ]
-    parts += _group_boxes(groups, position)
-    for i, (_, parents, *_rest) in enumerate(nodes):
-        x, y = position[i]
-        for p in parents:
-            px, py = position[p]
-            parts.append(
-                f'<path d="M{px + _W},{py + _H / 2} C{px + _W + 20},{py + _H / 2} '
-                f'{x - 20},{y + _H / 2} {x},{y + _H / 2}" fill="none" stroke="#9ca3af" stroke-width="1"/>'
-            )
-    for i, (op, _, _, _, value) in enumerate(nodes):
-        x, y = position[i]
-        name, shape = _label(op, value)
-        parts.append(
-            f"<g><title>node {i}: {html.escape(name)} {html.escape(shape)}</title>"
-            f'<rect x="{x}" y="{y}" width="{_W}" height="{_H}" rx="6" '
-            f'fill="{_COLORS[_kind(op, value)]}" stroke="#6b7280"/>'
-            f'<text x="{x + 6}" y="{y + 14}">{i}: {html.escape(name[:14])}</text>'
-            f'<text x="{x + 6}" y="{y + 27}" fill="#4b5563">{html.escape(shape[:16])}</text></g>'
-        )
-    if len(arena._nodes) > limit:
-        parts.append(f'<text x="{_PAD}" y="{height - 4}">... {len(arena._nodes) - limit} more nodes</text>')
+    for cluster in [c for u in units for c in u.clusters()]:
+        parts.append(_cluster_svg(cluster))
+    for box in boxes:
+        parts += _edges(box, box_of, nodes)
+    for box in boxes:
+        parts.append(_box_svg(box, nodes, n - 1))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _members(nodes: list[Any]) -> dict[int, list[int]]:
-    """Each structured node that is read, with the nodes reading its entries."""
-    members: dict[int, list[int]] = {}
-    for i, (op, parents, *_rest) in enumerate(nodes):
-        if op.name in _READS and parents:
-            members.setdefault(parents[0], [parents[0]]).append(i)
-    return members
-
-
-def _group_boxes(members: dict[int, list[int]], position: list[tuple[int, int]]) -> list[str]:
-    """A shaded box around each structured node and the reads of its entries."""
-    boxes = []
-    for group in members.values():
-        xs = [position[i][0] for i in group]
-        ys = [position[i][1] for i in group]
-        x0, y0 = min(xs) - 6, min(ys) - 6
-        x1, y1 = max(xs) + _W + 6, max(ys) + _H + 6
-        boxes.append(
-            f'<rect x="{x0}" y="{y0}" width="{x1 - x0}" height="{y1 - y0}" rx="8" fill="#fffbeb" '
-            'stroke="#f59e0b" stroke-dasharray="4 3"/>'
+def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any) -> list[str]:
+    """Edges into ``box`` from the boxes holding its nodes' parents (one per box)."""
+    sources: dict[int, _Unit] = {}
+    for i in box.nodes:
+        for p in nodes[i][1]:
+            src = box_of[p]
+            if src is not box:
+                sources.setdefault(id(src), src)
+    out = []
+    x1, y1 = box.x + box.width / 2, box.y
+    for src in sources.values():
+        x0, y0 = src.x + src.width / 2, src.y + src.height
+        bend = max(abs(y1 - y0) / 2, 16)
+        out.append(
+            f'<path d="M{x0:.1f},{y0:.1f} C{x0:.1f},{y0 + bend:.1f} {x1:.1f},{y1 - bend:.1f} {x1:.1f},{y1:.1f}" '
+            'fill="none" stroke="#9ca3af" stroke-width="1" marker-end="url(#ng-arrow)"/>'
         )
-    return boxes
+    return out
+
+
+def _cluster_svg(cluster: _Unit) -> str:
+    members = " ".join(map(str, cluster.all_nodes()))
+    return (
+        f'<rect class="ng-cluster" data-nodes="{members}" x="{cluster.x:.1f}" y="{cluster.y:.1f}" '
+        f'width="{cluster.width:.1f}" height="{cluster.height:.1f}" rx="8" fill="#fffbeb" fill-opacity="0.6" '
+        'stroke="#f59e0b" stroke-dasharray="4 3"/>'
+    )
+
+
+def _box_svg(box: _Unit, nodes: Any, output: int) -> str:
+    x, y = box.x, box.y
+    if box.kind == "elided":
+        first, last = box.nodes[0], box.nodes[-1]
+        title = f"nodes {first} to {last}: {len(box.nodes)} nodes not drawn"
+        lines, fill, stroke = (f"... {len(box.nodes):,} nodes", f"{first}-{last}"), "#ffffff", ' stroke-dasharray="3 3"'
+    elif box.kind == "chain":
+        first, last = box.nodes[0], box.nodes[-1]
+        ops = [nodes[i][0].name for i in box.nodes]
+        names = sorted(set(ops), key=ops.index)
+        _, shape = _label(nodes[last][0], nodes[last][4])
+        title = f"nodes {first} to {last}: {len(ops)} elementwise ops ({', '.join(names)}) {shape}"
+        head = names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}"
+        lines, fill, stroke = (f"{first}-{last}: {head} x{len(ops)}", shape), _COLORS["chain"], ""
+    else:
+        (i,) = box.nodes
+        op, value = nodes[i][0], nodes[i][4]
+        name, shape = _label(op, value)
+        title = f"node {i}: {name} {shape}"
+        lines, fill = (f"{i}: {name}", shape), _COLORS[_kind(op, value)]
+        stroke = ' stroke-width="2.5"' if i == output else ""
+    if box.kind != "elided" and output in box.nodes:
+        title += " (output)"
+        stroke = ' stroke-width="2.5"'
+    return (
+        f'<g class="ng-{box.kind}"><title>{html.escape(title)}</title>'
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{_W}" height="{_H}" rx="6" fill="{fill}" stroke="#6b7280"{stroke}/>'
+        f'<text x="{x + 6:.1f}" y="{y + 14:.1f}">{html.escape(lines[0][:17])}</text>'
+        f'<text x="{x + 6:.1f}" y="{y + 27:.1f}" fill="#4b5563">{html.escape(lines[1][:17])}</text></g>'
+    )
