@@ -17,6 +17,7 @@ from typing import Any
 import nodegrad
 import nodegrad.numpy
 import nodegrad.scipy  # registers the scipy.linalg ops
+import nodegrad.scipy.stats
 import nodegrad.testing
 import nodegrad.testing.pytest_plugin
 import nodegrad.testing.strategies
@@ -154,52 +155,51 @@ def api_page() -> str:
     listed = {name for names in sections.values() for name in names}
     sections["Ops"] = sorted((n for n in nodegrad.ops.__all__ if n not in listed), key=str.lower)
     for title, names in sections.items():
-        lines += [f"## {title}", ""]
+        directives = []
         for name in names:
             obj = getattr(nodegrad, name)
-            directive = "autoclass" if inspect.isclass(obj) else "autofunction"
-            options = "\n:members:" if directive == "autoclass" else ""
-            lines += [f"```{{{directive}}} nodegrad.{name}{options}", "```", ""]
-    for module in (
-        nodegrad.tree,
-        nodegrad.optim,
-        nodegrad.parallel,
-        nodegrad.errors,
-        nodegrad.scipy.linalg,
-        nodegrad.scipy.integrate,
-        nodegrad.testing,
-        nodegrad.testing.strategies,
-        nodegrad.testing.pytest_plugin,
-        nodegrad.display,
-    ):
-        lines += [f"## `{module.__name__}`", "", f"```{{automodule}} {module.__name__}", ":members:", "```", ""]
+            if inspect.isclass(obj):
+                directives += [f".. autoclass:: nodegrad.{name}", "   :members:", ""]
+            else:
+                directives += [f".. autofunction:: nodegrad.{name}", ""]
+        lines += [f"## {title}", "", *_rst(directives)]
+    for module in _API_MODULES:
+        # nodegrad.numpy's members are numpy's own objects, documented by numpy.
+        members = "   :no-members:" if module == "nodegrad.numpy" else "   :members:"
+        lines += [f"## `{module}`", "", *_rst([f".. automodule:: {module}", members])]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def notebook_page(path: Path) -> str:
-    """A jupytext percent notebook as a Markdown page: its prose, and its code in blocks."""
-    cells = path.read_text(encoding="utf-8").split("\n# %%")[1:]
-    out = []
-    for cell in cells:
-        header, _, body = cell.partition("\n")
-        if header.strip() == "[markdown]":
-            out.append("\n".join(line[2:] if line.startswith("# ") else line.lstrip("#") for line in body.splitlines()))
-        elif body.strip():
-            out.append("```python\n" + body.strip() + "\n```")
-    note = f"*This page is the notebook `notebooks/{path.name}`; the test suite runs it.*"
-    return "\n\n".join([*out[:1], note, *out[1:]]).strip() + "\n"
+# The public modules besides the top level, in reading order. ``nodegrad.numpy`` holds
+# numpy's own functions (documented by numpy); its page shows what nodegrad adds.
+_API_MODULES = [
+    "nodegrad.tree",
+    "nodegrad.optim",
+    "nodegrad.parallel",
+    "nodegrad.errors",
+    "nodegrad.numpy",
+    "nodegrad.numpy.construct",
+    "nodegrad.scipy.special",
+    "nodegrad.scipy.linalg",
+    "nodegrad.scipy.integrate",
+    "nodegrad.scipy.stats",
+    *(f"nodegrad.scipy.stats.{name}" for name in nodegrad.scipy.stats.__all__),
+    "nodegrad.testing",
+    "nodegrad.testing.strategies",
+    "nodegrad.testing.pytest_plugin",
+    "nodegrad.display",
+]
 
 
-NOTEBOOKS = sorted((DOCS.parent / "notebooks").glob("*.py"))
+def _rst(directives: list[str]) -> list[str]:
+    """Autodoc directives in an ``{eval-rst}`` block: autodoc writes reST, which MyST would read as Markdown."""
+    return ["```{eval-rst}", *directives, "```", ""]
 
 
-PAGES = {"ops.md": ops_page, "api.md": api_page} | {
-    f"notebooks/{path.stem}.md": (lambda path=path: notebook_page(path)) for path in NOTEBOOKS
-}
+PAGES = {"ops.md": ops_page, "api.md": api_page}
 
 
 def main() -> int:
-    (DOCS / "notebooks").mkdir(exist_ok=True)
     for name, build in PAGES.items():
         (DOCS / name).write_text(build(), encoding="utf-8")
     return 0

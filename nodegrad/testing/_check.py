@@ -85,11 +85,6 @@ def check_grads(
         so is its forward derivative, which makes ``grad(f, holomorphic=True)`` its
         complex derivative.
 
-    Complex arguments are checked along real and along imaginary directions separately,
-    with the pairing ``<v, w> = Re(sum(v * w))`` (no conjugate): the VJP is its transpose,
-    which is JAX's convention (``grad`` of a real-valued function of ``z`` is
-    ``df/dx - 1j df/dy``).
-
     Raises
     ------
     AssertionError
@@ -105,6 +100,13 @@ def check_grads(
         When a derivative cannot be taken: at ``order=2`` through a rule that cannot be
         differentiated again (``custom_vjp``, ``checkpoint``), and in ``"fwd"`` mode through
         one already at order 1 (:func:`nodegrad.jvp` differentiates a recorded sweep).
+
+    Notes
+    -----
+    Complex arguments are checked along real and along imaginary directions separately,
+    with the pairing ``<v, w> = Re(sum(v * w))`` (no conjugate): the VJP is its transpose,
+    which is JAX's convention (``grad`` of a real-valued function of ``z`` is
+    ``df/dx - 1j df/dy``).
 
     Examples
     --------
