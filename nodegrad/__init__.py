@@ -13,7 +13,7 @@ from nodegrad import numpy_api as numpy_api  # np.exp(x) and np.sum(x) of traced
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
 from nodegrad.engine.arena import Arena, Node
-from nodegrad.engine.structure import dataclass_field, field, register_container
+from nodegrad.engine.structure import STATIC, dataclass_field, field, register_container
 from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
@@ -35,6 +35,7 @@ from nodegrad.transforms import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "STATIC",
     "Arena",
     "GradOptions",
     "Node",

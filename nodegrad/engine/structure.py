@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Hashable, Iterator
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import attrs
 import numpy as np
@@ -47,6 +47,15 @@ __all__ = [
 STATIC = {"nodegrad.static": True}
 
 
+T = TypeVar("T")
+
+
+@overload
+def field(*, static: bool = ..., default: None = ..., factory: None = ..., **kwargs: Any) -> Any: ...
+@overload
+def field(*, static: bool = ..., default: T, **kwargs: Any) -> T: ...
+@overload
+def field(*, static: bool = ..., factory: Callable[[], T], **kwargs: Any) -> T: ...
 def field(*, static: bool = False, **kwargs: Any) -> Any:
     """An ``attrs.field`` that can be marked static (never differentiated).
 
@@ -57,6 +66,16 @@ def field(*, static: bool = False, **kwargs: Any) -> Any:
         even if it holds floats.
     **kwargs
         Passed on to ``attrs.field``.
+
+    Notes
+    -----
+    A type checker sees ``default`` and ``factory`` as ``attrs.field`` has them (a
+    default of the wrong type is an error), but mypy's attrs plugin recognises only
+    ``attrs.field`` and ``attr.ib`` themselves, not a function that calls them: to it an
+    attribute assigned ``field(static=True)`` has a default, so it neither requires that
+    attribute in ``__init__`` nor reports a mandatory attribute after one with a default
+    (attrs refuses that class when it is made). Where that matters, write
+    ``attrs.field(metadata=nodegrad.STATIC)``: the same static field, seen by the plugin.
 
     Examples
     --------
@@ -74,8 +93,17 @@ def field(*, static: bool = False, **kwargs: Any) -> Any:
     return attrs.field(**kwargs)
 
 
+@overload
+def dataclass_field(*, static: bool = ..., default: None = ..., default_factory: None = ..., **kwargs: Any) -> Any: ...
+@overload
+def dataclass_field(*, static: bool = ..., default: T, **kwargs: Any) -> T: ...
+@overload
+def dataclass_field(*, static: bool = ..., default_factory: Callable[[], T], **kwargs: Any) -> T: ...
 def dataclass_field(*, static: bool = False, **kwargs: Any) -> Any:
     """A ``dataclasses.field`` that can be marked static; see :func:`field`.
+
+    As with :func:`field`, mypy's dataclasses plugin does not see through this function:
+    ``dataclasses.field(metadata=nodegrad.STATIC)`` is the same field, seen by it.
 
     Examples
     --------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -50,18 +50,26 @@ __all__ = [
 ]
 
 
-class Transformed:
+P = ParamSpec("P")
+R = TypeVar("R", covariant=True)
+
+
+class Transformed(Generic[P, R]):
     """What a transform returns: called like the function it wraps, with that function's
     name and docstring, and pickled as the transform applied to the function again, so a
-    module-level function wrapped by ``grad`` travels to process pools and Dask workers."""
+    module-level function wrapped by ``grad`` travels to process pools and Dask workers.
 
-    def __init__(self, call: Callable[..., Any], fun: Any, remake: tuple[Any, tuple[Any, ...], dict[str, Any]]) -> None:
+    For a type checker, ``Transformed[P, R]`` takes the parameters ``P`` of the wrapped
+    function and returns ``R``: ``grad(f)`` of ``f: Callable[P, float]`` is a
+    ``Transformed[P, Any]``, so the arguments of a call are checked against ``f``'s."""
+
+    def __init__(self, call: Callable[P, R], fun: Any, remake: tuple[Any, tuple[Any, ...], dict[str, Any]]) -> None:
         # Not merging fun's __dict__: a transformed function's own _call would come along.
         functools.update_wrapper(self, fun, updated=())
         self._call = call
         self._remake = remake
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self._call(*args, **kwargs)
 
     def __reduce__(self) -> Any:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ParamSpec
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from nodegrad.transforms.common import (
 from nodegrad.transforms.forward import jvp
 from nodegrad.transforms.reverse import grad, vjp
 from nodegrad.tree import zeros_like
+
+P = ParamSpec("P")
 
 __all__ = ["hessian", "hvp", "jacfwd", "jacobian", "jacrev"]
 
@@ -122,8 +124,8 @@ def _check_differentiable(where: str, value: Any, what: str) -> None:
 
 
 def jacobian(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, mode: str = "rev", holomorphic: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, *, mode: str = "rev", holomorphic: bool = False
+) -> Transformed[P, Any]:
     """Make a function returning the Jacobian of ``fun`` with respect to argument(s) ``argnums``.
 
     Parameters
@@ -166,7 +168,7 @@ def jacobian(
         raise ArgumentError(msg)
     check_flag("jacobian", "holomorphic", holomorphic)
 
-    def jacobian_fun(*args: Any, **kwargs: Any) -> Any:
+    def jacobian_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
         chosen = tuple(args[k] for k in positions)
         for k, value in zip(positions, chosen, strict=True):
@@ -177,7 +179,7 @@ def jacobian(
             _refuse_complex(chosen, "arguments", "for a real-valued function use mode='rev'")
 
         def partial(*values: Any) -> Any:
-            call_args = list(args)
+            call_args: list[Any] = list(args)
             for k, value in zip(positions, values, strict=True):
                 call_args[k] = value
             return fun(*call_args, **kwargs)
@@ -233,8 +235,8 @@ def _check_output(out: Any, holomorphic: bool, mode: str) -> None:
 
 
 def jacrev(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
+) -> Transformed[P, Any]:
     """:func:`jacobian` by reverse sweeps, one per output entry (JAX's name).
 
     Examples
@@ -249,8 +251,8 @@ def jacrev(
 
 
 def jacfwd(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
+) -> Transformed[P, Any]:
     """:func:`jacobian` by forward mode, one :func:`~nodegrad.jvp` per argument entry
     (JAX's name).
 
@@ -266,8 +268,8 @@ def jacfwd(
 
 
 def hessian(
-    fun: Callable[..., Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
-) -> Callable[..., Any]:
+    fun: Callable[P, Any], argnums: int | Sequence[int] = 0, *, holomorphic: bool = False
+) -> Transformed[P, Any]:
     """Make a function returning the Hessian of ``fun``: the Jacobian of its Jacobian, laid
     out as :func:`jacobian` lays it out. For a scalar ``fun`` of an array, an array of shape
     ``x.shape + x.shape``; a non-scalar ``fun`` adds its output's shape in front, so

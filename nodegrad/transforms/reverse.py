@@ -9,7 +9,7 @@ another transform, the same code differentiates the enclosing one's values: see
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, overload
 
 import numpy as np
 
@@ -34,11 +34,60 @@ from nodegrad.transforms.common import (
 )
 from nodegrad.tree import map_floats
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeVarTuple, Unpack
+
+    Ts = TypeVarTuple("Ts")
+
 __all__ = ["elementwise_grad", "grad", "value_and_grad", "vjp"]
+
+P = ParamSpec("P")
+
+# For a type checker the transformed function takes the parameters of the one it wraps;
+# what it returns is Any: a gradient has its argument's shape and leaf types (None in a
+# static field), which no annotation of the argument can say in general.
+
+
+@overload
+def value_and_grad(
+    fun: Callable[P, Any],
+    argnums: int | Sequence[int] = ...,
+    *,
+    has_aux: Literal[False] = ...,
+    options: GradOptions | None = ...,
+    out: Any = ...,
+    accumulate: bool = ...,
+    check_finite: bool = ...,
+    holomorphic: bool = ...,
+) -> Transformed[P, tuple[Any, Any]]: ...
+@overload
+def value_and_grad(
+    fun: Callable[P, Any],
+    argnums: int | Sequence[int] = ...,
+    *,
+    has_aux: Literal[True],
+    options: GradOptions | None = ...,
+    out: Any = ...,
+    accumulate: bool = ...,
+    check_finite: bool = ...,
+    holomorphic: bool = ...,
+) -> Transformed[P, tuple[tuple[Any, Any], Any]]: ...
+@overload
+def value_and_grad(
+    fun: Callable[P, Any],
+    argnums: int | Sequence[int] = ...,
+    *,
+    has_aux: bool,
+    options: GradOptions | None = ...,
+    out: Any = ...,
+    accumulate: bool = ...,
+    check_finite: bool = ...,
+    holomorphic: bool = ...,
+) -> Transformed[P, tuple[Any, Any]]: ...
 
 
 def value_and_grad(
-    fun: Callable[..., Any],
+    fun: Callable[P, Any],
     argnums: int | Sequence[int] = 0,
     *,
     has_aux: bool = False,
@@ -47,7 +96,7 @@ def value_and_grad(
     accumulate: bool = False,
     check_finite: bool = False,
     holomorphic: bool = False,
-) -> Callable[..., Any]:
+) -> Transformed[P, Any]:
     """Make a function that returns ``fun``'s value and its gradient.
 
     Parameters
@@ -112,8 +161,9 @@ def value_and_grad(
         msg = "accumulate=True needs out= buffers to add into"
         raise ArgumentError(msg)
     name = name_of("grad", fun)
+    call: Callable[..., Any] = fun  # called with some arguments replaced by traced ones
 
-    def value_and_grad_fun(*args: Any, **kwargs: Any) -> Any:
+    def value_and_grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
         with nested_arena(True if check_finite else None) as arena, quiet_while_checking(bool(check_finite)):
             try:
@@ -123,7 +173,7 @@ def value_and_grad(
                 wrt = tuple(snapshot(call_args[k]) for k in positions)
                 if holomorphic:
                     check_holomorphic_inputs("grad", [args[k] for k in positions])
-                result, aux = split_output(fun(*call_args, **kwargs), has_aux)
+                result, aux = split_output(call(*call_args, **kwargs), has_aux)
                 check_scalar(result, holomorphic)
                 # A holomorphic function's derivative is its VJP with the cotangent 1.
                 seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
@@ -175,14 +225,14 @@ def write_gradients(
 
 
 def grad(
-    fun: Callable[..., Any],
+    fun: Callable[P, Any],
     argnums: int | Sequence[int] = 0,
     *,
     has_aux: bool = False,
     options: GradOptions | None = None,
     check_finite: bool = False,
     holomorphic: bool = False,
-) -> Callable[..., Any]:
+) -> Transformed[P, Any]:
     """Make a function that returns the gradient of scalar-valued ``fun``.
 
     Same arguments as :func:`value_and_grad`; returns only the gradient, or
@@ -209,7 +259,7 @@ def grad(
         fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite, holomorphic=holomorphic
     )
 
-    def grad_fun(*args: Any, **kwargs: Any) -> Any:
+    def grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         if has_aux:
             (_, aux), g = inner(*args, **kwargs)
             return g, aux
@@ -220,7 +270,17 @@ def grad(
     return Transformed(grad_fun, fun, remake)
 
 
-def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
+@overload
+def vjp(
+    fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: Literal[False] = ...
+) -> tuple[Any, Callable[[Any], tuple[Any, ...]]]: ...
+@overload
+def vjp(
+    fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: Literal[True]
+) -> tuple[Any, Callable[[Any], tuple[Any, ...]], Any]: ...
+@overload
+def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool) -> tuple[Any, ...]: ...
+def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = False) -> Any:
     """Evaluate ``fun(*args)`` and return its value and a vector-Jacobian product function.
 
     Returns
@@ -243,9 +303,10 @@ def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
     (array([2., 2.]),)
     """
     check_callable(fun, "vjp")
+    arguments: tuple[Any, ...] = args
     with nested_arena() as arena:
         try:
-            traced = [arena.param(a, name=f"args[{k}]") for k, a in enumerate(args)]
+            traced = [arena.param(a, name=f"args[{k}]") for k, a in enumerate(arguments)]
             wrt = tuple(snapshot(t) for t in traced)
             result, aux = split_output(fun(*traced), has_aux)
         finally:
@@ -253,7 +314,7 @@ def vjp(fun: Callable[..., Any], *args: Any, has_aux: bool = False) -> Any:
 
     def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
         grads = gradients(arena, result, wrt, cotangent)
-        return tuple(like_argument(g, a) for g, a in zip(grads, args, strict=True))
+        return tuple(like_argument(g, a) for g, a in zip(grads, arguments, strict=True))
 
     value = lower(result, arena)
     return (value, vjp_fun, lower(aux, arena)) if has_aux else (value, vjp_fun)
