@@ -320,7 +320,7 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     return (value, vjp_fun, lower(aux, arena)) if has_aux else (value, vjp_fun)
 
 
-def elementwise_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+def elementwise_grad(fun: Callable[P, Any], argnums: int | Sequence[int] = 0) -> Transformed[P, Any]:
     """Make a function returning the sum of the rows of ``fun``'s Jacobian: its vector-Jacobian
     product with a cotangent of ones (autograd's ``elementwise_grad``).
 
@@ -351,11 +351,11 @@ def elementwise_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0) 
     nums = normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
 
-    def elementwise_grad_fun(*args: Any, **kwargs: Any) -> Any:
+    def elementwise_grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
 
         def partial(*chosen: Any) -> Any:
-            call_args = list(args)
+            call_args: list[Any] = list(args)
             for k, value in zip(positions, chosen, strict=True):
                 call_args[k] = value
             return fun(*call_args, **kwargs)

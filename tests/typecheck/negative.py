@@ -18,6 +18,7 @@ ng.grad(loss)(np.ones(2), "x")  # error: a str for an array
 ng.value_and_grad(loss, has_aux=False)(np.ones(2), x=1)  # error: an int for an array
 ng.vjp(loss, np.ones(2), "x")  # error: a str for an array
 ng.jacobian(loss)(np.ones(2), np.ones(2), np.ones(2))  # error: one argument too many
+ng.elementwise_grad(loss)(np.ones(2), y=np.ones(2))  # error: no parameter y
 
 
 @attrs.frozen

@@ -49,7 +49,9 @@ assert_type(g, Any)
 
 value_and_g = ng.value_and_grad(loss)(line, x)
 assert_type(value_and_g, tuple[Any, Any])
-(value, aux), g2 = ng.value_and_grad(lambda p: (loss(p, x), 1), has_aux=True)(line)
+with_aux = ng.value_and_grad(lambda p: (loss(p, x), 1), has_aux=True)(line)
+assert_type(with_aux, tuple[tuple[Any, Any], Any])
+(value, aux), g2 = with_aux
 
 dscaled = ng.grad(scaled)
 dscaled(1.0, by=3.0)
@@ -61,4 +63,5 @@ out, back, extra = ng.vjp(lambda a: (a * 2.0, "aux"), 1.0, has_aux=True)
 
 jac = ng.jacobian(loss)(line, x)
 hess = ng.hessian(scaled)(1.0)
+slopes = ng.elementwise_grad(lambda v: v * v)(np.linspace(0.0, 1.0, 3))
 marked = Marked(3.0)
