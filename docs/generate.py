@@ -26,30 +26,135 @@ from nodegrad.ops import REGISTRY
 
 DOCS = Path(__file__).parent
 
+# The VJP of each op whose rule is a named function or calls private helpers, as a formula
+# a reader can check (g is the output's cotangent, ans the output; conj only for complex).
+VJP_TEXT = {
+    "abs": "x: g sign(x) (0 at 0); complex z: g conj(z) / |z|",
+    "angle": "z: g (-Im z + i Re z) / |z|^2 (real x: 0)",
+    "arccosh": "x: g / sqrt(x^2 - 1)",
+    "clamp": "x: g where lo <= x <= hi (at a bound, to x); lo: g where x < lo; hi: g where x > hi",
+    "exp2": "x: g ans ln 2",
+    "gelu": "x: g (Φ(x) + x φ(x)), or the derivative of the tanh approximation",
+    "imag": "z: -i g (a complex cotangent)",
+    "real": "z: g (as a complex cotangent)",
+    "log10": "x: g / (x ln 10)",
+    "log2": "x: g / (x ln 2)",
+    "logaddexp": "x: g exp(x - ans); y: g exp(y - ans)",
+    "logaddexp2": "x: g 2^(x - ans); y: g 2^(y - ans)",
+    "maximum": "x: g where x > y, g/2 at ties; y: likewise",
+    "minimum": "x: g where x < y, g/2 at ties; y: likewise",
+    "power": "x: g y x^(y - 1); y: g ans log x (0 where x == 0)",
+    "silu": "x: g s (1 + x (1 - s)), s = sigmoid(x)",
+    "where": "a: g where mask, else 0; b: g where not mask, else 0",
+    "fft": "x: the unnormalised transform of g taken back (n·ifft(g)), cut or zero-padded to x's length",
+    "rfft": "x: as fft, the half spectrum's missing conjugate half counted twice",
+    "ifft": "x: fft(g) / n, cut or zero-padded to x's length",
+    "irfft": "h: rfft(g) / n, the inner frequencies counted twice",
+    "gather": "x: g scattered back (added) at the indices, zeros elsewhere",
+    "cholesky": "a: L^-T Φ(L^T g) L^-1 symmetrised, Φ taking the lower triangle with a halved diagonal",
+    "det": "x: g ans x^-T",
+    "signdet": "x: Im(conj(ans) g) of i ans x^-H (the phase's derivative)",
+    "eigvalsh": "x: V diag(g) V^T",
+    "einsum": "each operand: the einsum of g with the other operands, into that operand's subscripts",
+    "inv": "x: -ans^T g ans^T",
+    "logabsdet": "x: g x^-T",
+    "matmul": "x: g y^T; y: x^T g (1-D and batch axes as numpy's matmul)",
+    "solve": "a: -z x^T; b: z, with z = a^-T g",
+    "svdvals": "x: U diag(g) Vh",
+    "batch_norm": "x: through the batch's mean and variance; weight: sum of g x̂ over the batch; bias: sum of g over it",
+    "layer_norm": "x: (w g - mean(w g) - x̂ mean(w g x̂)) / std over the last axis; weight: g x̂; bias: g",
+    "cross_entropy": "logits: (softmax(logits) - onehot(targets)) g / batch size",
+    "cross_entropy_probs": "logits: (softmax(logits) sum(p) - p) g / batch; probs: -log_softmax(logits) g / batch",
+    "cumprod": "x: the reversed running sum of g ans, divided by x (zeros handled exactly)",
+    "cumsum": "x: the reversed running sum of g along the axis",
+    "logsumexp": "x: g exp(x - ans), broadcast over the reduced axes",
+    "segment_max": "data: g of its segment at the rows holding the maximum, shared at ties",
+    "ssm_scan": "a: λ[t] h[t-1]; b: λ[t] x[t]; x: λ[t] b[t], with λ the adjoint recurrence λ[t] = g[t] + a[t+1] λ[t+1]",
+    "take_along_axis": "x: g added back at the picked positions",
+    "max": "x: g spread over the reduced axes onto the maxima, shared at ties",
+    "min": "x: g spread over the reduced axes onto the minima, shared at ties",
+    "mean": "x: g / count, spread over the reduced axes",
+    "prod": "x: g ans / x spread over the reduced axes (zeros handled exactly)",
+    "sum": "x: g spread over the reduced axes",
+    "expm": "a: the top-right block of expm([[a^T, g], [0, a^T]])",
+    "logm": "a: the top-right block of logm([[a^T, g], [0, a^T]])",
+    "lu_factor": "a: L^-T (tril(L^T g_L, -1) + triu(g_U U^T)) U^-T, rows put back in a's order",
+    "solve_sylvester": "a: -s x^T; b: -x^T s; q: s, with s solving a^T s + s b^T = g",
+    "solve_triangular": "a: -z x^T on the triangle read (transposed or conjugated with trans); b: z = op(a)^-T g",
+    "astype": "x: g cast back to x's dtype (the real part for a real x)",
+    "cat": "each input: its slice of g along the axis",
+    "pad": "x: g with the padding cut off",
+    "stack": "each input: its index of g along the new axis",
+    "transpose": "x: g with the axes permuted back",
+    "betainc": "x: g x^(a-1) (1-x)^(b-1) / B(a, b); a, b: none (no closed form)",
+    "betaincc": "x: -g x^(a-1) (1-x)^(b-1) / B(a, b); a, b: none (no closed form)",
+    "betaln": "a: g (ψ(a) - ψ(a + b)); b: g (ψ(b) - ψ(a + b))",
+    "digamma": "x: g polygamma(1, x)",
+    "entr": "x: -g (log x + 1)",
+    "erf": "x: g (2 / sqrt(π)) exp(-x^2)",
+    "erfc": "x: -g (2 / sqrt(π)) exp(-x^2)",
+    "erfcinv": "x: -g (sqrt(π) / 2) exp(ans^2)",
+    "erfcx": "x: g (2 x ans - 2 / sqrt(π))",
+    "erfinv": "x: g (sqrt(π) / 2) exp(ans^2)",
+    "gammainc": "x: g x^(a-1) exp(-x) / Γ(a); a: none (no closed form)",
+    "gammaincc": "x: -g x^(a-1) exp(-x) / Γ(a); a: none (no closed form)",
+    "gammaln": "x: g digamma(x)",
+    "i0": "x: g i1(x)",
+    "i0e": "x: g (i1e(x) - sign(x) ans)",
+    "i1": "x: g (i0(x) - ans / x)",
+    "i1e": "x: g (i0e(x) - ans / x - sign(x) ans)",
+    "kl_div": "x: g log(x / y); y: g (1 - x / y)",
+    "log_ndtr": "x: g sqrt(2 / π) / erfcx(-x / sqrt(2))",
+    "ndtr": "x: g exp(-x^2 / 2) / sqrt(2π)",
+    "ndtri": "x: g sqrt(2π) exp(ans^2 / 2)",
+    "polygamma": "x: g polygamma(n + 1, x); n: none",
+    "rel_entr": "x: g (log(x / y) + 1); y: -g x / y",
+    "stdtr": "t: g times Student's t density at t; df: none (no closed form)",
+    "weighted_logsumexp": "a: g b exp(a - ans); b: g exp(a - ans)",
+    "make_map": "each entry: its entry of g (zeros when g has none)",
+    "make_record": "each field: its field of g",
+    "make_sequence": "each item: its item of g",
+    "map_lookup": "the map: g at that key, symbolic zeros elsewhere",
+    "seq_index": "the sequence: g at that item, symbolic zeros elsewhere",
+    "svd_vh": "a: the rule of U for a^H = V S U^H, with g^H for U's g, conjugate-transposed",
+    "struct_field": "the record: g at that field, symbolic zeros elsewhere",
+}
+
 
 def ops_page() -> str:
     lines = [
         "# Ops",
         "",
-        "Generated from the op registry by `docs/generate.py`. Each op is one registry entry",
-        "holding its forward and one VJP rule per input; *VJP* shows each input's rule as it is",
-        "written in the code (`g` is the output's cotangent, `ans` the output), or the name of",
-        "the function that holds it. Inputs without a rule carry no gradient (indices, masks).",
-        "Every op keeps float32 as float32 and supports float64; float16 works where numpy's",
-        "own kernels do. *Broadcasts*: the cotangent is summed back to each input's shape in",
-        "one central place, the sweep. A rule marked *first order only* reads its inputs as",
-        "numbers (a decomposition numpy computes): forward mode (`jvp`) works through it, and",
-        "a second derivative raises an error naming the op.",
+        "Generated from the op registry by `docs/generate.py`, one table per family. Each op is",
+        "one registry entry holding its forward and one VJP rule per input; the *VJP* column gives",
+        "each input's rule as a formula, `g` being the output's cotangent and `ans` the output",
+        "(code spans are the rule as written). Inputs not listed carry no gradient (indices,",
+        "masks, static parameters).",
         "",
-        "| op | family | what it computes | VJP | dtypes | broadcasts |",
-        "|---|---|---|---|---|---|",
+        "Every op keeps float32 as float32 and supports float64; float16 works where numpy's own",
+        "kernels do. An op marked *broadcasts* takes inputs of broadcast-compatible shapes: the",
+        "cotangent is summed back to each input's shape in one central place, the sweep. A rule",
+        "marked *first order only* reads its inputs as numbers (a decomposition numpy computes):",
+        "forward mode (`jvp`) works through it, and a second derivative raises an error naming",
+        "the op.",
+        "",
     ]
-    for op in sorted(REGISTRY.values(), key=lambda o: (o.family, o.name)):
-        vjp = _vjp_summary(op).replace("|", "\\|") + ("<br>*first order only*" if op.first_order else "")
-        broadcasts = "yes" if op.broadcasts else "no"
-        doc = op.doc.replace("|", "\\|")  # |x| in a doc would end the table's cell
-        lines.append(f"| `{op.name}` | {op.family} | {doc} | {vjp} | float32, float64 | {broadcasts} |")
-    return "\n".join([*lines, "", *_namespace_section()]) + "\n"
+    ops = sorted(REGISTRY.values(), key=lambda o: (o.family, o.name))
+    for family in sorted({op.family for op in ops}):
+        lines += [f"## {family}", "", "| op | what it computes | VJP |", "|---|---|---|"]
+        for op in (op for op in ops if op.family == family):
+            doc = _escape(op.doc) + (" *(broadcasts)*" if op.broadcasts else "")
+            vjp = _vjp_summary(op) + ("<br>*first order only*" if op.first_order else "")
+            lines.append(f"| `{op.name}` | {doc} | {vjp} |")
+        lines.append("")
+    return "\n".join([*lines, *_namespace_section()]) + "\n"
+
+
+def _escape(text: str) -> str:
+    """Plain text in a Markdown table cell: ``**`` is not bold, ``|`` does not end the cell."""
+    for char in "\\`*_[]<>|":
+        text = text.replace(char, "\\" + char)
+    return text
 
 
 def _namespace_section() -> list[str]:
@@ -87,17 +192,33 @@ def _namespace_section() -> list[str]:
 
 
 def _vjp_summary(op: Any) -> str:
+    if op.name in VJP_TEXT:
+        return "<br>".join(_escape(part.strip()) for part in VJP_TEXT[op.name].split(";"))
     if not isinstance(op.vjps, tuple):  # a variadic op: one rule serves every input
         return f"every input: {_rule_text(op.vjps._rule)}"
-    parts = [f"input {k}: {_rule_text(rule)}" for k, rule in enumerate(op.vjps) if rule is not None]
+    names = _input_names(op)
+    parts = [f"{names[k]}: {_rule_text(rule)}" for k, rule in enumerate(op.vjps) if rule is not None]
     return "<br>".join(parts) or "none"
 
 
+def _input_names(op: Any) -> list[str]:
+    """The inputs' names as the rules write them, else the forward's, else ``input k``."""
+    for rule in op.vjps:
+        if getattr(rule, "__name__", "") == "<lambda>":
+            names = list(inspect.signature(rule).parameters)[2:]  # after (g, ans)
+            if len(names) == len(op.vjps) and "args" not in names:
+                return names
+    params = inspect.signature(op.forward).parameters.values()
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return [f"input {k}" for k in range(len(op.vjps))]
+    return [p.name for p in params]
+
+
 def _rule_text(rule: Any) -> str:
-    """A lambda rule's body as written; a named rule's name and the first line of its docstring."""
+    """A lambda rule's body as written; a named rule's formula from its docstring's first paragraph."""
     if getattr(rule, "__name__", "") != "<lambda>":
         doc = (inspect.getdoc(rule) or "").split("\n\n")[0].replace("\n", " ")
-        return f"`{rule.__name__}`" + (f" ({doc.rstrip('.')})" if doc else "")
+        return _escape(doc.rstrip(".")) if doc else "a rule without a description"
     body = _lambda_body(rule)
     return f"`{body}`" if body else "a lambda"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -35,6 +36,13 @@ def test_every_registered_op_is_in_the_ops_page() -> None:
     text = (DOCS / "ops.md").read_text(encoding="utf-8")
     missing = [name for name in REGISTRY if f"| `{name}` |" not in text]
     assert not missing
+
+
+def test_the_ops_page_names_no_private_helper() -> None:
+    # A rule's private helper (``_gelu_rule``, ``_inside``) means nothing to a reader: an op
+    # whose rule is not a public formula gets one in docs/generate.py's VJP_TEXT.
+    text = (DOCS / "ops.md").read_text(encoding="utf-8")
+    assert not re.findall(r"(?<![\w\\])_[A-Za-z]\w*", text)
 
 
 @pytest.mark.parametrize(("page", "examples"), [("higher-order.md", 30), ("complex.md", 12), ("debugging.md", 13)])
