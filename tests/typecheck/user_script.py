@@ -55,6 +55,8 @@ assert_type(with_aux, tuple[tuple[Any, Any], Any])
 
 dscaled = ng.grad(scaled)
 dscaled(1.0, by=3.0)
+second: Callable[[float], Any] = ng.grad(ng.grad(scaled))  # nested: the parameters still pass through
+second(1.0)
 as_callable: Callable[[float], Any] = dscaled
 
 out, back = ng.vjp(scaled, 1.0)
