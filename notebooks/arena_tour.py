@@ -20,6 +20,11 @@ import numpy as np
 
 import nodegrad as ng
 
+try:
+    from IPython.display import SVG, display
+except ImportError:  # run as a plain script: print instead
+    SVG, display = len, print
+
 # %% [markdown]
 # ## Build
 # Leaves come from `param` (differentiable) and `input` (data). Every operation on a
@@ -32,8 +37,10 @@ params = arena.param({"w": rng.normal(size=(3, 2)), "b": np.zeros(2)}, name="par
 x = arena.input(rng.normal(size=(4, 3)))
 hidden = ng.tanh(x @ params["w"] + params["b"])
 loss = ng.mean(hidden * hidden)
-assert all(parent < node.index for node in arena for parent in node.parents)
 len(arena)
+
+# %% tags=["remove-cell"]
+assert all(parent < node.index for node in arena for parent in node.parents)
 
 # %% [markdown]
 # ## Inspect
@@ -43,10 +50,12 @@ len(arena)
 # %%
 node = arena[loss.index]
 print(node.op, node.parents, node.shape, node.dtype)
+display(arena)
+
+# %% tags=["remove-cell"]
 assert node.op == "mean"
 table = arena._repr_html_()  # what Jupyter shows for `arena`
 assert "<table" in table and "map_lookup" in table
-arena  # noqa: B018  (a notebook cell's last expression is what it displays)
 
 # %% [markdown]
 # ## Draw
@@ -54,14 +63,11 @@ arena  # noqa: B018  (a notebook cell's last expression is what it displays)
 # and groups a structured value with the reads of its entries.
 
 # %%
-try:
-    from IPython.display import SVG
-except ImportError:  # run as a plain script: show the size instead
-    SVG = len
-
 svg = arena.to_svg()
-assert svg.startswith("<svg") and "map_lookup" in svg
 SVG(svg)
+
+# %% tags=["remove-cell"]
+assert svg.startswith("<svg") and "map_lookup" in svg
 
 # %% [markdown]
 # ## Sweep back
@@ -72,6 +78,8 @@ SVG(svg)
 grads = arena.backward(loss, wrt=params)
 print(ng.display.summary(grads))
 print("nodes visited:", arena.last_visited, "of", len(arena))
+
+# %% tags=["remove-cell"]
 assert set(grads) == {"w", "b"} and grads["w"].shape == (3, 2)
 
 # %% [markdown]
@@ -79,4 +87,7 @@ assert set(grads) == {"w", "b"} and grads["w"].shape == (3, 2)
 
 # %%
 again = arena.backward(loss, wrt=params, seed=np.array(2.0))
+print(np.allclose(again["w"], 2 * grads["w"]))
+
+# %% tags=["remove-cell"]
 np.testing.assert_allclose(again["w"], 2 * grads["w"])

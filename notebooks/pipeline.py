@@ -19,6 +19,8 @@
 
 # %%
 import attrs
+import dask.array as da
+import matplotlib.pyplot as plt
 import numpy as np
 
 import nodegrad as ng
@@ -105,10 +107,12 @@ model = Model(
 
 # %%
 g = ng.grad(loss)(model, flowers)
+type(g).__name__, {name: w.shape for name, w in g.weights.items()}, g.scales, g.classes
+
+# %% tags=["remove-cell"]
 assert type(g) is Model
 assert list(g.weights) == ["sepal", "petal", "ratio"]
 assert g.classes is None
-{name: w.shape for name, w in g.weights.items()}, g.scales
 
 # %% [markdown]
 # ## Check it against central differences along a random direction
@@ -122,6 +126,8 @@ numeric = (
 ) / (2 * eps)
 analytic = ng.tree.vdot(g, direction)
 print(f"analytic {analytic:.8f}  numeric {numeric:.8f}")
+
+# %% tags=["remove-cell"]
 assert abs(analytic - numeric) < 1e-6 * max(1.0, abs(numeric))
 
 # %% [markdown]
@@ -137,8 +143,20 @@ for _ in range(200):
     model, state = ng.optim.adam(model, g, state, lr=0.05)
     history.append(float(value))
 print(f"loss {history[0]:.3f} -> {history[-1]:.3f}")
-assert history[-1] < 0.5 * history[0]
 print({name: float(s) for name, s in model.scales.items()})
+
+# %% tags=["remove-cell"]
+assert history[-1] < 0.5 * history[0]
+
+# %% [markdown]
+# The loss over the 200 steps:
+
+# %%
+fig, ax = plt.subplots(figsize=(6, 3))
+ax.plot(history, "C0-")
+ax.set(xlabel="Adam step", ylabel="loss", title="training loss")
+fig.tight_layout()
+plt.show()
 
 # %% [markdown]
 # ## Group-by: per-species means feeding a loss
@@ -153,6 +171,9 @@ print({name: float(s) for name, s in model.scales.items()})
 measurements = iris["features"] - iris["features"].mean(axis=0)  # (150, 4), centred
 species = iris["species"]  # (150,) integers in [0, 3): the segment ids
 by_loop = np.stack([measurements[species == s].mean(axis=0) for s in range(len(SPECIES))])
+ng.segment_mean(measurements, species, num_segments=len(SPECIES))
+
+# %% tags=["remove-cell"]
 assert np.allclose(ng.segment_mean(measurements, species, num_segments=len(SPECIES)), by_loop)
 
 
@@ -197,8 +218,10 @@ for _ in range(100):
     projection, state = ng.optim.adam(projection, g, state, lr=0.05)
     ratios.append(float(ratio))
 print(f"within / between {ratios[0]:.4f} -> {ratios[-1]:.4f}")
-assert ratios[-1] < 0.25 * ratios[0]
 ng.segment_mean(np.tanh(measurements @ projection), species, num_segments=len(SPECIES))
+
+# %% tags=["remove-cell"]
+assert ratios[-1] < 0.25 * ratios[0]
 
 # %% [markdown]
 # ## The same kind of loss over row blocks, with Dask
@@ -208,10 +231,8 @@ ng.segment_mean(np.tanh(measurements @ projection), species, num_segments=len(SP
 # rows. Here a linear model predicts the petal length from the other three measurements,
 # over blocks of 40, 40, 40 and 30 rows; the result equals the whole-batch gradient.
 
+
 # %%
-import dask.array as da  # noqa: E402
-
-
 @attrs.frozen
 class Linear:
     w: np.ndarray
@@ -227,8 +248,11 @@ blocks = {k: da.from_array(v, chunks=((40, 40, 40, 30), *v.shape[1:])) for k, v 
 model = Linear(np.zeros(3), 0.0)
 value, g = ng.parallel.value_and_grad(petal_loss)(model, blocks)
 whole_value, whole = ng.value_and_grad(petal_loss)(model, columns)
-assert np.isclose(value, whole_value) and np.allclose(g.w, whole.w) and np.isclose(g.b, whole.b)
 print(g)
+print(whole)
+
+# %% tags=["remove-cell"]
+assert np.isclose(value, whole_value) and np.allclose(g.w, whole.w) and np.isclose(g.b, whole.b)
 
 # %% [markdown]
 # ## A spectral loss: fitting a signal's power spectrum
@@ -253,7 +277,11 @@ def spectral_loss(signal: np.ndarray) -> object:
 
 
 signal = 0.1 * np.random.default_rng(0).standard_normal(n)
+
+# %% tags=["remove-cell"]
 check_grads(spectral_loss, signal)
+
+# %%
 loss_and_grad = ng.value_and_grad(spectral_loss)
 state, losses = None, []
 for _ in range(300):
@@ -261,11 +289,11 @@ for _ in range(300):
     signal, state = ng.optim.adam(signal, g, state, lr=0.05)
     losses.append(float(loss))
 print(f"spectral loss {losses[0]:.4f} -> {losses[-1]:.6f}")
+
+# %% tags=["remove-cell"]
 assert losses[-1] < 1e-3 * losses[0]
 
 # %%
-import matplotlib.pyplot as plt  # noqa: E402
-
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.2))
 frequencies = np.fft.rfftfreq(n, d=1 / n)
 left.semilogy(frequencies, 1 + target_power, "k-", label="target")
