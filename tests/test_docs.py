@@ -5,12 +5,15 @@ from __future__ import annotations
 import doctest
 import importlib.util
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-DOCS = Path(__file__).parent.parent / "docs"
+ROOT = Path(__file__).parent.parent
+DOCS = ROOT / "docs"
 
 
 def _generator() -> ModuleType:  # docs/ is not a package: load the script by path
@@ -51,3 +54,50 @@ def test_the_examples_of_the_page_run_as_doctests(page: str, examples: int) -> N
     result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=flags, report=False)
     assert result.failed == 0
     assert result.attempted >= examples  # the examples are there to be run
+
+
+# What a reader must never see: reST that reached the page as text instead of being rendered.
+RAW_REST = (".. py:", ".. auto", ".. rubric::", ":param ", ":returns:", ":raises ", "{eval-rst}", "{autofunction}")
+
+
+@pytest.fixture(scope="module")
+def built_html(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HTML build: CI's (docs/_build/html) when it is newer than every source, else a fresh one."""
+    built = DOCS / "_build" / "html"
+    sources = [
+        *DOCS.glob("*.md"),
+        DOCS / "conf.py",
+        *(ROOT / "notebooks").glob("*.py"),
+        *(ROOT / "nodegrad").rglob("*.py"),
+    ]
+    outputs = [path for path in built.rglob("*") if path.is_file()] if (built / "index.html").exists() else []
+    if outputs and max(p.stat().st_mtime for p in outputs) > max(p.stat().st_mtime for p in sources):
+        return built
+    out = tmp_path_factory.mktemp("html")
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(DOCS), str(out)], check=True, capture_output=True
+    )
+    return out
+
+
+def _page_text(path: Path) -> str:
+    """The text a reader sees in the page's article (markup and the theme's chrome dropped)."""
+    html = path.read_text(encoding="utf-8")
+    article = html.split("<article", 1)[-1].split("</article>", 1)[0]
+    return re.sub(r"<[^>]+>", "", article)
+
+
+def test_no_page_shows_raw_rest(built_html: Path) -> None:
+    pages = [path for path in built_html.rglob("*.html") if not {"_modules", "_sources"} & set(path.parts)]
+    assert any(path.name == "api.html" for path in pages)
+    shown = {
+        str(path.relative_to(built_html)): [marker for marker in RAW_REST if marker in _page_text(path)]
+        for path in pages
+    }
+    assert not {page: markers for page, markers in shown.items() if markers}
+
+
+@pytest.mark.parametrize("notebook", sorted(path.stem for path in (ROOT / "notebooks").glob("*.py")))
+def test_every_notebook_page_shows_outputs(built_html: Path, notebook: str) -> None:
+    html = (built_html / "notebooks" / f"{notebook}.html").read_text(encoding="utf-8")
+    assert html.count('class="cell_output') >= 2, "the notebook was not executed at build time"
