@@ -147,6 +147,21 @@ def test_arena_table_lists_nodes_and_gradients() -> None:
     assert "Arena: 30 nodes" in table
 
 
+def test_the_table_shows_gradients_per_key_path() -> None:
+    a, y = _layered_arena(2)
+    a.backward(y, wrt=a._handle(0))
+    table = a._repr_html_()
+    assert "Cotangent" not in table and "slots" not in table
+    assert "gradients of nodes 0 from the last backward" in table
+    rows = table.split("<tr>")[2:]
+    assert rows[0].count("<br>") == 3  # four differentiable leaves in the parameter's row
+    assert "[&#x27;inner&#x27;][&#x27;v&#x27;][&#x27;z&#x27;]: (3,) norm " in rows[0]
+    # A read of an entry shows that entry's part, with the key path below it.
+    assert "<td>[&#x27;z&#x27;]: (3,) norm " in rows[5]
+    assert "<td>(3, 3) norm " in rows[1]
+    assert rows[7].endswith("<td></td></tr>")  # the input x was not requested
+
+
 def test_long_arenas_are_elided_in_the_middle() -> None:
     a = ng.Arena()
     x = a.param(np.ones(2))

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.structure import flatten_with_paths, handler_for
+from nodegrad.engine.structure import StructCotangent, flatten_with_paths, handler_for, materialize
 
-__all__ = ["Summary", "arena_html", "describe_value", "node_html", "summary"]
+__all__ = ["Summary", "arena_html", "describe_value", "gradient_html", "node_html", "summary"]
 
 _STYLE = (
     "<style>.ng-table{border-collapse:collapse;font-family:monospace;font-size:12px}"
@@ -49,10 +49,58 @@ def _dtype(value: Any) -> str:
     return str(np.asarray(value).dtype)
 
 
+def _leaf_gradient(path: str, leaf: Any) -> str:
+    """One leaf of a gradient: its key path, shape, L2 norm and first entries."""
+    if leaf is None:
+        return f"{html.escape(path)}: none" if path else "none"
+    array = np.asarray(leaf)
+    norm = f"{np.linalg.norm(array.ravel()):.4g}" if array.dtype.kind in "biufc" else "?"
+    flat = array.ravel()
+    head = ", ".join(f"{v:.4g}" for v in flat[:3]) + (", ..." if flat.size > 3 else "")
+    text = f"{tuple(array.shape)} norm {norm} [{head}]"
+    return f"{html.escape(path)}: {text}" if path else text
+
+
+def gradient_html(arena: Any, i: int) -> str:
+    """The gradient the last ``backward`` found for node ``i``, one line per key path.
+
+    A requested input shows its own gradient; a read of an entry of a requested input
+    shows that entry's part of it. Other nodes show nothing: their cotangents were
+    released during the sweep.
+    """
+    grads = arena._last_gradients
+    if i in grads:
+        return _gradient_lines(grads[i], arena._nodes[i][4], "")
+    op, parents, *_ = arena._nodes[i]
+    root, path = i, arena._paths.get(i, "")
+    while parents and root not in grads and op.family == "structured":
+        root = parents[0]
+        op, parents, *_ = arena._nodes[root]
+    if root == i or root not in grads or not path:
+        return ""
+    base = arena._paths.get(root, "")
+    if not path.startswith(base):
+        return ""
+    return _gradient_lines(grads[root], arena._nodes[root][4], base, select=path)
+
+
+def _gradient_lines(cotangent: Any, value: Any, base: str, select: str | None = None) -> str:
+    if value is None:
+        return "released"
+    if handler_for(value) is None and not isinstance(cotangent, StructCotangent):
+        return "" if select else _leaf_gradient("", cotangent)
+    gradient = materialize(cotangent, value, base, [], zero_missing=False)
+    lines = [
+        _leaf_gradient(path[len(select) :] if select else path[len(base) :], leaf)
+        for path, leaf in flatten_with_paths(gradient, base)
+        if (select is None or path.startswith(select)) and leaf is not None
+    ]
+    return "<br>".join(lines) or "none"
+
+
 def _row(arena: Any, i: int) -> str:
     op, parents, _, _, value = arena._nodes[i]
     location = arena._nodes.locations[i] if hasattr(arena._nodes, "locations") else ""
-    grad = arena._last_gradients.get(i)
     cells = [
         str(i),
         op.name,
@@ -62,7 +110,7 @@ def _row(arena: Any, i: int) -> str:
         html.escape(arena._paths.get(i, "")),
         html.escape(location.rsplit("/", 1)[-1]),
         describe_value(value),
-        "" if grad is None else describe_value(grad),
+        gradient_html(arena, i),
     ]
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
@@ -79,7 +127,9 @@ def arena_html(arena: Any, limit: int = 40) -> str:
         half = limit // 2
         elided = f'<tr><td class="ng-elided" colspan="{len(headers)}">... {n - 2 * half} nodes ...</td></tr>'
         rows = [_row(arena, i) for i in range(half)] + [elided] + [_row(arena, i) for i in range(n - half, n)]
-    caption = f"<caption>Arena: {n} nodes, {arena.nbytes:,} bytes of arrays</caption>"
+    requested = ", ".join(map(str, arena._last_gradients))
+    note = f"; gradients of nodes {requested} from the last backward" if requested else ""
+    caption = f"<caption>Arena: {n} nodes, {arena.nbytes:,} bytes of arrays{note}</caption>"
     return f'{_STYLE}<table class="ng-table">{caption}{head}{"".join(rows)}</table>'
 
 
