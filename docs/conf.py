@@ -32,3 +32,5 @@ html_title = "nodegrad"
 # numpydoc type descriptions are prose ("array of shape (n, n)"); Sphinx's Python domain
 # tries to link each word of them, and "shape" names two attributes.
 suppress_warnings = ["ref.python"]
+html_static_path = ["_static"]
+html_css_files = ["nodegrad.css"]

@@ -196,7 +196,7 @@ def fisher_ratio(projection: np.ndarray, rows: np.ndarray, groups: np.ndarray) -
 
 
 projection = rng.normal(0, 0.5, (4, 2))
-fisher_ratio(projection, measurements, species)
+float(fisher_ratio(projection, measurements, species))
 
 # %% [markdown]
 # The gradient runs back through the group means and the per-row lookup of them:
@@ -205,6 +205,7 @@ fisher_ratio(projection, measurements, species)
 
 # %%
 check_grads(fisher_ratio, projection, measurements, species, argnums=0)
+print("the gradient agrees with central differences")
 
 # %% [markdown]
 # ## Train the projection
@@ -248,8 +249,8 @@ blocks = {k: da.from_array(v, chunks=((40, 40, 40, 30), *v.shape[1:])) for k, v 
 model = Linear(np.zeros(3), 0.0)
 value, g = ng.parallel.value_and_grad(petal_loss)(model, blocks)
 whole_value, whole = ng.value_and_grad(petal_loss)(model, columns)
-print(g)
-print(whole)
+print("by blocks: ", g)
+print("whole batch:", whole)
 
 # %% tags=["remove-cell"]
 assert np.isclose(value, whole_value) and np.allclose(g.w, whole.w) and np.isclose(g.b, whole.b)
