@@ -11,6 +11,7 @@ further rows. The arena's output is always drawn, and drawn bold.
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,9 @@ _GX, _GY = 14, 34  # gaps between boxes in a row and between rows
 _PAD = 16  # around the picture
 _CPAD = 8  # inside a cluster
 _MAX_WIDTH = 1200  # the picture's width never exceeds this
+_COLUMN_HEIGHT = 900  # a taller graph is set in columns side by side
+_CGAP = 48  # between columns
+_LONG = 3 * (_H + _GY)  # a longer edge is drawn as a labelled stub into its target
 _MIN_CHAIN = 3  # shorter runs of elementwise ops are drawn node by node
 _READS = {"struct_field", "map_lookup", "seq_index"}
 _COLORS = {"leaf": "#dbeafe", "structured": "#fef3c7", "other": "#f3f4f6", "chain": "#e0e7ff"}
@@ -32,7 +36,7 @@ _COLORS = {"leaf": "#dbeafe", "structured": "#fef3c7", "other": "#f3f4f6", "chai
 class _Unit:
     """A box (``node``, ``chain``, ``elided``) or a ``cluster`` of units."""
 
-    __slots__ = ("height", "kind", "members", "nodes", "width", "x", "y")
+    __slots__ = ("column", "height", "kind", "members", "nodes", "width", "x", "y")
 
     def __init__(self, kind: str, nodes: list[int], members: list[_Unit] | None = None) -> None:
         self.kind = kind
@@ -40,6 +44,12 @@ class _Unit:
         self.members = members or []
         self.width, self.height = float(_W), float(_H)
         self.x = self.y = 0.0
+        self.column = 0
+
+    def set_column(self, column: int) -> None:
+        self.column = column
+        for m in self.members:
+            m.set_column(column)
 
     def all_nodes(self) -> list[int]:
         if self.kind != "cluster":
@@ -105,6 +115,38 @@ def _stack(rows: list[list[_Unit]], x0: float, y0: float, width: float) -> float
 
 def _row_width(row: list[_Unit]) -> float:
     return sum(u.width for u in row) + _GX * (len(row) - 1)
+
+
+def _columns(rows: list[list[_Unit]]) -> tuple[float, float]:
+    """Place the rows in columns side by side, each about ``_COLUMN_HEIGHT`` tall, so a
+    long, narrow graph fills the width instead of running down a single column;
+    the width and the height taken."""
+    heights = [max(u.height for u in row) + _GY for row in rows]
+    count = max(1, math.ceil(sum(heights) / _COLUMN_HEIGHT))
+    while True:
+        # Balanced columns: a row goes to the next column once its middle would pass the
+        # column's share of the height.
+        share = max(sum(heights) / count, *heights)
+        groups: list[list[int]] = [[]]
+        used = 0.0
+        for k, h in enumerate(heights):
+            if groups[-1] and used + h / 2 > share:
+                groups.append([])
+                used = 0.0
+            groups[-1].append(k)
+            used += h
+        widths = [max(_row_width(rows[k]) for k in g) for g in groups]
+        if sum(widths) + _CGAP * (len(groups) - 1) <= _MAX_WIDTH - 2 * _PAD or count == 1:
+            break
+        count -= 1
+    x, bottom = float(_PAD), float(_PAD)
+    for column, (group, width) in enumerate(zip(groups, widths, strict=True)):
+        bottom = max(bottom, _stack([rows[k] for k in group], x, _PAD, width))
+        for k in group:
+            for unit in rows[k]:
+                unit.set_column(column)
+        x += width + _CGAP
+    return x - _CGAP - _PAD, bottom
 
 
 def _cluster(root: int, reads: dict[int, list[int]], max_width: float) -> _Unit:
@@ -200,8 +242,7 @@ def arena_svg(arena: Any, limit: int = 200) -> str:
     n = len(nodes)
     units = _units(nodes, limit)
     rows = [row for layer in _layers(units, nodes) for row in _flow(layer, _MAX_WIDTH - 2 * _PAD)]
-    width = max((_row_width(r) for r in rows), default=_W)
-    bottom = _stack(rows, _PAD, _PAD, width) if rows else _PAD
+    width, bottom = _columns(rows)
     total_w, total_h = int(width + 2 * _PAD), int(bottom + _PAD)
     boxes = [b for u in units for b in u.boxes()]
     box_of = {i: b for b in boxes for i in b.nodes}
@@ -223,7 +264,9 @@ def arena_svg(arena: Any, limit: int = 200) -> str:
 
 
 def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any) -> list[str]:
-    """Edges into ``box`` from the boxes holding its nodes' parents (one per box)."""
+    """Edges into ``box`` from the boxes holding its nodes' parents (one per box), entering
+    along its top edge. A long edge, or one going up or across columns, is a short stub
+    labelled with its source: a fan of lines across the picture reads as nothing."""
     sources: dict[int, _Unit] = {}
     for i in box.nodes:
         for p in nodes[i][1]:
@@ -231,10 +274,18 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any) -> list[str]:
             if src is not box:
                 sources.setdefault(id(src), src)
     out = []
-    x1, y1 = box.x + box.width / 2, box.y
-    for src in sources.values():
+    for k, src in enumerate(sources.values()):
+        x1, y1 = box.x + box.width * (k + 1) / (len(sources) + 1), box.y
         x0, y0 = src.x + src.width / 2, src.y + src.height
-        bend = max(abs(y1 - y0) / 2, 16)
+        if y1 - y0 > _LONG or y1 < y0 or src.column != box.column:
+            label = str(src.nodes[0]) if src.kind == "node" else f"{src.nodes[0]}-{src.nodes[-1]}"
+            out.append(
+                f'<path d="M{x1:.1f},{y1 - 14:.1f} L{x1:.1f},{y1:.1f}" fill="none" stroke="#9ca3af" '
+                f'stroke-width="1" marker-end="url(#ng-arrow)"><title>from {label}</title></path>'
+                f'<text x="{x1 + 2:.1f}" y="{y1 - 7:.1f}" font-size="9" fill="#6b7280">{label}</text>'
+            )
+            continue
+        bend = max(abs(y1 - y0) / 2, 12)
         out.append(
             f'<path d="M{x0:.1f},{y0:.1f} C{x0:.1f},{y0 + bend:.1f} {x1:.1f},{y1 - bend:.1f} {x1:.1f},{y1:.1f}" '
             'fill="none" stroke="#9ca3af" stroke-width="1" marker-end="url(#ng-arrow)"/>'
@@ -251,26 +302,32 @@ def _cluster_svg(cluster: _Unit) -> str:
     )
 
 
+def _clip(text: str, size: int = 18) -> str:
+    """``text`` cut to fit a box, with an ellipsis when cut (the box's title has it all)."""
+    return text if len(text) <= size else text[: size - 1] + "\u2026"
+
+
 def _box_svg(box: _Unit, nodes: Any, output: int) -> str:
     x, y = box.x, box.y
     if box.kind == "elided":
         first, last = box.nodes[0], box.nodes[-1]
         title = f"nodes {first} to {last}: {len(box.nodes)} nodes not drawn"
-        lines, fill, stroke = (f"... {len(box.nodes):,} nodes", f"{first}-{last}"), "#ffffff", ' stroke-dasharray="3 3"'
+        lines, fill = (f"... {len(box.nodes):,} nodes", f"{first}-{last} elided"), "#ffffff"
+        stroke = ' stroke-dasharray="3 3"'
     elif box.kind == "chain":
         first, last = box.nodes[0], box.nodes[-1]
         ops = [nodes[i][0].name for i in box.nodes]
         names = sorted(set(ops), key=ops.index)
         _, shape = _label(nodes[last][0], nodes[last][4])
         title = f"nodes {first} to {last}: {len(ops)} elementwise ops ({', '.join(names)}) {shape}"
-        head = names[0] if len(names) == 1 else f"{names[0]}+{len(names) - 1}"
-        lines, fill, stroke = (f"{first}-{last}: {head} x{len(ops)}", shape), _COLORS["chain"], ""
+        lines = (_clip(f"{len(ops)}x {','.join(names)}"), _clip(f"{first}-{last} {shape}"))
+        fill, stroke = _COLORS["chain"], ""
     else:
         (i,) = box.nodes
         op, value = nodes[i][0], nodes[i][4]
         name, shape = _label(op, value)
         title = f"node {i}: {name} {shape}"
-        lines, fill = (f"{i}: {name}", shape), _COLORS[_kind(op, value)]
+        lines, fill = (_clip(f"{i}: {name}"), _clip(shape)), _COLORS[_kind(op, value)]
         stroke = ' stroke-width="2.5"' if i == output else ""
     if box.kind != "elided" and output in box.nodes:
         title += " (output)"
@@ -278,6 +335,6 @@ def _box_svg(box: _Unit, nodes: Any, output: int) -> str:
     return (
         f'<g class="ng-{box.kind}"><title>{html.escape(title)}</title>'
         f'<rect x="{x:.1f}" y="{y:.1f}" width="{_W}" height="{_H}" rx="6" fill="{fill}" stroke="#6b7280"{stroke}/>'
-        f'<text x="{x + 6:.1f}" y="{y + 14:.1f}">{html.escape(lines[0][:17])}</text>'
-        f'<text x="{x + 6:.1f}" y="{y + 27:.1f}" fill="#4b5563">{html.escape(lines[1][:17])}</text></g>'
+        f'<text x="{x + 6:.1f}" y="{y + 14:.1f}">{html.escape(lines[0])}</text>'
+        f'<text x="{x + 6:.1f}" y="{y + 27:.1f}" fill="#4b5563">{html.escape(lines[1])}</text></g>'
     )
