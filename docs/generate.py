@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sphinx.pycode import ModuleAnalyzer
+
 import nodegrad
 import nodegrad.numpy
 import nodegrad.scipy  # registers the scipy.linalg ops
@@ -269,20 +271,27 @@ def api_page() -> str:
             "GradOptions",
         ],
         "Arena": ["Arena", "Node", "Traced"],
-        "Structured values": ["field", "dataclass_field", "register_container", "replace"],
+        "Structured values": ["field", "dataclass_field", "register_container", "replace", "STATIC"],
         "Custom gradients": ["custom_vjp", "checkpoint", "stop_gradient"],
         "Debugging": ["debug_nans"],
     }
     listed = {name for names in sections.values() for name in names}
     sections["Ops"] = sorted((n for n in nodegrad.ops.__all__ if n not in listed), key=str.lower)
+    listed |= set(sections["Ops"])
+    others = [n for n in nodegrad.__all__ if n not in listed and not inspect.ismodule(getattr(nodegrad, n))]
+    if others:  # a new public name is documented before it is given a section
+        sections["Other names"] = others
     for title, names in sections.items():
         directives = []
         for name in names:
             obj = getattr(nodegrad, name)
             if inspect.isclass(obj):
                 directives += [f".. autoclass:: nodegrad.{name}", "   :members:", ""]
-            else:
+            elif callable(obj):
                 directives += [f".. autofunction:: nodegrad.{name}", ""]
+            else:  # a constant: its ``#:`` comment where it is defined
+                doc = [f"   {line}".rstrip() for line in _data_doc(name)]
+                directives += [f".. py:data:: nodegrad.{name}", f"   :value: {obj!r}", "", *doc, ""]
         lines += [f"## {title}", "", *_rst(directives)]
     for module in _API_MODULES:
         # nodegrad.numpy's members are numpy's own objects, documented by numpy.
@@ -310,6 +319,16 @@ _API_MODULES = [
     "nodegrad.testing.pytest_plugin",
     "nodegrad.display",
 ]
+
+
+def _data_doc(name: str) -> list[str]:
+    """The ``#:`` comment above a constant that ``nodegrad`` imports from one of its modules."""
+    tree = ast.parse(Path(nodegrad.__file__).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == name for a in node.names):
+            docs = ModuleAnalyzer.for_module(node.module).find_attr_docs()
+            return list(docs.get(("", name), []))
+    return []
 
 
 def _rst(directives: list[str]) -> list[str]:

@@ -41,6 +41,16 @@ def test_every_registered_op_is_in_the_ops_page() -> None:
     assert not missing
 
 
+def test_the_api_page_documents_every_public_name() -> None:
+    import inspect
+
+    import nodegrad
+
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    names = [n for n in nodegrad.__all__ if not inspect.ismodule(getattr(nodegrad, n))]
+    assert not [n for n in names if not re.search(rf":: nodegrad\.{n}$", text, re.MULTILINE)]
+
+
 def test_the_ops_page_names_no_private_helper() -> None:
     # A rule's private helper (``_gelu_rule``, ``_inside``) means nothing to a reader: an op
     # whose rule is not a public formula gets one in docs/generate.py's VJP_TEXT.
