@@ -256,17 +256,18 @@ def arena_svg(arena: Any, limit: int = 200) -> str:
     for cluster in [c for u in units for c in u.clusters()]:
         parts.append(_cluster_svg(cluster))
     for box in boxes:
-        parts += _edges(box, box_of, nodes)
+        parts += _edges(box, box_of, nodes, boxes)
     for box in boxes:
         parts.append(_box_svg(box, nodes, n - 1))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any) -> list[str]:
+def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit]) -> list[str]:
     """Edges into ``box`` from the boxes holding its nodes' parents (one per box), entering
     along its top edge. A long edge, or one going up or across columns, is a short stub
-    labelled with its source: a fan of lines across the picture reads as nothing."""
+    labelled with its source, and so is one that would cross another box: a fan of lines
+    across the picture reads as nothing."""
     sources: dict[int, _Unit] = {}
     for i in box.nodes:
         for p in nodes[i][1]:
@@ -277,7 +278,9 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any) -> list[str]:
     for k, src in enumerate(sources.values()):
         x1, y1 = box.x + box.width * (k + 1) / (len(sources) + 1), box.y
         x0, y0 = src.x + src.width / 2, src.y + src.height
-        if y1 - y0 > _LONG or y1 < y0 or src.column != box.column:
+        bend = max(abs(y1 - y0) / 2, 12)
+        curve = ((x0, y0), (x0, y0 + bend), (x1, y1 - bend), (x1, y1))
+        if y1 - y0 > _LONG or y1 < y0 or src.column != box.column or _crosses(curve, boxes, (src, box)):
             label = str(src.nodes[0]) if src.kind == "node" else f"{src.nodes[0]}-{src.nodes[-1]}"
             out.append(
                 f'<path d="M{x1:.1f},{y1 - 14:.1f} L{x1:.1f},{y1:.1f}" fill="none" stroke="#9ca3af" '
@@ -285,12 +288,25 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any) -> list[str]:
                 f'<text x="{x1 + 2:.1f}" y="{y1 - 7:.1f}" font-size="9" fill="#6b7280">{label}</text>'
             )
             continue
-        bend = max(abs(y1 - y0) / 2, 12)
         out.append(
             f'<path d="M{x0:.1f},{y0:.1f} C{x0:.1f},{y0 + bend:.1f} {x1:.1f},{y1 - bend:.1f} {x1:.1f},{y1:.1f}" '
             'fill="none" stroke="#9ca3af" stroke-width="1" marker-end="url(#ng-arrow)"/>'
         )
     return out
+
+
+def _crosses(curve: tuple[tuple[float, float], ...], boxes: list[_Unit], ends: tuple[_Unit, _Unit]) -> bool:
+    """Whether the cubic Bezier ``curve`` passes through a box other than its two ends."""
+    (ax, ay), (bx, by), (cx, cy), (dx, dy) = curve
+    near = [b for b in boxes if b not in ends and b.y < dy and b.y + b.height > ay]
+    for k in range(1, 12):
+        t = k / 12
+        u = 1 - t
+        x = u**3 * ax + 3 * u * u * t * bx + 3 * u * t * t * cx + t**3 * dx
+        y = u**3 * ay + 3 * u * u * t * by + 3 * u * t * t * cy + t**3 * dy
+        if any(b.x - 2 <= x <= b.x + b.width + 2 and b.y - 2 <= y <= b.y + b.height + 2 for b in near):
+            return True
+    return False
 
 
 def _cluster_svg(cluster: _Unit) -> str:
