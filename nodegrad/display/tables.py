@@ -13,9 +13,11 @@ __all__ = ["Summary", "arena_html", "describe_value", "gradient_html", "node_htm
 
 _STYLE = (
     "<style>.ng-table{border-collapse:collapse;font-family:monospace;font-size:12px}"
-    ".ng-table td,.ng-table th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
+    ".ng-table td,.ng-table th{border:1px solid #ccc;padding:2px 6px;text-align:left;"
+    "white-space:nowrap;vertical-align:top}"
     ".ng-table th{background:#f3f3f3}.ng-elided{color:#888;text-align:center}</style>"
 )
+_GRADIENT_LINES = 12  # a gradient with more leaves shows its first ones in a table cell
 
 
 def describe_value(value: Any, limit: int = 4) -> str:
@@ -95,6 +97,9 @@ def _gradient_lines(cotangent: Any, value: Any, base: str, select: str | None = 
         for path, leaf in flatten_with_paths(gradient, base)
         if (select is None or path.startswith(select)) and leaf is not None
     ]
+    if len(lines) > _GRADIENT_LINES:
+        more = len(lines) - _GRADIENT_LINES + 1
+        lines = [*lines[: _GRADIENT_LINES - 1], f"... {more} more (ng.display.summary lists them all)"]
     return "<br>".join(lines) or "none"
 
 
