@@ -295,8 +295,9 @@ class Arena:
 
         Returns
         -------
-        Gradients shaped like ``wrt`` (``None`` at its non-traced leaves). Calling again,
-        with the same or another seed, gives fresh results: nothing accumulates.
+        array or structure
+            Gradients shaped like ``wrt`` (``None`` at its non-traced leaves). Calling again,
+            with the same or another seed, gives fresh results: nothing accumulates.
 
         Examples
         --------
