@@ -5,7 +5,8 @@ box with a count, or the elided middle of a long arena. A structured value and t
 of its entries (and, nested, the reads of those) form a dashed *cluster* that holds only
 its own boxes. Clusters and free boxes sit in layers by depth (the longest path from a
 leaf), in index order along a layer; a layer wider than the maximum width wraps onto
-further rows. The arena's output is always drawn, and drawn bold.
+further rows. Runs of narrow rows taller than a screen are set in columns side by side.
+The arena's output is always drawn, and drawn bold.
 """
 
 from __future__ import annotations
@@ -117,10 +118,32 @@ def _row_width(row: list[_Unit]) -> float:
     return sum(u.width for u in row) + _GX * (len(row) - 1)
 
 
-def _columns(rows: list[list[_Unit]]) -> tuple[float, float]:
-    """Place the rows in columns side by side, each about ``_COLUMN_HEIGHT`` tall, so a
-    long, narrow graph fills the width instead of running down a single column;
-    the width and the height taken."""
+def _bands(rows: list[list[_Unit]]) -> tuple[float, float]:
+    """Place the rows top to bottom: runs of wide rows (a cluster of parameters, a wide
+    layer) across the picture, runs of narrow rows in columns side by side, so a long,
+    narrow graph fills the width instead of running down one column; the width and the
+    height taken."""
+    wide = [_row_width(r) > (_MAX_WIDTH - 2 * _PAD) / 3 for r in rows]
+    y, width, column = float(_PAD), 0.0, 0
+    start = 0
+    for k in range(1, len(rows) + 1):
+        if k < len(rows) and wide[k] == wide[start]:
+            continue
+        run = rows[start:k]
+        if wide[start]:
+            run_width = max(_row_width(r) for r in run)
+            bottom = _stack(run, _PAD, y, run_width)
+            for unit in (u for r in run for u in r):
+                unit.set_column(-1)
+        else:
+            run_width, bottom, column = _columns(run, y, column)
+        width, y, start = max(width, run_width), bottom + _GY, k
+    return width, y - _GY
+
+
+def _columns(rows: list[list[_Unit]], top: float, first: int) -> tuple[float, float, int]:
+    """Place narrow rows in balanced columns from ``top``, each about ``_COLUMN_HEIGHT``
+    tall; the width, the bottom and the next column number."""
     heights = [max(u.height for u in row) + _GY for row in rows]
     count = max(1, math.ceil(sum(heights) / _COLUMN_HEIGHT))
     while True:
@@ -139,14 +162,14 @@ def _columns(rows: list[list[_Unit]]) -> tuple[float, float]:
         if sum(widths) + _CGAP * (len(groups) - 1) <= _MAX_WIDTH - 2 * _PAD or count == 1:
             break
         count -= 1
-    x, bottom = float(_PAD), float(_PAD)
-    for column, (group, width) in enumerate(zip(groups, widths, strict=True)):
-        bottom = max(bottom, _stack([rows[k] for k in group], x, _PAD, width))
+    x, bottom = float(_PAD), top
+    for column, (group, width) in enumerate(zip(groups, widths, strict=True), first):
+        bottom = max(bottom, _stack([rows[k] for k in group], x, top, width))
         for k in group:
             for unit in rows[k]:
                 unit.set_column(column)
         x += width + _CGAP
-    return x - _CGAP - _PAD, bottom
+    return x - _CGAP - _PAD, bottom, first + len(groups)
 
 
 def _cluster(root: int, reads: dict[int, list[int]], max_width: float) -> _Unit:
@@ -242,7 +265,7 @@ def arena_svg(arena: Any, limit: int = 200) -> str:
     n = len(nodes)
     units = _units(nodes, limit)
     rows = [row for layer in _layers(units, nodes) for row in _flow(layer, _MAX_WIDTH - 2 * _PAD)]
-    width, bottom = _columns(rows)
+    width, bottom = _bands(rows)
     total_w, total_h = int(width + 2 * _PAD), int(bottom + _PAD)
     boxes = [b for u in units for b in u.boxes()]
     box_of = {i: b for b in boxes for i in b.nodes}
@@ -265,8 +288,8 @@ def arena_svg(arena: Any, limit: int = 200) -> str:
 
 def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit]) -> list[str]:
     """Edges into ``box`` from the boxes holding its nodes' parents (one per box), entering
-    along its top edge. A long edge, or one going up or across columns, is a short stub
-    labelled with its source, and so is one that would cross another box: a fan of lines
+    along its top edge. An edge that is long, goes up, reaches far into another column or
+    would cross another box is a short stub labelled with its source: a fan of lines
     across the picture reads as nothing."""
     sources: dict[int, _Unit] = {}
     for i in box.nodes:
@@ -280,7 +303,8 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit])
         x0, y0 = src.x + src.width / 2, src.y + src.height
         bend = max(abs(y1 - y0) / 2, 12)
         curve = ((x0, y0), (x0, y0 + bend), (x1, y1 - bend), (x1, y1))
-        if y1 - y0 > _LONG or y1 < y0 or src.column != box.column or _crosses(curve, boxes, (src, box)):
+        far = y1 - y0 > _LONG or y1 < y0 or (src.column != box.column and abs(x1 - x0) > _W)
+        if far or _crosses(curve, boxes, (src, box)):
             label = str(src.nodes[0]) if src.kind == "node" else f"{src.nodes[0]}-{src.nodes[-1]}"
             out.append(
                 f'<path d="M{x1:.1f},{y1 - 14:.1f} L{x1:.1f},{y1:.1f}" fill="none" stroke="#9ca3af" '
