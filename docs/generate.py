@@ -101,6 +101,8 @@ VJP_TEXT = {
     "gammainc": "x: g x^(a-1) exp(-x) / Γ(a); a: none (no closed form)",
     "gammaincc": "x: -g x^(a-1) exp(-x) / Γ(a); a: none (no closed form)",
     "gammaln": "x: g digamma(x)",
+    "gamma": "x: g ans digamma(x)",
+    "log_expit": "x: g expit(-x)",
     "i0": "x: g i1(x)",
     "i0e": "x: g (i1e(x) - sign(x) ans)",
     "i1": "x: g (i0(x) - ans / x)",

@@ -56,6 +56,7 @@ def test_the_ops_page_names_no_private_helper() -> None:
     # whose rule is not a public formula gets one in docs/generate.py's VJP_TEXT.
     text = (DOCS / "ops.md").read_text(encoding="utf-8")
     assert not re.findall(r"(?<![\w\\])_[A-Za-z]\w*", text)
+    assert "record1" not in text  # the engine's way to record an op, not a formula
 
 
 @pytest.mark.parametrize(("page", "examples"), [("higher-order.md", 30), ("complex.md", 12), ("debugging.md", 13)])
