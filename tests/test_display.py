@@ -128,6 +128,12 @@ def test_svg_reads_at_any_size(layers: int, size: int) -> None:
         assert all(_disjoint(b, c) for c in boxes[k + 1 :])
 
 
+def test_an_empty_arena_is_an_empty_picture() -> None:
+    root = ET.fromstring(ng.Arena().to_svg())
+    assert float(root.get("width", -1)) >= 0 and float(root.get("height", -1)) >= 0
+    assert root.findall(f"{SVG_NS}g") == []
+
+
 def test_runs_of_elementwise_ops_are_one_box() -> None:
     a = ng.Arena()
     x = a.param(np.ones(2))

@@ -29,6 +29,7 @@ _MAX_WIDTH = 1200  # the picture's width never exceeds this
 _COLUMN_HEIGHT = 900  # a taller graph is set in columns side by side
 _CGAP = 48  # between columns
 _LONG = 3 * (_H + _GY)  # a longer edge is drawn as a labelled stub into its target
+_MAX_INPUTS = 4  # edges drawn into one box; more sources share one stub
 _MIN_CHAIN = 3  # shorter runs of elementwise ops are drawn node by node
 _READS = {"struct_field", "map_lookup", "seq_index"}
 _COLORS = {"leaf": "#dbeafe", "structured": "#fef3c7", "other": "#f3f4f6", "chain": "#e0e7ff"}
@@ -123,6 +124,8 @@ def _bands(rows: list[list[_Unit]]) -> tuple[float, float]:
     layer) across the picture, runs of narrow rows in columns side by side, so a long,
     narrow graph fills the width instead of running down one column; the width and the
     height taken."""
+    if not rows:
+        return 0.0, float(_PAD)
     wide = [_row_width(r) > (_MAX_WIDTH - 2 * _PAD) / 3 for r in rows]
     y, width, column = float(_PAD), 0.0, 0
     start = 0
@@ -290,33 +293,48 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit])
     """Edges into ``box`` from the boxes holding its nodes' parents (one per box), entering
     along its top edge. An edge that is long, goes up, reaches far into another column or
     would cross another box is a short stub labelled with its source: a fan of lines
-    across the picture reads as nothing."""
+    across the picture reads as nothing. Past ``_MAX_INPUTS`` sources, the rest share
+    one stub labelled with their count."""
     sources: dict[int, _Unit] = {}
     for i in box.nodes:
         for p in nodes[i][1]:
             src = box_of[p]
             if src is not box:
                 sources.setdefault(id(src), src)
+    shown = list(sources.values())
+    rest = shown[_MAX_INPUTS - 1 :] if len(shown) > _MAX_INPUTS else []
+    shown = shown[: len(shown) - len(rest)]
+    slots = len(shown) + bool(rest)
     out = []
-    for k, src in enumerate(sources.values()):
-        x1, y1 = box.x + box.width * (k + 1) / (len(sources) + 1), box.y
+    for k, src in enumerate(shown):
+        x1, y1 = box.x + box.width * (k + 1) / (slots + 1), box.y
         x0, y0 = src.x + src.width / 2, src.y + src.height
         bend = max(abs(y1 - y0) / 2, 12)
         curve = ((x0, y0), (x0, y0 + bend), (x1, y1 - bend), (x1, y1))
         far = y1 - y0 > _LONG or y1 < y0 or (src.column != box.column and abs(x1 - x0) > _W)
         if far or _crosses(curve, boxes, (src, box)):
-            label = str(src.nodes[0]) if src.kind == "node" else f"{src.nodes[0]}-{src.nodes[-1]}"
-            out.append(
-                f'<path d="M{x1:.1f},{y1 - 14:.1f} L{x1:.1f},{y1:.1f}" fill="none" stroke="#9ca3af" '
-                f'stroke-width="1" marker-end="url(#ng-arrow)"><title>from {label}</title></path>'
-                f'<text x="{x1 + 2:.1f}" y="{y1 - 7:.1f}" font-size="9" fill="#6b7280">{label}</text>'
-            )
+            out.append(_stub(x1, y1, _name(src), f"from {_name(src)}"))
             continue
         out.append(
             f'<path d="M{x0:.1f},{y0:.1f} C{x0:.1f},{y0 + bend:.1f} {x1:.1f},{y1 - bend:.1f} {x1:.1f},{y1:.1f}" '
             'fill="none" stroke="#9ca3af" stroke-width="1" marker-end="url(#ng-arrow)"/>'
         )
+    if rest:
+        x1 = box.x + box.width * slots / (slots + 1)
+        out.append(_stub(x1, box.y, f"+{len(rest)}", "from " + ", ".join(_name(src) for src in rest)))
     return out
+
+
+def _name(box: _Unit) -> str:
+    return str(box.nodes[0]) if box.kind == "node" else f"{box.nodes[0]}-{box.nodes[-1]}"
+
+
+def _stub(x: float, y: float, label: str, title: str) -> str:
+    return (
+        f'<path d="M{x:.1f},{y - 14:.1f} L{x:.1f},{y:.1f}" fill="none" stroke="#9ca3af" '
+        f'stroke-width="1" marker-end="url(#ng-arrow)"><title>{html.escape(title)}</title></path>'
+        f'<text x="{x + 2:.1f}" y="{y - 7:.1f}" font-size="9" fill="#6b7280">{html.escape(label)}</text>'
+    )
 
 
 def _crosses(curve: tuple[tuple[float, float], ...], boxes: list[_Unit], ends: tuple[_Unit, _Unit]) -> bool:
