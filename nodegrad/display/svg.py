@@ -302,7 +302,7 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit])
             if src is not box:
                 sources.setdefault(id(src), src)
     shown = list(sources.values())
-    rest = shown[_MAX_INPUTS - 1 :] if len(shown) > _MAX_INPUTS else []
+    rest = shown[_MAX_INPUTS:] if len(shown) > _MAX_INPUTS + 1 else []
     shown = shown[: len(shown) - len(rest)]
     slots = len(shown) + bool(rest)
     out = []
