@@ -332,3 +332,21 @@ def test_a_wrong_rule_under_a_large_offset_is_still_caught(monkeypatch: pytest.M
     _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * 1.01)
     with pytest.raises(AssertionError, match="rounding of the evaluations"):
         check_grads(lambda x: ng.sum(ng.sin(x)) + 1e6, np.array([0.5, 1.0, -2.0]))
+
+
+def test_plot_check_grads_shows_a_right_gradient_falling_and_a_wrong_one_flat() -> None:
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from nodegrad.testing import plot_check_grads
+
+    steps, errors, ax = plot_check_grads(lambda x: ng.sum(ng.exp(x) * x), np.array([0.3, -0.2]))
+    assert ax.get_xscale() == "log" and steps.shape == errors.shape == (25,)
+    best = errors.argmin()
+    assert errors[best] < 1e-9 and errors[-1] > 1e3 * errors[best]  # truncation grows with the step
+
+    wrong = ng.custom_vjp(lambda x: ng.sum(x * x))
+    wrong.defvjp(lambda x: (ng.sum(x * x), x), lambda x, g: (g * x,))  # half the gradient
+    _, flat, _ = plot_check_grads(wrong, np.array([0.3, -0.2]), steps=[1e-6, 1e-4])
+    assert np.all(flat > 1e-2)
+    with pytest.raises(ng.errors.ArgumentError):
+        plot_check_grads(wrong, np.array([0.3]), steps=[-1.0])

@@ -8,5 +8,6 @@ Examples
 """
 
 from nodegrad.testing._check import check_grads
+from nodegrad.testing._plot import plot_check_grads
 
-__all__ = ["check_grads"]
+__all__ = ["check_grads", "plot_check_grads"]
