@@ -96,6 +96,9 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     return g
 
 
+_FLOAT64, _COMPLEX128 = np.dtype(np.float64), np.dtype(np.complex128)
+
+
 def fit_cotangent(g: Any, like: Any) -> Any:
     """Reduce a broadcast cotangent to the shape of ``like`` and cast it to its dtype
     (``like`` may be a Python number: a weakly typed leaf, whose cotangent is 64-bit).
@@ -105,7 +108,7 @@ def fit_cotangent(g: Any, like: Any) -> Any:
     """
     if type(like) is float or type(like) is complex:
         g = unbroadcast(g, ()) if np.ndim(g) else g
-        return _cast(g, np.dtype(type(like)))
+        return _cast(g, _FLOAT64 if type(like) is float else _COMPLEX128)
     if g.shape != like.shape:
         g = unbroadcast(g, like.shape)
     if g.dtype != like.dtype:

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.errors import ArgumentError
+from nodegrad.testing._check import _Check, _pair
 from nodegrad.transforms import vjp
-from nodegrad.tree import add, map_floats, scale, vdot
+from nodegrad.tree import add, scale
 
 __all__ = ["plot_check_grads"]
 
@@ -76,17 +77,11 @@ def plot_check_grads(
     if eps.ndim != 1 or not eps.size or not np.all(np.isfinite(eps) & (eps > 0)):
         msg = f"plot_check_grads: steps must be positive finite numbers, got {steps!r}"
         raise ArgumentError(msg)
-    rng = np.random.default_rng(seed)
-
-    def draw(leaf: Any) -> Any:
-        values = rng.standard_normal(np.shape(leaf))
-        if np.iscomplexobj(leaf):
-            values = values + 1j * rng.standard_normal(np.shape(leaf))
-        return type(leaf)(values) if isinstance(leaf, float | complex) else values.astype(np.result_type(leaf))
+    draws = _Check(("rev",), None, None, 1e-6, seed)  # check_grads' own random directions
 
     out, back = vjp(f, *args)
-    v = map_floats(draw, out)
-    us = [map_floats(draw, x) for x in args]
+    v = draws.random(out)
+    us = [draws.random(x) for x in args]
     analytic = sum(_pair(g, u) for g, u in zip(back(v), us, strict=True))
 
     def moved(step: float) -> Any:
@@ -99,8 +94,3 @@ def plot_check_grads(
     ax.set(xlabel="step eps", ylabel="|analytic - central difference|", title="gradient check by step size")
     ax.grid(True, which="major", alpha=0.3)
     return eps, errors, ax
-
-
-def _pair(a: Any, b: Any) -> float:
-    """``Re(sum(a * b))`` over the leaves (the pairing a VJP is the transpose for)."""
-    return float(np.real(vdot(map_floats(np.conjugate, a), b)))

@@ -206,12 +206,17 @@ def jacobian(
     return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode, "holomorphic": holomorphic}))
 
 
-def _complex_leaves(value: Any) -> list[str]:
-    return [path or "the value" for path, leaf in _float_leaves(value) if np.result_type(unwrap(leaf)).kind == "c"]
+def _leaves_of_kind(value: Any, complex_: bool) -> list[str]:
+    """The key paths of ``value``'s differentiable leaves that are complex (or real)."""
+    return [
+        path or "the value"
+        for path, leaf in _float_leaves(value)
+        if (np.result_type(unwrap(leaf)).kind == "c") == complex_
+    ]
 
 
 def _refuse_complex(values: Any, what: str, hint: str) -> None:
-    found = _complex_leaves(values)
+    found = _leaves_of_kind(values, complex_=True)
     if found:
         msg = (
             f"jacobian(mode='fwd') needs real {what}, but {found[0]} is complex: for a holomorphic function pass "
@@ -222,13 +227,15 @@ def _refuse_complex(values: Any, what: str, hint: str) -> None:
 
 def _check_output(out: Any, holomorphic: bool, mode: str) -> None:
     if holomorphic:
-        real = [path or "the value" for path, leaf in _float_leaves(out) if np.result_type(unwrap(leaf)).kind != "c"]
+        real = _leaves_of_kind(out, complex_=False)
         if real:
             msg = f"jacobian with holomorphic=True needs complex outputs, but {real[0]} is real"
             raise DtypeError(msg)
-    elif mode == "rev" and _complex_leaves(out):
+        return
+    complex_ = _leaves_of_kind(out, complex_=True) if mode == "rev" else []
+    if complex_:
         msg = (
-            f"jacobian(mode='rev') needs real outputs, but {_complex_leaves(out)[0]} is complex: for a holomorphic "
+            f"jacobian(mode='rev') needs real outputs, but {complex_[0]} is complex: for a holomorphic "
             "function pass holomorphic=True; with real arguments mode='fwd' gives the Jacobian of a complex output"
         )
         raise DtypeError(msg)
