@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    python benchmarks/run.py                  # every workload, about 1-2 minutes on 2 cores
+    python benchmarks/run.py                  # every workload, about 2-3 minutes on 2 cores
     python benchmarks/run.py --quick          # tiny sizes, one timed run: a smoke test
     python benchmarks/run.py --only W1,W3     # a subset
     python benchmarks/run.py --json out.json  # also write the results as JSON
@@ -48,26 +48,37 @@ W6  A sampled batch from a dict of columns, written in plain numpy (``gather_los
     times the "shared prefix": the gather, where and concatenate that run on plain arrays
     in every library and in the baseline alike (about 87% of the baseline's time; why that
     case's ratio cannot reach 1.0x is in ``workloads/gather.py``).
+W7  Peak memory of one gradient step (forward + backward): W3's chain on 10 million
+    float64, and the W2 MLP in float32 and float64, for the hand-written numpy, nodegrad
+    and each peer (JAX jitted). Not timed: each library and case runs in fresh child
+    processes (two, the minimum kept) under glibc's default malloc settings, not the
+    timing ones below (so that an 80 MB buffer is a mmap of its own and the resident set
+    follows live memory). After a warm-up step, one step is measured by the rise of the
+    resident set's high-water mark (reset through ``/proc/self/clear_refs``), another by
+    tracemalloc's peak (n/a for PyTorch and JAX, whose allocators bypass it). Reported in
+    MiB and as a multiple of the input (the chain's array; the MLP's parameters + batch),
+    and as a ratio of RSS peaks to PyTorch. Target: nodegrad <= 1.00x PyTorch.
 W8  Higher order on a 5-element function: ``ng.hvp`` against autograd's
     ``hessian_vector_product`` and PyTorch's double backward, and ``check_grads(order=2)``
     in forward and reverse mode against autograd's. In µs per call, as a ratio to autograd.
     Target: nodegrad <= 1.0x autograd in both.
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
-MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6).
+MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7).
 
-Method: each library runs each case once as a warm-up (its gradient is compared with the
-baseline's: the "check" column). Then the libraries are timed with ``time.perf_counter``
-in interleaved rounds (W1/W2/W6: 10 rounds of 10 back-to-back runs each; W3: 7 rounds of
-1; W4: 10 rounds of 5; W5: 3 rounds of 1), so that load from other processes on a shared
-machine hits all of them alike. Ratios use the minimum over all runs; the median is shown beside it. The
-garbage collector stays enabled (it is part of what a user pays); ``gc.collect()`` runs
-once before the first round.
+Method (the timed workloads, all but W7): each library runs each case once as a warm-up
+(its gradient is compared with the baseline's: the "check" column). Then the libraries
+are timed with ``time.perf_counter`` in interleaved rounds (W1/W2/W6: 10 rounds of 10
+back-to-back runs each; W3: 7 rounds of 1; W4: 10 rounds of 5; W5: 3 rounds of 1), so
+that load from other processes on a shared machine hits all of them alike. Ratios use
+the minimum over all runs; the median is shown beside it. The garbage collector stays
+enabled (it is part of what a user pays); ``gc.collect()`` runs once before the first
+round.
 
 Environment: fresh large allocations are page-fault bound on these machines, so every
-library runs under the same glibc malloc settings, and under the same thread settings.
-Both are read only at process start, so unless they already have the wanted values the
-script re-executes itself with them set. ``MALLOC_MMAP_THRESHOLD_`` and
+library runs under the same glibc malloc settings (W7's child processes excepted), and
+under the same thread settings. Both are read only at process start, so unless they
+already have the wanted values the script re-executes itself with them set. ``MALLOC_MMAP_THRESHOLD_`` and
 ``MALLOC_TRIM_THRESHOLD_`` default to 16 GiB (glibc 2.36 accepts values above 32 MiB when
 they are set explicitly; the 32 MiB cap applies only to the dynamic threshold), which
 keeps freed 80 MB buffers in the heap for reuse (the header shows a page-fault check).
@@ -81,8 +92,10 @@ all of it.
 
 Code: this file parses the command line, sets up the environment, runs the cases and
 prints the table. The package ``workloads/`` next to it holds one module per workload
-(``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``), each
-with its own docstring, and the shared ``environment``, ``libraries`` and ``timing``.
+(``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``,
+``memory`` for W7 with ``memory_child``, its child processes' entry point,
+``higher_order``), each with its own docstring, and the shared ``environment``,
+``libraries`` and ``timing``.
 """
 
 from __future__ import annotations
@@ -91,8 +104,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
-from dataclasses import asdict, replace
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,7 +113,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from workloads import WORKLOADS, verify_hand_written_references
 from workloads.environment import environment_report, refault_count, relaunch_with_environment
 from workloads.libraries import PEERS, available_libraries, display_name
-from workloads.timing import QUICK, Row, Sizes, run_case
+from workloads.memory import MIB, MemoryCase, MemoryRow, measure_memory_case, memory_notes
+from workloads.timing import QUICK, Case, Row, Sizes, run_case
+
+AnyRow = Row | MemoryRow
 
 # -- report ---------------------------------------------------------------------------------------
 
@@ -124,8 +140,6 @@ def print_header(env: dict[str, Any]) -> None:
 
 def format_row(row: Row) -> list[str]:
     """The table cells of a row that has times."""
-    target = f"<= {row.target:.2f}x" if row.target is not None else ""
-    met = {None: "n/a" if row.target is not None else "", True: "yes", False: "NO"}[row.met]
     ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
     return [
         display_name(row.library, row.variant),
@@ -133,38 +147,94 @@ def format_row(row: Row) -> list[str]:
         f"{row.median_value:,.3f}",
         row.unit,
         ratio,
-        target,
-        met,
+        *target_cells(row.target, row.met),
         row.check,
     ]
 
 
-TABLE_HEADERS = ("library", "min", "median", "unit", "ratio", "target", "met?", "check")
-LEFT_ALIGNED = (0, 3, 7)
+def format_memory_row(row: MemoryRow) -> list[str]:
+    """The table cells of a row that has peak memory (W7)."""
+
+    def mib_and_multiple(n_bytes: int | None) -> list[str]:
+        if n_bytes is None:
+            return ["n/a", "n/a"]
+        return [f"{n_bytes / MIB:,.2f}", f"{n_bytes / row.input_bytes:.2f}x"]
+
+    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
+    return [
+        display_name(row.library, row.variant),
+        *mib_and_multiple(row.rss_peak_bytes),
+        *mib_and_multiple(row.traced_peak_bytes),
+        ratio,
+        *target_cells(row.target, row.met),
+    ]
 
 
-def table_line(cells: Sequence[str], widths: Sequence[int]) -> str:
+def target_cells(target: float | None, met: bool | None) -> list[str]:
+    """The "target" and "met?" cells: empty on rows without a target, n/a where it is not judged."""
+    met_cell = {None: "n/a" if target is not None else "", True: "yes", False: "NO"}[met]
+    return [f"<= {target:.2f}x" if target is not None else "", met_cell]
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """The columns of one kind of row."""
+
+    headers: tuple[str, ...]
+    left_aligned: tuple[int, ...]
+    cells: Callable[[Any], list[str]]
+
+
+LAYOUTS: dict[type, TableLayout] = {
+    Row: TableLayout(("library", "min", "median", "unit", "ratio", "target", "met?", "check"), (0, 3, 7), format_row),
+    MemoryRow: TableLayout(
+        ("library", "RSS MiB", "x input", "traced MiB", "x input", "ratio", "target", "met?"), (0,), format_memory_row
+    ),
+}
+
+
+def table_line(cells: Sequence[str], widths: Sequence[int], left_aligned: Sequence[int]) -> str:
     padded = (
-        c.ljust(w) if i in LEFT_ALIGNED else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        c.ljust(w) if i in left_aligned else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
     )
     return "  " + "  ".join(padded).rstrip()
 
 
-def print_table(rows: list[Row]) -> None:
-    """One block per case: a title line naming the baseline, then a line per library."""
-    cells = {id(r): format_row(r) for r in rows if not r.error}
-    widths = [max([len(h), *(len(c[i]) for c in cells.values())]) for i, h in enumerate(TABLE_HEADERS)]
-    widths[0] = max([widths[0], *(len(display_name(r.library, r.variant)) for r in rows)])
+def column_widths(rows: Sequence[AnyRow], layout: TableLayout, name_width: int) -> list[int]:
+    cells = [layout.cells(r) for r in rows if not r.error]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(layout.headers)]
+    widths[0] = max(widths[0], name_width)
+    return widths
+
+
+def print_table(rows: Sequence[AnyRow]) -> None:
+    """One block per case: a title line naming the baseline, then a line per library.
+
+    Timed rows and memory rows have their own columns; the library names align across both.
+    """
+    name_width = max((len(display_name(r.library, r.variant)) for r in rows), default=0)
+    widths = {
+        kind: column_widths([r for r in rows if type(r) is kind], layout, name_width)
+        for kind, layout in LAYOUTS.items()
+    }
     case = None
     for row in rows:
+        layout, kind_widths = LAYOUTS[type(row)], widths[type(row)]
         if row.case != case:
             case = row.case
             print(f"\n{case}: ratio to {display_name(row.baseline)}")
-            print(table_line(TABLE_HEADERS, widths))
+            print(table_line(layout.headers, kind_widths, layout.left_aligned))
         if row.error:
-            print(f"  {display_name(row.library, row.variant).ljust(widths[0])}  {row.error}")
+            print(f"  {display_name(row.library, row.variant).ljust(kind_widths[0])}  {row.error}")
         else:
-            print(table_line(cells[id(row)], widths))
+            print(table_line(layout.cells(row), kind_widths, layout.left_aligned))
+
+
+def run_any_case(case: Case | MemoryCase, judge_targets: bool) -> Sequence[AnyRow]:
+    """Time a case, or measure its peak memory (W7)."""
+    if isinstance(case, MemoryCase):
+        return measure_memory_case(case, judge_targets)
+    return run_case(case, judge_targets)
 
 
 # -- main ---------------------------------------------------------------------------------------------
@@ -203,12 +273,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     verify_hand_written_references(sizes)
     print("check: hand-written numpy gradients equal nodegrad's (MLP float32/float64, W3 chain, W6 both variants)")
     libraries = ["nodegrad", *(name for name in PEERS if name in versions)]
-    rows = []
+    rows: list[AnyRow] = []
     for key, make_cases in WORKLOADS.items():
         if key in args.only:
             for case in make_cases(sizes, libraries):
-                rows.extend(run_case(case, sizes.judge_targets))
+                rows.extend(run_any_case(case, sizes.judge_targets))
     print_table(rows)
+    notes = memory_notes([r for r in rows if isinstance(r, MemoryRow)])
+    if notes:
+        print("\n" + "\n".join(notes))
     if not sizes.judge_targets:
         print("\n(--quick: sizes differ from the targets' definitions, so met? is n/a)")
     if args.json:

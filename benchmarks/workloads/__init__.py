@@ -5,13 +5,16 @@
 ``large_chain``  W3: a 10-op chain on 10 million elements
 ``dict_params``  W4: a dict of 200 small matrices, the gradient a dict
 ``gather``       W6: a sampled batch from a dict of columns, written in plain numpy
+``memory``       W7: the peak memory of one W3 step and one W2 step, each library in a fresh
+                 process (``memory_child`` is that process's entry point)
 ``higher_order`` W8: hvp and check_grads(order=2) of a small function: nested transforms
 
 Shared: ``environment`` (malloc and thread settings, the header's facts), ``libraries``
 (the peers, their ops and gradient steps, gradient comparison) and ``timing`` (sizes,
 cases, interleaved rounds, results). Each workload module has a function from
-:class:`~.timing.Sizes` and the importable libraries to its :class:`~.timing.Case` list;
-:data:`WORKLOADS` maps the keys of ``--only`` to them, in table order.
+:class:`~.timing.Sizes` and the importable libraries to its :class:`~.timing.Case` list
+(W7's to its :class:`~.memory.MemoryCase` list: measured, not timed); :data:`WORKLOADS`
+maps the keys of ``--only`` to them, in table order.
 """
 
 from __future__ import annotations
@@ -24,16 +27,18 @@ from .dict_params import w4_case
 from .gather import w6_cases
 from .higher_order import w8_cases
 from .large_chain import w3_case
+from .memory import MemoryCase, w7_cases
 from .mlp import w2_cases
 from .timing import Case, Sizes
 
-WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], list[Case]]] = {
+WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase]]] = {
     "W1": w1_case,
     "W2": w2_cases,
     "W3": w3_case,
     "W4": w4_case,
     "W5": w5_case,
     "W6": w6_cases,
+    "W7": w7_cases,
     "W8": w8_cases,
 }
 

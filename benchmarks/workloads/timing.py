@@ -39,6 +39,7 @@ class Sizes:
     runs_per_round: dict[str, int] = field(
         default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10, "W8": 20}
     )
+    memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
     judge_targets: bool = True  # the targets are defined for these sizes only
 
     def timing(self, key: str) -> tuple[int, int]:
@@ -57,6 +58,7 @@ QUICK = Sizes(
     gather_batch=200,
     rounds={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
     runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
+    memory_children=1,
     judge_targets=False,
 )
 
