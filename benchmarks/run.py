@@ -141,13 +141,19 @@ def print_header(env: dict[str, Any]) -> None:
 def format_row(row: Row) -> list[str]:
     """The table cells of a row that has times."""
     ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
+    target, met = target_cells(row.target, row.met)
+    if row.peer_target is not None and row.peer_ratio is not None:
+        peer = display_name(row.peer_target[0])
+        ratio += f" ({row.peer_ratio:.2f}x {peer})"
+        target += f" and <= {row.peer_target[1]:.2f}x {peer}"
     return [
         display_name(row.library, row.variant),
         f"{row.value:,.3f}",
         f"{row.median_value:,.3f}",
         row.unit,
         ratio,
-        *target_cells(row.target, row.met),
+        target,
+        met,
         row.check,
     ]
 

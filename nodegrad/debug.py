@@ -234,6 +234,10 @@ class CheckedSweep:
             return op, parents, argnums, args, value
         return _CheckedRules(op, i, self._nodes), parents, argnums, args, value
 
+    def __setitem__(self, i: int, node: tuple[Any, ...]) -> None:
+        # The sweep releasing a node's values: the node keeps its own op, not the wrapper.
+        self._nodes[i] = (self._nodes[i][0], *node[1:])
+
 
 class _CheckedRules:
     def __init__(self, op: Any, index: int, nodes: CheckedNodes) -> None:

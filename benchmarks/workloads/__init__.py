@@ -1,5 +1,6 @@
 """The benchmark workloads, one module each, and the helpers they share.
 
+``fixed_cost``   W0: the fixed cost of one grad call on tiny inputs (array, dict, record)
 ``chains``       W1 (per-op overhead) and W5 (deep graph): chains of cheap elementwise ops
 ``mlp``          W2: an MLP with softmax cross-entropy, float32 and float64
 ``large_chain``  W3: a 10-op chain on 10 million elements
@@ -24,6 +25,7 @@ from collections.abc import Callable, Sequence
 from . import gather, large_chain, mlp
 from .chains import w1_case, w5_case
 from .dict_params import w4_case
+from .fixed_cost import w0_cases
 from .gather import w6_cases
 from .higher_order import w8_cases
 from .large_chain import w3_case
@@ -32,6 +34,7 @@ from .mlp import w2_cases
 from .timing import Case, Sizes
 
 WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase]]] = {
+    "W0": w0_cases,
     "W1": w1_case,
     "W2": w2_cases,
     "W3": w3_case,

@@ -34,10 +34,10 @@ class Sizes:
     gather_batch: int = 4096
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
     rounds: dict[str, int] = field(
-        default_factory=lambda: {"W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3, "W6": 10, "W8": 10}
+        default_factory=lambda: {"W0": 10, "W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3, "W6": 10, "W8": 10}
     )
     runs_per_round: dict[str, int] = field(
-        default_factory=lambda: {"W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10, "W8": 20}
+        default_factory=lambda: {"W0": 20, "W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10, "W8": 20}
     )
     memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
     judge_targets: bool = True  # the targets are defined for these sizes only
@@ -56,8 +56,8 @@ QUICK = Sizes(
     dict_params=10,
     gather_rows=500,
     gather_batch=200,
-    rounds={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
-    runs_per_round={"W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
+    rounds={"W0": 1, "W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
+    runs_per_round={"W0": 1, "W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
     memory_children=1,
     judge_targets=False,
 )
@@ -78,6 +78,9 @@ class Case:
     builders: dict[str, Callable[[], Step]]
     tolerance: float  # for the check column, see max_relative_error
     jit: bool  # whether JAX compiles the step (the others have no such switch)
+    # A second target against a peer: (library, nodegrad's largest ratio to it), e.g. W0's
+    # "at most 0.5x PyTorch" beside "at most 2x hand-written numpy".
+    peer_target: tuple[str, float] | None = None
 
 
 @dataclass
@@ -96,6 +99,8 @@ class Row:
     ratio: float | None = None
     baseline: str = ""
     target: float | None = None
+    peer_target: tuple[str, float] | None = None  # see Case.peer_target
+    peer_ratio: float | None = None  # nodegrad's ratio to that peer
     met: bool | None = None
     check: str = ""
     error: str = ""
@@ -191,4 +196,9 @@ def run_case(case: Case, judge_targets: bool) -> list[Row]:
         if row.library == "nodegrad" and case.target is not None:
             row.target = case.target
             row.met = None if row.ratio is None or not judge_targets else row.ratio <= case.target
+            peer = rows.get(case.peer_target[0]) if case.peer_target else None
+            if case.peer_target and peer is not None and peer.best_s and row.best_s is not None:
+                row.peer_target, row.peer_ratio = case.peer_target, row.best_s / peer.best_s
+                if row.met is not None:
+                    row.met = row.met and row.peer_ratio <= case.peer_target[1]
     return list(rows.values())

@@ -29,6 +29,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.record import lean_node
 from nodegrad.engine.registry import INPUT, PARAM, Op
 from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
@@ -142,6 +143,9 @@ class Arena:
         # Set by the transform that made this arena once it has returned: its handles are
         # leaked tracers from then on.
         self._finished_by = ""
+        # Set by a transform that sweeps this arena once, without recording the sweep: its
+        # nodes keep only the values a rule reads (see nodegrad.engine.record.lean_node).
+        self._lean = False
 
     # -- recording ---------------------------------------------------------------------
     def param(self, value: Any, *, name: str = "") -> Any:
@@ -177,6 +181,8 @@ class Arena:
         >>> type(p["w"]).__name__, p["tag"], [n.op for n in a]
         ('Traced', 'layer', ['param', 'map_lookup'])
         """
+        if type(value) is np.ndarray and value.dtype.kind in "fc":
+            return self._array_param(value, name)  # the common case: no structure, nothing to convert
         if type(value) is Traced:
             self._check_enclosing(value, name)
             if value.dtype.kind not in "fc":
@@ -210,6 +216,17 @@ class Arena:
             raise too_deep("Arena.param", name) from None
         except NodegradError:
             self._truncate(index)  # the arena stays as it was
+            raise
+
+    def _array_param(self, value: np.ndarray, name: str) -> Traced:
+        """:meth:`param` of a float or complex array: its own leaf node, its own handle."""
+        index = len(self._nodes)
+        if name:
+            self._paths[index] = name  # before the push: a checking arena names the leaf
+        try:
+            return self._push(PARAM, (), (), (), value)
+        except NodegradError:
+            self._paths.pop(index, None)
             raise
 
     def _check_enclosing(self, leaf: Traced, path: str) -> None:
@@ -246,7 +263,10 @@ class Arena:
         self, op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: tuple[Any, ...], value: Any
     ) -> Traced:
         nodes = self._nodes
-        nodes.append((op, parents, argnums, args, value))
+        if self._lean and parents:
+            nodes.append(lean_node(op, parents, argnums, args, value))
+        else:
+            nodes.append((op, parents, argnums, args, value))
         return Traced(self, len(nodes) - 1, value)
 
     # -- differentiation ---------------------------------------------------------------
@@ -490,6 +510,9 @@ class Arena:
 
     def __exit__(self, *exc: object) -> None:
         stack = _state.stack
+        if stack and stack[-1] is self:
+            stack.pop()  # the common case: left in the order entered
+            return
         if not any(entered is self for entered in stack):
             msg = "leaving an arena that is not entered in this thread (left twice, or entered in another thread)"
             raise ArenaError(msg)

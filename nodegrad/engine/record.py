@@ -14,7 +14,9 @@ import functools
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
-from nodegrad.engine.registry import Op
+import numpy as np
+
+from nodegrad.engine.registry import ANS, Op
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
     ArenaError,
@@ -27,7 +29,18 @@ from nodegrad.errors import (
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["call_atomically", "composite", "guarded", "inner_arena", "record", "record1", "record2"]
+__all__ = [
+    "LEAN_BYTES",
+    "call_atomically",
+    "composite",
+    "guarded",
+    "inner_arena",
+    "lean_node",
+    "record",
+    "record1",
+    "record2",
+    "stand_in",
+]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,7 +105,10 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     # _push, inlined: this is the commonest path of all.
     arena = x.arena
     nodes = arena._nodes
-    nodes.append((op, (x.index,), _ARG0, args, out))
+    if arena._lean and type(out) is np.ndarray and out.nbytes >= LEAN_BYTES:
+        nodes.append(lean_node(op, (x.index,), _ARG0, args, out))
+    else:
+        nodes.append((op, (x.index,), _ARG0, args, out))
     return Traced(arena, len(nodes) - 1, out)
 
 
@@ -126,8 +142,55 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
         except Exception as exc:
             _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
     nodes = arena._nodes
-    nodes.append((op, parents, argnums, args, out))
+    if arena._lean and type(out) is np.ndarray and out.nbytes >= LEAN_BYTES:
+        nodes.append(lean_node(op, parents, argnums, args, out))
+    else:
+        nodes.append((op, parents, argnums, args, out))
     return Traced(arena, len(nodes) - 1, out)
+
+
+#: Arrays of at least this many bytes that no rule reads are not kept by a lean arena.
+#: (Smaller ones are not worth the stand-in; the tests set it to 0 to try every op.)
+LEAN_BYTES = 1 << 16
+
+
+def lean_node(op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: tuple[Any, ...], out: Any) -> Any:
+    """The node ``(op, parents, argnums, args, out)`` as a lean arena keeps it: a float
+    array that no rule of the node reads (:attr:`Op.reads`) is replaced by a stand-in of
+    its shape and dtype, so that it can be freed as soon as user code lets go of it.
+
+    The stand-in is a read-only, zero-stride array of NaN: shape and dtype (all that
+    cotangents are fitted to) are right, and a rule that read its values after all would
+    give NaN, not a plausible wrong number.
+    """
+    reads = op.reads
+    if reads is None:
+        return op, parents, argnums, args, out
+    read: set[int] = set()
+    for k in argnums:
+        read |= reads[k]
+    if ANS not in read:
+        out = stand_in(out)
+    kept = list(args)
+    for k in argnums:
+        if k not in read:
+            kept[k] = stand_in(kept[k])
+    return op, parents, argnums, tuple(kept), out
+
+
+_NAN: dict[np.dtype[Any], np.ndarray] = {}
+
+
+def stand_in(value: Any) -> Any:
+    """A read-only array of NaN shaped and typed like the float or complex array
+    ``value``, holding no memory of its own; any other value as it is."""
+    if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.nbytes < LEAN_BYTES:
+        return value
+    nan = _NAN.get(value.dtype)
+    if nan is None:
+        nan = _NAN[value.dtype] = np.full((), np.nan, value.dtype)
+        nan.flags.writeable = False
+    return np.ndarray(value.shape, value.dtype, nan, 0, (0,) * value.ndim)
 
 
 def record(op: Op, *args: Any) -> Any:
@@ -234,6 +297,14 @@ def composite(fn: F) -> F:
 def call_atomically(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``fn(*args, **kwargs)``, removing the nodes it appended to the arguments' arenas if
     it raises."""
+    if not kwargs and len(args) == 1 and type(args[0]) is Traced:  # the common case: one traced argument
+        arena = args[0].arena
+        size = len(arena._nodes)
+        try:
+            return fn(*args)
+        except BaseException:
+            arena._truncate(size)
+            raise
     arenas = _arenas_in((*args, *kwargs.values()))
     sizes = [len(a._nodes) for a in arenas]
     try:

@@ -14,7 +14,9 @@ traced values when the sweep records itself (higher-order derivatives).
 
 from __future__ import annotations
 
+import dis
 import functools
+import inspect
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,6 +28,7 @@ from nodegrad.engine.traced import Traced
 from nodegrad.errors import NoGradientError
 
 __all__ = [
+    "ANS",
     "INPUT",
     "PARAM",
     "REGISTRY",
@@ -34,6 +37,7 @@ __all__ = [
     "Rule",
     "defop",
     "missing_rule",
+    "rule_reads",
     "same_rule_for_all",
 ]
 
@@ -56,12 +60,57 @@ class Op:
     broadcasts: bool = False
     doc: str = ""
     first_order: bool = False
+    #: For each rule, what it may read of its node: :data:`ANS` and the argument positions
+    #: (``None``: anything). A value no rule of its node reads need not be kept for the
+    #: sweep (:func:`nodegrad.engine.record.lean_node`); its shape and dtype always are.
+    reads: tuple[frozenset[int], ...] | None = None
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
 
 
 REGISTRY: dict[str, Op] = {}
+
+#: In :attr:`Op.reads`, the position that stands for the rule's ``ans``.
+ANS = -1
+
+
+def rule_reads(rule: Rule | None) -> frozenset[int] | None:
+    """What ``rule(g, ans, *args)`` may read: :data:`ANS` and the positions of the
+    arguments whose names its code loads, or ``None`` (anything) when that cannot be seen
+    from its code (``*args``, a closure over a parameter, a wrapped or builtin callable).
+
+    Read from the bytecode, so it cannot go stale: a parameter the code never loads is
+    not read, whatever the rule calls. A parameter passed on to a helper counts as read,
+    even if the helper uses only its shape.
+    """
+    if rule is None:
+        return frozenset()
+    code = getattr(rule, "__code__", None)
+    if code is None or hasattr(rule, "__wrapped__") or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+        return None
+    params = code.co_varnames[: code.co_argcount]
+    if len(params) < 2 or any(p in code.co_cellvars for p in params):
+        return None
+    loaded: set[str] = set()
+    for instruction in dis.get_instructions(code):
+        if instruction.opname.startswith("LOAD_FAST"):
+            argval = instruction.argval
+            loaded.update(argval if isinstance(argval, tuple) else (argval,))
+    read = {k for k, p in enumerate(params[2:]) if p in loaded}
+    if params[1] in loaded:
+        read.add(ANS)
+    return frozenset(read)
+
+
+def _reads_of(rules: Sequence[Rule | None]) -> tuple[frozenset[int], ...] | None:
+    if isinstance(rules, _AllPositions):
+        return None
+    found = [rule_reads(rule) for rule in rules]
+    if any(r is None for r in found):
+        return None
+    return tuple(r for r in found if r is not None)
+
 
 # Leaves are nodes too; their pseudo-ops have no inputs and so no rules.
 PARAM = Op("param", lambda v: v, (), "leaf", doc="a differentiable leaf: a parameter")
@@ -85,9 +134,10 @@ def defop(
         rules: Sequence[Rule | None] = vjps[0]
     else:
         rules = tuple(vjps)
+    reads = _reads_of(rules)
     if first_order:
         rules = tuple(_first_order_only(name, rule) for rule in rules)
-    op = Op(name, forward, rules, family, broadcasts, doc, first_order)
+    op = Op(name, forward, rules, family, broadcasts, doc, first_order, reads)
     REGISTRY[name] = op
     return op
 

@@ -15,6 +15,7 @@ and cost nothing.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 import attrs
@@ -133,12 +134,13 @@ def _fits_in_place(total: Any, g: Any) -> bool:
     return type(total) is np.ndarray and type(g) is np.ndarray and total.shape == g.shape and total.dtype == g.dtype
 
 
-def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any = None) -> tuple[dict[int, Any], int]:
+def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: bool = False) -> tuple[dict[int, Any], int]:
     """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
 
     Returns the cotangent reaching each ``wrt`` index (absent: no path) and the number of
-    nodes visited. ``release(i)``, if given, is called once node ``i``'s rules have run:
-    nothing later in the sweep reads its forward value or arguments again.
+    nodes visited. With ``release``, each non-leaf node loses its forward value and
+    arguments as soon as its rules have run: nothing later in the sweep reads them again
+    (a rule reads its own node's value and arguments, and those are earlier nodes' values).
     """
     if not seeds or not wrt:
         return {}, 0
@@ -196,8 +198,8 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: Any 
                 else:
                     pending[p] = total = prev + gp
                     owned.add(id(total))
-        if release is not None:
-            release(i)
+        if release and parents:
+            nodes[i] = (op, parents, argnums, (), None)
     return grads, visited
 
 
@@ -261,7 +263,7 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     if seed is None and type(output) is Traced and output.arena is arena:
         value = output.value  # the common case: a scalar loss
         if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
-            return {output.index: np.ones(value.shape, value.dtype)}
+            return {output.index: _one_like(value)}
         if _dtype_of(value).kind == "c":
             msg = (
                 "the output is complex: pass seed= explicitly (a complex output has no gradient of its own; seed=1 "
@@ -299,6 +301,18 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     return seeds
 
 
+_ONES = {dtype: np.ones((), dtype) for dtype in map(np.dtype, (np.float16, np.float32, np.float64, np.longdouble))}
+
+
+def _one_like(value: Any) -> Any:
+    """A fresh array of ones shaped like the one-element float ``value`` (a copy of a kept
+    0-d one is a third of the cost of ``np.ones``)."""
+    one = _ONES.get(value.dtype)
+    if one is None or value.shape != ():
+        return np.ones(value.shape, value.dtype)
+    return one.copy()
+
+
 def _check_options(options: Any) -> GradOptions:
     if options is None:
         return GradOptions.TRAINING
@@ -306,6 +320,10 @@ def _check_options(options: Any) -> GradOptions:
         msg = f"options must be a GradOptions (GradOptions.STRICT or GradOptions.TRAINING), got {options!r}"
         raise ArgumentError(msg)
     return options
+
+
+def _all_traced(values: tuple[Any, ...]) -> bool:
+    return all(type(value) is Traced for value in values)
 
 
 def _check_seeds(arena: Any, seeds: dict[int, Any]) -> None:
@@ -356,13 +374,33 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     """
     if type(g) is Traced:
         return g  # traced by an enclosing transform: the enclosing sweep differentiates it
-    dtype = like.dtype if isinstance(like, np.ndarray) else _dtype_of(like)
-    if dtype.kind == "f" and np.iscomplexobj(g):
-        g = np.real(g)  # the backstop of fit_cotangent: a real leaf's cotangent is real
+    dtype = like.dtype if type(like) is np.ndarray else _dtype_of(like)
     if type(g) is not np.ndarray or g.base is not None or id(g) in taken or g.dtype != dtype:
+        if dtype.kind == "f" and np.iscomplexobj(g):
+            g = np.real(g)  # the backstop of fit_cotangent: a real leaf's cotangent is real
         g = np.array(g, dtype=dtype)
     taken.add(id(g))
     return g
+
+
+class _Missing(list[str]):
+    """The key paths of a requested input's parts that no gradient reached (STRICT)."""
+
+
+def _finished(arena: Any, wrt: Any, target: Traced, g: Any, options: GradOptions, finish: Any, taken: set[int]) -> Any:
+    """The gradient handed back for ``target`` (one leaf of ``wrt``), built from the
+    cotangent ``g`` that reached it: ``finish(g, like)`` per array, zeros (or, with
+    STRICT, a :class:`_Missing` of key paths) where nothing arrived."""
+    if g is not None and handler_for(target.value) is None:  # the common case: an array leaf
+        return _owned(g, target.value, taken) if finish is None else finish(g, target.value)
+    lacking: list[str] = []
+    if finish is None:
+        finish = functools.partial(_owned, taken=taken)
+    result = materialize(g, target.value, "", lacking, options.zero_missing_wrt, finish)
+    if lacking and not options.zero_missing_wrt:
+        path = _path_of(arena, target, wrt)
+        return _Missing(path + step for step in lacking)
+    return result
 
 
 class _RecordingNodes:
@@ -433,12 +471,15 @@ def gradients(
     such mode: there the values are handles of an enclosing arena, so the rules record into
     it on their own.) ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
     """
-    options = _check_options(options)
-    flat = type(wrt) is tuple and all(type(t) is Traced for t in wrt)  # grad's common case
+    options = GradOptions.TRAINING if options is None else _check_options(options)
+    if create_graph and arena._lean:
+        msg = "this arena keeps only the values its rules read, so its sweep cannot be recorded (create_graph)"
+        raise ArenaError(msg)
+    flat = type(wrt) is tuple and _all_traced(wrt)  # grad's common case
     targets = list(wrt) if flat else _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
-    checking = arena.check_finite
+    checking = type(arena._nodes) is not list  # arena.check_finite
     if checking:
         _check_seeds(arena, seeds)
     if create_graph:
@@ -449,41 +490,21 @@ def gradients(
         nodes = arena._nodes
     size = len(arena._nodes)
     try:
-        release = None if retain or create_graph else arena._release_node
+        release = not (retain or create_graph)
         found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets], release)
     except BaseException:
         arena._truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
         raise
 
-    arena._last_gradients = {t.index: found.get(t.index) for t in targets}
+    arena._last_gradients = found if len(found) == len(targets) else {t.index: found.get(t.index) for t in targets}
     taken = {id(s) for s in seeds.values()}
-    if finish is None and create_graph:
-
-        def finish(g: Any, like: Any) -> Any:
-            return g if type(g) is Traced else _owned(g, like, taken)
-
-    elif finish is None:
-
-        def finish(g: Any, like: Any) -> Any:
-            return _owned(g, like, taken)
-
-    missing: list[str] = []
-    results = {}
-    for target in targets:
-        g = found.get(target.index)
-        if g is not None and handler_for(target.value) is None:
-            results[id(target)] = finish(g, target.value)  # the common case: an array leaf
-            continue
-        lacking: list[str] = []
-        results[id(target)] = materialize(g, target.value, "", lacking, options.zero_missing_wrt, finish)
-        if lacking:
-            path = _path_of(arena, target, wrt)
-            missing.extend(path + step for step in lacking)
-    if missing and not options.zero_missing_wrt:
-        msg = "no gradient path to the output from: " + ", ".join(missing)
+    results = [_finished(arena, wrt, target, found.get(target.index), options, finish, taken) for target in targets]
+    if not options.zero_missing_wrt and any(type(r) is _Missing for r in results):
+        msg = "no gradient path to the output from: " + ", ".join(p for r in results if type(r) is _Missing for p in r)
         raise NoGradientError(msg)
     if type(wrt) is Traced:
-        return results[id(wrt)]
+        return results[0]
     if flat:
-        return tuple(results[id(leaf)] for leaf in wrt)
-    return map_unless_static(lambda leaf: results.get(id(leaf)), wrt)
+        return tuple(results)
+    by_id = {id(t): r for t, r in zip(targets, results, strict=True)}
+    return map_unless_static(lambda leaf: by_id.get(id(leaf)), wrt)

@@ -20,6 +20,11 @@ __all__ = ["forward_values", "no_extras", "read_keepdims"]
 
 def no_extras(name: str, **extras: Any) -> None:
     """Refuse, naming ``np.{name}``, the arguments of ``extras`` that were given."""
+    for value in extras.values():
+        if value is not None and value is not np._NoValue:
+            break
+    else:
+        return  # the common case: none given
     given = sorted(k for k, v in extras.items() if v is not None and v is not np._NoValue)
     if given:
         msg = f"np.{name}: the argument(s) {given} are not supported on traced values [called at {user_location()}]"

@@ -349,18 +349,23 @@ VALUE_FUNCTIONS = {
 }  # fmt: skip
 
 
+def _public_name(func: Any) -> str:
+    """``np.linalg.norm``: how messages name a numpy function."""
+    return f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
+
+
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
     if func in VALUE_FUNCTIONS:
         return func(*forward_values(args), **forward_values(kwargs))
     impl = FUNCTIONS.get(func) or _REFUSED.get(func)
-    name = f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
     if impl is None:
-        msg = f"{name} has no gradient rule for traced values [called at {user_location()}]"
+        msg = f"{_public_name(func)} has no gradient rule for traced values [called at {user_location()}]"
         raise NoGradientError(msg)
     try:
         return call_atomically(impl, args, kwargs)
     except DtypeError as exc:
+        name = _public_name(func)
         if name in str(exc):
             raise
         # An op the function is built from refused a dtype (a cast of complex values to

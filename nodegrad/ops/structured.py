@@ -25,7 +25,7 @@ from nodegrad.engine.structure import StructCotangent, format_key, handler_for, 
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import StructureError, user_location
 
-__all__ = ["map_lookup", "pack", "replace", "seq_index", "struct_field", "view"]
+__all__ = ["leaf_view", "map_lookup", "pack", "replace", "seq_index", "struct_field", "view"]
 
 _F = "structured"
 
@@ -202,6 +202,31 @@ def view(node: Traced) -> Any:
             children.append(child)
         else:
             children.append(view(_read_node(node, handler.kind, i, total, key, path)))
+    return handler.build(value, children)
+
+
+def leaf_view(arena: Any, value: Any, name: str) -> Any:
+    """``value`` with each differentiable leaf made a leaf node of ``arena`` of its own: a
+    structure's view without the node holding the whole structure and the read nodes
+    under it, for a transform that differentiates with respect to the leaves and rebuilds
+    the gradient itself (a third of the nodes for a dict of arrays). Static entries and
+    entries holding no floats stay the plain values, as in :func:`view`."""
+    handler = handler_for(unwrap(value)) if type(value) is not Traced else None
+    if handler is None:
+        return arena.param(value, name=name)
+    keys = handler.keys(value)
+    mask = handler.static_mask(value)
+    children = []
+    for i, key in enumerate(keys):
+        child = handler.get(value, key)
+        path = name + format_key(handler.kind, key)
+        if mask[i]:
+            children.append(child)
+        elif not has_differentiable_leaf(child):
+            _refuse_pandas(child, path)
+            children.append(child)
+        else:
+            children.append(leaf_view(arena, child, path))
     return handler.build(value, children)
 
 

@@ -134,8 +134,8 @@ def snapshot(traced: Any) -> Any:
 
 def like_argument(g: Any, original: Any) -> Any:
     """Give ``g`` the argument's own leaf types: Python float in, Python float out."""
-    if type(g) is Traced:
-        return g  # traced by an enclosing transform: it differentiates this in turn
+    if type(g) is Traced or type(original) is np.ndarray:
+        return g  # traced by an enclosing transform (it differentiates this in turn), or an array's
     handler = handler_for(original)
     if handler is None:
         if g is not None and isinstance(original, float | complex | np.inexact) and type(g) is not type(original):

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, overload
 
 import numpy as np
 
-from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
+from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking, too_deep
 from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.sweep import GradOptions, gradients
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, StructureError
+from nodegrad.ops.structured import leaf_view
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
@@ -162,38 +163,62 @@ def value_and_grad(
         raise ArgumentError(msg)
     name = name_of("grad", fun)
     call: Callable[..., Any] = fun  # called with some arguments replaced by traced ones
+    names = {k: f"args[{k}]" for k in range(max(nums) + 1)} if min(nums) >= 0 else {}
+
+    def run(arena: Arena, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        # One sweep, not recorded: the nodes need keep only what the rules read (and a
+        # checking arena keeps everything, to name the values it reports).
+        arena._lean = not check_finite
+        positions = resolve_argnums(nums, len(args), fun)
+        call_args = list(args)
+        for k in positions:
+            call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]")
+        wrt = (snapshot(call_args[positions[0]]),) if single else tuple(snapshot(call_args[k]) for k in positions)
+        if holomorphic:
+            check_holomorphic_inputs("grad", [args[k] for k in positions])
+        result, aux = split_output(call(*call_args, **kwargs), has_aux)
+        check_scalar(result, holomorphic)
+        # A holomorphic function's derivative is its VJP with the cotangent 1.
+        seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
+        if out is None:
+            grads = gradients(arena, result, wrt, seed, options, retain=False)
+            if single:
+                grad_value: Any = like_argument(grads[0], args[positions[0]])
+            else:
+                grad_value = tuple(like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
+        else:
+            write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options, seed)
+            grad_value = out
+        value = lower(result, arena)
+        if has_aux:
+            return (value, lower(aux, arena)), grad_value
+        return value, grad_value
 
     def value_and_grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
-        positions = resolve_argnums(nums, len(args), fun)
-        with nested_arena(True if check_finite else None) as arena, quiet_while_checking(bool(check_finite)):
+        with nested_arena(True if check_finite else None) as arena:
             try:
-                call_args = list(args)
-                for k in positions:
-                    call_args[k] = arena.param(args[k], name=f"args[{k}]")
-                wrt = tuple(snapshot(call_args[k]) for k in positions)
-                if holomorphic:
-                    check_holomorphic_inputs("grad", [args[k] for k in positions])
-                result, aux = split_output(call(*call_args, **kwargs), has_aux)
-                check_scalar(result, holomorphic)
-                # A holomorphic function's derivative is its VJP with the cotangent 1.
-                seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
-                if out is None:
-                    grads = gradients(arena, result, wrt, seed, options)
-                    shaped = tuple(like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
-                    grad_value: Any = shaped[0] if single else shaped
-                else:
-                    write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options, seed)
-                    grad_value = out
-                value = lower(result, arena)
-                if has_aux:
-                    return (value, lower(aux, arena)), grad_value
-                return value, grad_value
+                if check_finite:
+                    with quiet_while_checking(True):
+                        return run(arena, args, kwargs)
+                return run(arena, args, kwargs)
             finally:
                 arena._finish(name)
 
     options_ = {"has_aux": has_aux, "options": options, "out": out, "accumulate": accumulate}
     remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite, "holomorphic": holomorphic})
     return Transformed(value_and_grad_fun, fun, remake)
+
+
+def leaf_params(arena: Arena, value: Any, name: str) -> Any:
+    """The differentiated argument ``value`` as user code sees it: each differentiable leaf
+    a leaf node of ``arena`` of its own, in ``value``'s own structure (see
+    :func:`~nodegrad.ops.structured.leaf_view`)."""
+    if type(value) is np.ndarray:
+        return arena.param(value, name=name)  # the common case: one array
+    try:
+        return leaf_view(arena, value, name)
+    except RecursionError:
+        raise too_deep("grad", name) from None
 
 
 def write_gradients(
@@ -257,7 +282,7 @@ def grad(
     check_callable(fun, "grad")
     inner = value_and_grad(
         fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite, holomorphic=holomorphic
-    )
+    )._call  # the plain function: one call layer less per gradient
 
     def grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         if has_aux:
@@ -305,6 +330,7 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     check_callable(fun, "vjp")
     arguments: tuple[Any, ...] = args
     with nested_arena() as arena:
+        arena._lean = not arena.check_finite  # its sweeps are never recorded
         try:
             traced = [arena.param(a, name=f"args[{k}]") for k, a in enumerate(arguments)]
             wrt = tuple(snapshot(t) for t in traced)
