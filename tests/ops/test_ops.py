@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import copy
 import inspect
-from unittest import mock
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import hypothesis.strategies as st
 import numpy as np
