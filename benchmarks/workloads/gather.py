@@ -12,7 +12,7 @@ Two cases: the gradient w.r.t. w only (the columns stay plain arrays, so only th
 ``z @ w`` on is traced), and w.r.t. w and the columns, written as a user would,
 ``ng.grad(gather_loss, argnums=(0, 1))(w, cols, idx)``: the dict itself is differentiated
 and its gradient is a dict holding "x" and "y", so every library and the baseline compute
-the "y" gradient too (a 4,096-entry scatter, about 5 µs by hand). Target: nodegrad <= 1.0x
+the "y" gradient too (a 4,096-entry scatter, about 5 µs by hand). Target: nodegrad <= 1.10x
 numpy in both cases.
 
 The baseline is a hand-written numpy forward + backward
@@ -234,7 +234,7 @@ def w6_cases(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
     for wrt_cols, wrt in ((False, "w"), (True, "w and the columns dict")):
         steps = gather_steps(libraries, sizes.gather_rows, sizes.gather_features, sizes.gather_batch, wrt_cols)
         title = f"{what}, grad w.r.t. {wrt}"
-        cases.append(Case("W6", title, "numpy", "ms", 1, 1.0, *sizes.timing("W6"), steps, 1e-9, jit=True))
+        cases.append(Case("W6", title, "numpy", "ms", 1, 1.10, *sizes.timing("W6"), steps, 1e-9, jit=True))
     return cases
 
 
