@@ -205,15 +205,18 @@ def view(node: Traced) -> Any:
     return handler.build(value, children)
 
 
-def leaf_view(arena: Any, value: Any, name: str) -> Any:
-    """``value`` with each differentiable leaf made a leaf node of ``arena`` of its own: a
-    structure's view without the node holding the whole structure and the read nodes
-    under it, for a transform that differentiates with respect to the leaves and rebuilds
-    the gradient itself (a third of the nodes for a dict of arrays). Static entries and
-    entries holding no floats stay the plain values, as in :func:`view`."""
-    handler = handler_for(unwrap(value)) if type(value) is not Traced else None
+def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced]) -> Any:
+    """``value`` with each differentiable leaf made a leaf node of ``arena`` of its own,
+    appended to ``leaves`` in order: a structure's view without the node holding the
+    whole structure and the read nodes under it, for a transform that differentiates with
+    respect to the leaves and rebuilds the gradient itself (a third of the nodes for a
+    dict of arrays). Static entries and entries holding no floats stay the plain values,
+    as in :func:`view`."""
+    handler = handler_for(value) if type(value) is not Traced else None
     if handler is None:
-        return arena.param(value, name=name)
+        leaf = arena.param(value, name=name)
+        leaves.append(leaf)
+        return leaf
     keys = handler.keys(value)
     mask = handler.static_mask(value)
     children = []
@@ -226,7 +229,7 @@ def leaf_view(arena: Any, value: Any, name: str) -> Any:
             _refuse_pandas(child, path)
             children.append(child)
         else:
-            children.append(leaf_view(arena, child, path))
+            children.append(leaf_view(arena, child, path, leaves))
     return handler.build(value, children)
 
 

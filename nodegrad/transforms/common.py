@@ -11,7 +11,7 @@ become their values, which are plain arrays, or handles of the enclosing transfo
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
@@ -21,8 +21,10 @@ from nodegrad.engine.arena import Arena, too_deep
 from nodegrad.engine.structure import (
     differentiable_leaves,
     handler_for,
+    has_differentiable_leaf,
     is_differentiable_leaf,
     leaves,
+    map_unless_static,
     map_with_paths,
     zip_leaves,
 )
@@ -36,6 +38,7 @@ __all__ = [
     "check_flag",
     "check_holomorphic_inputs",
     "check_scalar",
+    "gradient_like",
     "like_argument",
     "lower",
     "name_of",
@@ -146,6 +149,26 @@ def like_argument(g: Any, original: Any) -> Any:
         return g
     children = [like_argument(g_handler.get(g, k), handler.get(original, k)) for k in handler.keys(original)]
     return g_handler.build(g, children)
+
+
+def gradient_like(original: Any, grads: Iterator[Any]) -> Any:
+    """The gradient of the argument ``original`` from the gradients of its differentiable
+    leaves, in the order :func:`~nodegrad.ops.structured.leaf_view` made them leaves: an
+    instance of its own container types, ``None`` at static fields and at entries holding
+    no floats, each leaf of its own type (Python float in, Python float out)."""
+    handler = handler_for(original) if type(original) is not Traced else None
+    if handler is None:
+        return like_argument(next(grads), original)
+    mask = handler.static_mask(original)
+    children = []
+    for static, child in zip(mask, handler.children(original), strict=True):
+        if static:
+            children.append(None)
+        elif has_differentiable_leaf(child):
+            children.append(gradient_like(child, grads))
+        else:
+            children.append(map_unless_static(lambda _: None, child))
+    return handler.build(original, children)
 
 
 def lower(value: Any, arena: Arena) -> Any:

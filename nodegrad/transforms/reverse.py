@@ -25,6 +25,7 @@ from nodegrad.transforms.common import (
     check_flag,
     check_holomorphic_inputs,
     check_scalar,
+    gradient_like,
     like_argument,
     lower,
     name_of,
@@ -171,9 +172,11 @@ def value_and_grad(
         arena._lean = not check_finite
         positions = resolve_argnums(nums, len(args), fun)
         call_args = list(args)
+        leaves: list[Traced] = []  # every differentiated leaf, in order
         for k in positions:
-            call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]")
-        wrt = (snapshot(call_args[positions[0]]),) if single else tuple(snapshot(call_args[k]) for k in positions)
+            call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]", leaves)
+        if out is not None:  # gradients written into buffers shaped like the arguments
+            wrt = (snapshot(call_args[positions[0]]),) if single else tuple(snapshot(call_args[k]) for k in positions)
         if holomorphic:
             check_holomorphic_inputs("grad", [args[k] for k in positions])
         result, aux = split_output(call(*call_args, **kwargs), has_aux)
@@ -181,11 +184,11 @@ def value_and_grad(
         # A holomorphic function's derivative is its VJP with the cotangent 1.
         seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
         if out is None:
-            grads = gradients(arena, result, wrt, seed, options, retain=False)
+            grads = iter(gradients(arena, result, tuple(leaves), seed, options, retain=False))
             if single:
-                grad_value: Any = like_argument(grads[0], args[positions[0]])
+                grad_value: Any = gradient_like(args[positions[0]], grads)
             else:
-                grad_value = tuple(like_argument(g, args[k]) for g, k in zip(grads, positions, strict=True))
+                grad_value = tuple(gradient_like(args[k], grads) for k in positions)
         else:
             write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options, seed)
             grad_value = out
@@ -209,14 +212,16 @@ def value_and_grad(
     return Transformed(value_and_grad_fun, fun, remake)
 
 
-def leaf_params(arena: Arena, value: Any, name: str) -> Any:
+def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced]) -> Any:
     """The differentiated argument ``value`` as user code sees it: each differentiable leaf
-    a leaf node of ``arena`` of its own, in ``value``'s own structure (see
-    :func:`~nodegrad.ops.structured.leaf_view`)."""
-    if type(value) is np.ndarray:
-        return arena.param(value, name=name)  # the common case: one array
+    a leaf node of ``arena`` of its own (appended to ``leaves``), in ``value``'s own
+    structure (see :func:`~nodegrad.ops.structured.leaf_view`)."""
+    if type(value) is np.ndarray:  # the common case: one array
+        leaf = arena.param(value, name=name)
+        leaves.append(leaf)
+        return leaf
     try:
-        return leaf_view(arena, value, name)
+        return leaf_view(arena, value, name, leaves)
     except RecursionError:
         raise too_deep("grad", name) from None
 
