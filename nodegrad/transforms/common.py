@@ -160,7 +160,7 @@ def gradient_like(original: Any, grads: Iterator[Any]) -> Any:
     if handler is None:
         return like_argument(next(grads), original)
     mask = handler.static_mask(original)
-    children = []
+    children: list[Any] = []
     for static, child in zip(mask, handler.children(original), strict=True):
         if static:
             children.append(None)
