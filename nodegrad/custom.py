@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -36,13 +37,38 @@ def _has_traced(value: Any) -> bool:
 class _Residuals:
     """Where a custom op's forward leaves its residuals for its backward, and where the
     backward keeps its last answer: the sweep asks once per input with the same cotangent,
-    and ``bwd`` should run once. (The answer is held until the next cotangent comes.)"""
+    and ``bwd`` should run once. The answer is dropped as soon as the sweep drops that
+    cotangent, so an arena kept for another sweep does not hold a gradient's worth of
+    arrays (a cotangent that cannot be weakly referenced keeps it until the next one)."""
 
     __slots__ = ("answer", "value")
 
     def __init__(self) -> None:
         self.value: Any = None
-        self.answer: tuple[Any, bool, Any] | None = None
+        self.answer: tuple[Callable[[], Any], bool, Any] | None = None
+
+    def keep(self, g: Any, recording: bool, cotangents: tuple[Any, ...]) -> None:
+        """Keep ``bwd``'s answer for the cotangent ``g`` while ``g`` lives."""
+        try:
+            ref: Callable[[], Any] = weakref.ref(g, self._forget)
+        except TypeError:  # a numpy scalar, say
+            ref = functools.partial(_same, g)
+        self.answer = (ref, recording, cotangents)
+
+    def kept(self, g: Any, recording: bool) -> tuple[Any, ...] | None:
+        """The answer kept for this very ``g``, or None."""
+        answer = self.answer
+        if answer is not None and answer[0]() is g and answer[1] is recording:
+            return answer[2]
+        return None
+
+    def _forget(self, dead: Any) -> None:
+        if self.answer is not None and self.answer[0] is dead:
+            self.answer = None
+
+
+def _same(value: Any) -> Any:
+    return value
 
 
 def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
@@ -132,8 +158,9 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
 
         def backward(g: Any, ans: Any, box: _Residuals, values: tuple[Any, ...]) -> tuple[Any, ...]:
             recording = any(type(v) is Traced for v in values)
-            if box.answer is not None and box.answer[0] is g and box.answer[1] is recording:
-                return box.answer[2]  # asked again for another input
+            kept = box.kept(g, recording)
+            if kept is not None:
+                return kept  # asked again for another input
             residuals = box.value
             if recording:
                 # The sweep is recording itself (higher order): run fwd again on the traced
@@ -146,7 +173,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 count = len(cotangents) if isinstance(cotangents, tuple) else type(cotangents).__name__
                 msg = f"custom_vjp {name}: bwd must return a tuple of {len(values)} cotangents, got {count}"
                 raise StructureError(msg)
-            box.answer = (g, recording, cotangents)
+            box.keep(g, recording, cotangents)
             return cotangents
 
         def rule(k: int, g: Any, ans: Any, box: _Residuals, *values: Any) -> Any:

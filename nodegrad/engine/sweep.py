@@ -134,21 +134,16 @@ def _fits_in_place(total: Any, g: Any) -> bool:
     return type(total) is np.ndarray and type(g) is np.ndarray and total.shape == g.shape and total.dtype == g.dtype
 
 
-def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: bool = False) -> tuple[dict[int, Any], int]:
-    """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
-
-    Returns the cotangent reaching each ``wrt`` index (absent: no path) and the number of
-    nodes visited. With ``release``, each non-leaf node loses its forward value and
-    arguments as soon as its rules have run: nothing later in the sweep reads them again
-    (a rule reads its own node's value and arguments, and those are earlier nodes' values).
-    """
-    if not seeds or not wrt:
-        return {}, 0
-    lo, out = min(wrt), max(seeds)
-    if out < lo:
-        return {}, 0
-    # 2 marks a requested node, 1 a node that depends on one; 0 nodes get no cotangent.
-    mark = bytearray(max(out, *wrt) + 1)  # a requested node may come after the output
+def _marks(nodes: list[Any], wrt: list[int], lo: int, out: int, wrt_is_every_leaf: bool) -> bytearray:
+    """2 for a requested node, 1 for a node that depends on one, 0 for the nodes that get
+    no cotangent (one forward pass over the indices in between)."""
+    top = max(out, *wrt) + 1  # a requested node may come after the output
+    if wrt_is_every_leaf:
+        mark = bytearray(b"\x01") * top
+        for w in wrt:
+            mark[w] = 2
+        return mark
+    mark = bytearray(top)
     for w in wrt:
         mark[w] = 2
     for i in range(lo + 1, out + 1):
@@ -157,9 +152,34 @@ def sweep(nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: bool
                 if mark[p]:
                     mark[i] = 1
                     break
+    return mark
+
+
+def sweep(
+    nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: bool = False, wrt_is_every_leaf: bool = False
+) -> tuple[dict[int, Any], int]:
+    """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
+
+    ``seeds`` is consumed: each seed is dropped as soon as its node is processed, as every
+    other cotangent is, so a large seed does not outlive its use.
+
+    Returns the cotangent reaching each ``wrt`` index (absent: no path) and the number of
+    nodes visited. With ``release``, each non-leaf node loses its forward value and
+    arguments as soon as its rules have run: nothing later in the sweep reads them again
+    (a rule reads its own node's value and arguments, and those are earlier nodes' values).
+    ``wrt_is_every_leaf`` says that the arena's leaves are exactly the ``wrt`` nodes, so
+    every node depends on one of them and the marking pass has nothing to find.
+    """
+    if not seeds or not wrt:
+        return {}, 0
+    lo, out = min(wrt), max(seeds)
+    if out < lo:
+        return {}, 0
+    mark = _marks(nodes, wrt, lo, out, wrt_is_every_leaf)
 
     grads: dict[int, Any] = {}
     pending = {i: g for i, g in seeds.items() if i >= lo and mark[i]}
+    seeds.clear()
     # Sums this sweep made and no rule has seen yet (ids): only pending refers to them, so
     # a further cotangent may be added in place. Whatever a rule returns may alias its
     # input or a forward value, so a first cotangent is never written to.
@@ -460,6 +480,7 @@ def gradients(
     finish: Any = None,
     create_graph: bool = False,
     retain: bool = True,
+    wrt_is_every_leaf: bool = False,
 ) -> Any:
     """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
 
@@ -470,6 +491,9 @@ def gradients(
     itself into the arena and the gradients are traced values. (Nested transforms need no
     such mode: there the values are handles of an enclosing arena, so the rules record into
     it on their own.) ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
+    ``wrt_is_every_leaf`` says that ``wrt``'s leaves are the arena's only leaf nodes (a
+    transform's arena, whose leaves are the arguments it made): the sweep then need not
+    look for the nodes that depend on them, for every node does.
     """
     options = GradOptions.TRAINING if options is None else _check_options(options)
     if create_graph and arena._lean:
@@ -489,15 +513,17 @@ def gradients(
     else:
         nodes = arena._nodes
     size = len(arena._nodes)
+    taken = {id(s) for s in seeds.values()}  # the seeds are the sweep's own: never handed back
     try:
         release = not (retain or create_graph)
-        found, arena.last_visited = sweep(nodes, seeds, [t.index for t in targets], release)
+        indices = [t.index for t in targets]
+        every_leaf = wrt_is_every_leaf and indices == list(range(len(indices)))
+        found, arena.last_visited = sweep(nodes, seeds, indices, release, every_leaf)
     except BaseException:
         arena._truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
         raise
 
     arena._last_gradients = found if len(found) == len(targets) else {t.index: found.get(t.index) for t in targets}
-    taken = {id(s) for s in seeds.values()}
     results = [_finished(arena, wrt, target, found.get(target.index), options, finish, taken) for target in targets]
     if not options.zero_missing_wrt and any(type(r) is _Missing for r in results):
         msg = "no gradient path to the output from: " + ", ".join(p for r in results if type(r) is _Missing for p in r)

@@ -184,7 +184,8 @@ def value_and_grad(
         # A holomorphic function's derivative is its VJP with the cotangent 1.
         seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
         if out is None:
-            grads = iter(gradients(arena, result, tuple(leaves), seed, options, retain=False))
+            # The leaves made above are the arena's only leaves: no op makes others.
+            grads = iter(gradients(arena, result, tuple(leaves), seed, options, retain=False, wrt_is_every_leaf=True))
             if single:
                 grad_value: Any = gradient_like(args[positions[0]], grads)
             else:
