@@ -63,7 +63,9 @@ def _vjps(fn: Callable[..., Any], args: tuple[Any, ...], g: np.ndarray) -> tuple
 def test_odeint_of_a_linear_system_matches_its_closed_form(problem: Any, data: st.DataObject) -> None:
     a, y0, t = problem
     solved = lambda a, y0, t: odeint(linear, y0, t, args=(a,), **TOL)
-    np.testing.assert_allclose(solved(a, y0, t), closed_form(a, y0, t), rtol=1e-8, atol=1e-9)
+    expected = closed_form(a, y0, t)
+    # The solver's error in a component near 0 is set by the solution's size, not its own.
+    np.testing.assert_allclose(solved(a, y0, t), expected, rtol=1e-8, atol=1e-9 * max(1.0, np.abs(expected).max()))
     g = data.draw(float_arrays((len(t), len(y0))))
     for got, expected in zip(_vjps(solved, (a, y0, t), g), _vjps(closed_form, (a, y0, t), g), strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-8)

@@ -40,7 +40,14 @@ def logpdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
 @guarded
 def pdf(x: Any, a: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """The beta density."""
-    return continuous(_BETA, "pdf", lambda z, a, b, s: np.exp(_standard_logpdf(z, a, b)) / s, x, (a, b), loc, scale)
+    return continuous(_BETA, "pdf", lambda z, a, b, s: _standard_pdf(z, a, b) / s, x, (a, b), loc, scale)
+
+
+def _standard_pdf(z: Any, a: Any, b: Any) -> Any:
+    # The density is infinite at 0 for a < 1 and at 1 for b < 1, whatever the other
+    # parameter: so says scipy too, where the log-density of an infinite parameter is NaN.
+    pole = ((z == 0) & (a < 1)) | ((z == 1) & (b < 1))
+    return np.where(pole, np.inf, np.exp(_standard_logpdf(z, a, b)))
 
 
 @guarded
