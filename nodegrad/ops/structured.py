@@ -18,6 +18,8 @@ import copy
 from collections.abc import Hashable
 from typing import Any
 
+import numpy as np
+
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
@@ -225,6 +227,10 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced]) -> Any:
         path = name + format_key(handler.kind, key)
         if mask[i]:
             children.append(child)
+        elif type(child) is np.ndarray and child.dtype.kind in "fc":  # the common case
+            leaf = arena.param(child, name=path)
+            leaves.append(leaf)
+            children.append(leaf)
         elif not has_differentiable_leaf(child):
             _refuse_pandas(child, path)
             children.append(child)

@@ -164,6 +164,8 @@ def gradient_like(original: Any, grads: Iterator[Any]) -> Any:
     for static, child in zip(mask, handler.children(original), strict=True):
         if static:
             children.append(None)
+        elif type(child) is np.ndarray and child.dtype.kind in "fc":  # the common case
+            children.append(next(grads))
         elif has_differentiable_leaf(child):
             children.append(gradient_like(child, grads))
         else:
