@@ -1317,3 +1317,14 @@ def test_transformed_module_level_functions_pickle_and_traced_values_refuse() ->
     # A handle never changes: copying one, or a structure holding one, copies no arena.
     assert copy.deepcopy(traced) is traced and copy.copy(traced) is traced
     assert copy.deepcopy({"w": traced})["w"] is traced and len(arena) == 1
+
+
+def test_debug_nans_sees_every_value_of_a_large_gradient_call() -> None:
+    # A transform's arena keeps only the values its rules read (NaN stand-ins for the rest),
+    # except when it checks values: under debug_nans every value is real and checked.
+    x = np.linspace(0.0, 1.0, 20_000)  # 160 KB: large enough for stand-ins
+    loss = lambda x: ng.sum(ng.tanh(ng.sin(x) * 1.01) + 0.5)
+    with ng.debug_nans():
+        g = ng.grad(loss)(x)
+    np.testing.assert_allclose(g, ng.grad(loss)(x))
+    np.testing.assert_allclose(g, (1.0 - np.tanh(np.sin(x) * 1.01) ** 2) * 1.01 * np.cos(x), rtol=1e-12)

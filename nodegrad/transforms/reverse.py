@@ -164,12 +164,12 @@ def value_and_grad(
         raise ArgumentError(msg)
     name = name_of("grad", fun)
     call: Callable[..., Any] = fun  # called with some arguments replaced by traced ones
-    names = {k: f"args[{k}]" for k in range(max(nums) + 1)} if min(nums) >= 0 else {}
+    names = {k: f"args[{k}]" for k in nums if k >= 0}  # the leaves' key paths, made once
 
     def run(arena: Arena, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # One sweep, not recorded: the nodes need keep only what the rules read (and a
-        # checking arena keeps everything, to name the values it reports).
-        arena._lean = not check_finite
+        # checking arena, here or under debug_nans, keeps everything: it checks them all).
+        arena._lean = not arena.check_finite
         positions = resolve_argnums(nums, len(args), fun)
         call_args = list(args)
         leaves: list[Traced] = []  # every differentiated leaf, in order
