@@ -1,9 +1,14 @@
 """The reverse sweep: depth, pruning, accumulation, seeds, aliasing and idempotence."""
 
+import functools
+import weakref
+from typing import Any
+
 import numpy as np
 import pytest
 
 import nodegrad as ng
+from nodegrad.engine.registry import ANS, rule_reads
 from nodegrad.errors import ArenaError, DtypeError, ShapeError
 
 
@@ -172,3 +177,61 @@ def test_wrt_from_another_arena_is_an_error():
     x = a.param(1.0)
     with pytest.raises(ArenaError, match="not a node of this arena"):
         b.backward(x * 2.0, wrt=x)
+
+
+# -- what a node keeps: Op.reads and lean arenas ----------------------------------------------------
+
+
+def test_rule_reads_comes_from_the_rules_code() -> None:
+    assert rule_reads(lambda g, ans, x: g * np.cos(x)) == {0}
+    assert rule_reads(lambda g, ans, x: g * (1.0 - ans * ans)) == {ANS}
+    assert rule_reads(lambda g, ans, x, y: g * y) == {1}
+    assert rule_reads(lambda g, ans, x, y: g) == frozenset()
+    assert rule_reads(None) == frozenset()
+
+
+def test_rule_reads_is_none_where_the_code_does_not_show() -> None:
+    def closing_over_a_parameter(g: Any, ans: Any, x: Any) -> Any:
+        return (lambda: g * x)()
+
+    def wrapped(g: Any, ans: Any, x: Any) -> Any:
+        return g
+
+    assert rule_reads(lambda g, ans, *args: g * args[0]) is None
+    assert rule_reads(closing_over_a_parameter) is None
+    assert rule_reads(functools.partial(lambda k, g, ans, x: g, 0)) is None
+    assert rule_reads(functools.wraps(wrapped)(lambda *a: a[0])) is None
+    assert rule_reads(np.multiply) is None
+
+
+def test_a_gradient_call_frees_values_no_rule_reads() -> None:
+    # sin's rule reads its input, not its output, and x * 1.01's rule reads 1.01: once the
+    # user's code lets go of sin's output, nothing holds it. tanh's rule reads its output.
+    freed: dict[str, bool] = {}
+
+    def loss(x: Any) -> Any:
+        s = ng.sin(x)
+        s_ref = weakref.ref(s.value)
+        t = ng.tanh(s * 1.01)
+        t_ref = weakref.ref(t.value)
+        y = t + 0.5
+        del s, t
+        freed["sin"], freed["tanh"] = s_ref() is None, t_ref() is None
+        return ng.sum(y)
+
+    x = np.linspace(-1.0, 1.0, 20_000)
+    g = ng.grad(loss)(x)
+    assert freed == {"sin": True, "tanh": False}
+    np.testing.assert_allclose(g, (1.0 - np.tanh(np.sin(x) * 1.01) ** 2) * 1.01 * np.cos(x), rtol=1e-12)
+
+
+def test_an_arena_made_by_hand_keeps_every_value() -> None:
+    a = ng.Arena()
+    x = a.param(np.linspace(-1.0, 1.0, 20_000))
+    s = ng.sin(x)
+    y = ng.sum(s * 1.01)
+    ref = weakref.ref(s.value)
+    del s
+    assert ref() is not None  # a[1].value is there to look at
+    np.testing.assert_array_equal(a[1].value, np.sin(np.linspace(-1.0, 1.0, 20_000)))
+    np.testing.assert_allclose(a.backward(y, wrt=x), 1.01 * np.cos(np.linspace(-1.0, 1.0, 20_000)))

@@ -86,8 +86,10 @@ def rule_reads(rule: Rule | None) -> frozenset[int] | None:
     """
     if rule is None:
         return frozenset()
-    code = getattr(rule, "__code__", None)
-    if code is None or hasattr(rule, "__wrapped__") or code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+    if not inspect.isfunction(rule) or hasattr(rule, "__wrapped__"):
+        return None  # a bound method, a partial, a builtin, a wrapper: its code does not show
+    code = rule.__code__
+    if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return None
     params = code.co_varnames[: code.co_argcount]
     if len(params) < 2 or any(p in code.co_cellvars for p in params):
