@@ -46,6 +46,34 @@ __all__ = [
 _LN2 = math.log(2.0)
 
 
+def _same_layout(g: Any, like: Any) -> bool:
+    """``g`` and ``like`` are plain arrays of one shape and dtype: an elementwise product of
+    them can be written into an array like ``like`` that the rule has just made."""
+    return type(g) is np.ndarray and type(like) is np.ndarray and g.shape == like.shape and g.dtype == like.dtype
+
+
+def _scaled(g: Any, factor: Any) -> Any:
+    """``g * factor`` for a ``factor`` the rule has just made, written into ``factor`` when
+    that gives the same array: the rule then holds one temporary instead of two, which is
+    what sets a large sweep's peak memory. (Traced values, in a recorded sweep, multiply
+    as they are.)"""
+    return np.multiply(g, factor, out=factor) if _same_layout(g, factor) else g * factor
+
+
+def _negated(a: Any) -> Any:
+    """``-a`` for an array the rule has just made, in place (``-(g * s)`` is ``-g * s``)."""
+    return np.negative(a, out=a) if type(a) is np.ndarray else -a
+
+
+def _tanh_rule(g: Any, ans: Any, x: Any) -> Any:
+    """``g - g * ans * ans`` (the same roundings), in one temporary for plain arrays."""
+    if not _same_layout(g, ans):
+        return g - g * ans * ans
+    t = g * ans
+    t *= ans
+    return np.subtract(g, t, out=t)
+
+
 EXP = unary("exp", np.exp, lambda g, ans, x: g * ans, "e ** x")
 
 
@@ -58,13 +86,13 @@ LOG2 = unary("log2", np.log2, lambda g, ans, x: g / (x * _LN2), "base-2 logarith
 SQRT = unary("sqrt", np.sqrt, lambda g, ans, x: g / (ans + ans), "square root")
 
 
-SIN = unary("sin", np.sin, lambda g, ans, x: g * np.cos(x), "sine")
+SIN = unary("sin", np.sin, lambda g, ans, x: _scaled(g, np.cos(x)), "sine")
 
 
-COS = unary("cos", np.cos, lambda g, ans, x: -g * np.sin(x), "cosine")
+COS = unary("cos", np.cos, lambda g, ans, x: _negated(_scaled(g, np.sin(x))), "cosine")
 
 
-TANH = unary("tanh", np.tanh, lambda g, ans, x: g - g * ans * ans, "hyperbolic tangent")
+TANH = unary("tanh", np.tanh, _tanh_rule, "hyperbolic tangent")
 
 
 _LN10 = math.log(10.0)
