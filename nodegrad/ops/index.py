@@ -63,8 +63,19 @@ def _scatter_rows(out: np.ndarray, index: np.ndarray, v: Any) -> None:
         np.add.at(flat_out[:, column], flat_index, flat_v[:, column])
 
 
+def _in_order_and_whole(shape: tuple[int, ...], index: Any, v: Any) -> bool:
+    """A basic ``index`` that picks every element of ``shape`` once, in order (integers
+    only on axes of length 1, slices without a negative step): ``x[index]`` is a reshape."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not builtins.all(isinstance(p, _BASIC) for p in parts) or np.size(v) != math.prod(shape):
+        return False
+    return builtins.all(p.step is None or p.step > 0 for p in parts if type(p) is slice)
+
+
 def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:
     """Zeros of ``shape`` with ``v`` added at ``index`` (``np.add.at`` semantics)."""
+    if _in_order_and_whole(shape, index, v):
+        return np.reshape(v, shape)  # pred[:, 0] of a column: nothing to scatter
     out = np.zeros(shape, dtype=np.result_type(v))
     if isinstance(index, np.ndarray) and index.dtype.kind in "iu" and shape:
         _scatter_rows(out, index, v)

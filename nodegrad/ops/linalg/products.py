@@ -62,6 +62,8 @@ def _matmul_rule_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
         # per-batch product that the unbroadcast would only sum away.
         k, m = np.shape(x)[-1], np.shape(g)[-1]
         return np.matmul(np.reshape(x, (-1, k)).T, np.reshape(g, (-1, m)))
+    if np.ndim(x) == 2 and np.ndim(g) == 2:
+        return np.dot(x.T, g)  # BLAS directly: a tenth less than np.matmul on a tall x
     return np.matmul(np.swapaxes(x, -1, -2), g)
 
 
