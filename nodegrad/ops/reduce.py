@@ -77,9 +77,24 @@ SUM = defop(
     family=_F,
     doc="sum over axes",
 )
+# numpy divides the sum by an np.intp count: in float64 and complex128 that is a division in
+# the array's own dtype, in float32 a float64 division rounded twice.
+_DIVIDED_IN_OWN_DTYPE = {np.dtype(np.float64), np.dtype(np.complex128)}
+
+
+def _mean(x: Any, axis: tuple[int, ...] | None, keepdims: bool) -> Any:
+    """``np.mean``: for float64 and complex128 arrays, its own sum and division without its
+    Python wrapper (the same numbers)."""
+    if type(x) is np.ndarray and x.dtype in _DIVIDED_IN_OWN_DTYPE:
+        count = _count(x, axis)
+        if count:
+            return _ADD_REDUCE(x, axis, None, None, keepdims) / count
+    return np.mean(x, axis=axis, keepdims=keepdims)
+
+
 MEAN = defop(
     "mean",
-    lambda x, axis, keepdims: np.mean(x, axis=axis, keepdims=keepdims),
+    _mean,
     lambda g, ans, x, axis, keepdims: _spread(g / _count(x, axis), ans, x, axis, keepdims),
     family=_F,
     doc="arithmetic mean over axes",
