@@ -282,6 +282,8 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
     seeds: dict[int, Any] = {}
     if seed is None and type(output) is Traced and output.arena is arena:
         value = output.value  # the common case: a scalar loss
+        if type(value) is np.float64:
+            return {output.index: _ONE64.copy()}
         if isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
             return {output.index: _one_like(value)}
         if _dtype_of(value).kind == "c":
@@ -322,6 +324,7 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
 
 
 _ONES = {dtype: np.ones((), dtype) for dtype in map(np.dtype, (np.float16, np.float32, np.float64, np.longdouble))}
+_ONE64 = _ONES[np.dtype(np.float64)]
 
 
 def _one_like(value: Any) -> Any:

@@ -156,6 +156,8 @@ def gradient_like(original: Any, grads: Iterator[Any]) -> Any:
     leaves, in the order :func:`~nodegrad.ops.structured.leaf_view` made them leaves: an
     instance of its own container types, ``None`` at static fields and at entries holding
     no floats, each leaf of its own type (Python float in, Python float out)."""
+    if type(original) is np.ndarray:
+        return next(grads)  # the common case: an array's gradient is an array like it
     handler = handler_for(original) if type(original) is not Traced else None
     if handler is None:
         return like_argument(next(grads), original)
@@ -196,6 +198,8 @@ def check_scalar(out: Any, holomorphic: bool = False) -> None:
     """``out`` is what ``grad`` can differentiate: a real scalar, or with ``holomorphic``
     a complex one (JAX's rule: a complex output has no gradient of its own)."""
     value = unwrap(out)
+    if type(value) is np.float64 and not holomorphic:
+        return  # the commonest case: a reduction's float64 scalar
     if not holomorphic and isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
         return  # the common case: a float scalar
     if (
