@@ -176,42 +176,11 @@ def steps_for(libraries: Sequence[str], p: Any, with_value: bool) -> dict[str, C
 
 def w0_cases(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
     rounds, runs = sizes.timing("W0")
-    cases = []
-    for kind, p in KINDS.items():
-        title = f"W0 fixed cost of grad, {kind} argument"
-        steps = steps_for(libraries, p, with_value=False)
-        cases.append(
-            Case(
-                "W0",
-                title,
-                "numpy",
-                "µs/call",
-                CALLS,
-                2.0,
-                rounds,
-                runs,
-                steps,
-                1e-12,
-                jit=True,
-                peer_target=("torch", 0.5),
-            )
-        )
-    steps = steps_for(libraries, ARRAY, with_value=True)
-    title = "W0 fixed cost of value_and_grad, array argument"
-    cases.append(
-        Case(
-            "W0",
-            title,
-            "numpy",
-            "µs/call",
-            CALLS,
-            2.0,
-            rounds,
-            runs,
-            steps,
-            1e-12,
-            jit=True,
-            peer_target=("torch", 0.5),
-        )
-    )
+
+    def case(title: str, p: Any, with_value: bool) -> Case:
+        steps = steps_for(libraries, p, with_value)
+        return Case("W0", title, "numpy", "µs/call", CALLS, 2.0, rounds, runs, steps, 1e-12, True, ("torch", 0.5))
+
+    cases = [case(f"W0 fixed cost of grad, {kind} argument", p, False) for kind, p in KINDS.items()]
+    cases.append(case("W0 fixed cost of value_and_grad, array argument", ARRAY, True))
     return cases
