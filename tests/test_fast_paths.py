@@ -97,12 +97,15 @@ WHOLE = [
     ((2, 3), (None, slice(None))),
     ((4,), slice(0, 4, 1)),
     ((1, 1, 3), (0, 0)),
+    ((2, 1, 3), (slice(None), Ellipsis, -1, slice(None))),
 ]
 PARTIAL = [
     ((4,), slice(None, None, -1)),
     ((4,), slice(1, None)),
     ((3, 2), (slice(None), 0)),
     ((4,), slice(None, None, 2)),
+    ((1,), slice(0, 0)),  # nothing picked; a 1-entry v broadcasts to nothing
+    ((2, 1, 3), (Ellipsis, 0, slice(None, 2))),
 ]
 
 
@@ -110,6 +113,8 @@ PARTIAL = [
 def test_a_whole_in_order_index_scatters_as_a_reshape(shape: tuple[int, ...], index: Any) -> None:
     x = np.arange(float(np.prod(shape))).reshape(shape)
     v = np.random.default_rng(0).standard_normal(np.shape(x[index]))
+    if x[index].size == 0:
+        v = np.asarray(1.5)  # broadcasts to an empty selection
     expected = np.zeros(shape)
     expected[index] = v
     np.testing.assert_array_equal(_scatter(shape, index, v), expected)

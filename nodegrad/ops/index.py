@@ -65,11 +65,27 @@ def _scatter_rows(out: np.ndarray, index: np.ndarray, v: Any) -> None:
 
 def _in_order_and_whole(shape: tuple[int, ...], index: Any, v: Any) -> bool:
     """A basic ``index`` that picks every element of ``shape`` once, in order (integers
-    only on axes of length 1, slices without a negative step): ``x[index]`` is a reshape."""
+    only on axes of length 1, slices without a negative step), with a ``v`` of that many
+    entries: ``x[index]`` is then a reshape of ``x``, and scattering ``v`` a reshape of ``v``."""
     parts = index if isinstance(index, tuple) else (index,)
-    if not builtins.all(isinstance(p, _BASIC) for p in parts) or np.size(v) != math.prod(shape):
+    if not builtins.all(isinstance(p, _BASIC) for p in parts) or sum(p is Ellipsis for p in parts) > 1:
         return False
-    return builtins.all(p.step is None or p.step > 0 for p in parts if type(p) is slice)
+    consumed = [p for p in parts if p is not None and p is not Ellipsis]
+    if len(consumed) > len(shape):
+        return False
+    at = parts.index(Ellipsis) if Ellipsis in parts else len(parts)
+    before = [p for p in parts[:at] if p is not None]
+    after = [p for p in parts[at + 1 :] if p is not None]
+    axes = before + [slice(None)] * (len(shape) - len(consumed)) + after
+    picked = 1
+    for part, n in zip(axes, shape, strict=True):
+        if type(part) is slice:
+            if part.step is not None and part.step < 0:
+                return False
+            picked *= len(range(*part.indices(n)))
+        # an integer picks one entry of its axis: the whole axis only if it has one
+    total = math.prod(shape)
+    return picked == total and np.size(v) == total
 
 
 def _scatter(shape: tuple[int, ...], index: Any, v: Any) -> Any:

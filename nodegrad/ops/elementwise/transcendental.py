@@ -65,8 +65,24 @@ def _negated(a: Any) -> Any:
     return np.negative(a, out=a) if type(a) is np.ndarray else -a
 
 
+def _sin_rule(g: Any, ans: Any, x: Any) -> Any:
+    """g cos(x)
+
+    Written into the array cos(x) has just made (see :func:`_scaled`)."""
+    return _scaled(g, np.cos(x))
+
+
+def _cos_rule(g: Any, ans: Any, x: Any) -> Any:
+    """-g sin(x)
+
+    Written into the array sin(x) has just made: ``-(g * s)`` is ``-g * s`` exactly."""
+    return _negated(_scaled(g, np.sin(x)))
+
+
 def _tanh_rule(g: Any, ans: Any, x: Any) -> Any:
-    """``g - g * ans * ans`` (the same roundings), in one temporary for plain arrays."""
+    """g - g ans ans
+
+    With the same roundings as that expression, in one temporary array for plain arrays."""
     if not _same_layout(g, ans):
         return g - g * ans * ans
     t = g * ans
@@ -86,10 +102,10 @@ LOG2 = unary("log2", np.log2, lambda g, ans, x: g / (x * _LN2), "base-2 logarith
 SQRT = unary("sqrt", np.sqrt, lambda g, ans, x: g / (ans + ans), "square root")
 
 
-SIN = unary("sin", np.sin, lambda g, ans, x: _scaled(g, np.cos(x)), "sine")
+SIN = unary("sin", np.sin, _sin_rule, "sine")
 
 
-COS = unary("cos", np.cos, lambda g, ans, x: _negated(_scaled(g, np.sin(x))), "cosine")
+COS = unary("cos", np.cos, _cos_rule, "cosine")
 
 
 TANH = unary("tanh", np.tanh, _tanh_rule, "hyperbolic tangent")
