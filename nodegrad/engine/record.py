@@ -105,7 +105,7 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     # _push, inlined: this is the commonest path of all.
     arena = x.arena
     nodes = arena._nodes
-    if arena._lean and type(out) is np.ndarray and out.nbytes >= LEAN_BYTES:
+    if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
         nodes.append(lean_node(op, (x.index,), _ARG0, args, out))
     else:
         nodes.append((op, (x.index,), _ARG0, args, out))
@@ -142,12 +142,14 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
         except Exception as exc:
             _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
     nodes = arena._nodes
-    if arena._lean and type(out) is np.ndarray and out.nbytes >= LEAN_BYTES:
+    if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
         nodes.append(lean_node(op, parents, argnums, args, out))
     else:
         nodes.append((op, parents, argnums, args, out))
     return Traced(arena, len(nodes) - 1, out)
 
+
+_NDARRAY = np.ndarray  # read on every recorded op: one global lookup, not two
 
 #: Arrays of at least this many bytes that no rule reads are not kept by a lean arena.
 #: (Smaller ones are not worth the stand-in; the tests set it to 0 to try every op.)

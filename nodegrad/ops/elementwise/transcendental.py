@@ -46,44 +46,49 @@ __all__ = [
 _LN2 = math.log(2.0)
 
 
-def _same_layout(g: Any, like: Any) -> bool:
-    """``g`` and ``like`` are plain arrays of one shape and dtype: an elementwise product of
-    them can be written into an array like ``like`` that the rule has just made."""
-    return type(g) is np.ndarray and type(like) is np.ndarray and g.shape == like.shape and g.dtype == like.dtype
+# Arrays of at least this many entries are worth writing into: for a large sweep, one
+# temporary fewer at the peak; for a small one, the checks would cost more than they save.
+_IN_PLACE_SIZE = 4096
 
 
-def _scaled(g: Any, factor: Any) -> Any:
-    """``g * factor`` for a ``factor`` the rule has just made, written into ``factor`` when
-    that gives the same array: the rule then holds one temporary instead of two, which is
-    what sets a large sweep's peak memory. (Traced values, in a recorded sweep, multiply
-    as they are.)"""
-    return np.multiply(g, factor, out=factor) if _same_layout(g, factor) else g * factor
-
-
-def _negated(a: Any) -> Any:
-    """``-a`` for an array the rule has just made, in place (``-(g * s)`` is ``-g * s``)."""
-    return np.negative(a, out=a) if type(a) is np.ndarray else -a
+def _writable_like(g: Any, made: Any) -> bool:
+    """``made`` is a large array the rule has just made and ``g`` a plain array of its shape
+    and dtype: ``g * made`` can be written into ``made``. (A traced ``g``, in a recorded
+    sweep, is never written into.)"""
+    return (
+        type(made) is np.ndarray
+        and made.size >= _IN_PLACE_SIZE
+        and type(g) is np.ndarray
+        and g.shape == made.shape
+        and g.dtype == made.dtype
+    )
 
 
 def _sin_rule(g: Any, ans: Any, x: Any) -> Any:
     """g cos(x)
 
-    Written into the array cos(x) has just made (see :func:`_scaled`)."""
-    return _scaled(g, np.cos(x))
+    Written into the array cos(x) has just made, when large: one temporary, not two."""
+    c = np.cos(x)
+    return np.multiply(g, c, out=c) if _writable_like(g, c) else g * c
 
 
 def _cos_rule(g: Any, ans: Any, x: Any) -> Any:
     """-g sin(x)
 
-    Written into the array sin(x) has just made: ``-(g * s)`` is ``-g * s`` exactly."""
-    return _negated(_scaled(g, np.sin(x)))
+    Written into the array sin(x) has just made, when large (``-(g * s)`` is ``-g * s``
+    exactly)."""
+    s = np.sin(x)
+    if _writable_like(g, s):
+        np.multiply(g, s, out=s)
+        return np.negative(s, out=s)
+    return -g * s
 
 
 def _tanh_rule(g: Any, ans: Any, x: Any) -> Any:
     """g - g ans ans
 
-    With the same roundings as that expression, in one temporary array for plain arrays."""
-    if not _same_layout(g, ans):
+    For large plain arrays in one temporary array, with the same roundings."""
+    if not _writable_like(g, ans):
         return g - g * ans * ans
     t = g * ans
     t *= ans
