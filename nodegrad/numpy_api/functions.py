@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.record import call_atomically
-from nodegrad.engine.traced import unwrap
+from nodegrad.engine.record import call_atomically, record1
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping, special
 from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
@@ -64,7 +64,7 @@ from nodegrad.numpy_api.fourier import TRANSFORMS
 from nodegrad.numpy_api.polynomials import POLYNOMIALS
 from nodegrad.numpy_api.sequences import SEQUENCES
 from nodegrad.numpy_api.statistics import STATISTICS
-from nodegrad.ops import linalg
+from nodegrad.ops import linalg, reduce
 
 __all__ = ["FUNCTIONS", "VALUE_FUNCTIONS", "dispatch_function"]
 
@@ -354,8 +354,15 @@ def _public_name(func: Any) -> str:
     return f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
 
 
+# np.sum(x) and np.mean(x) of one traced array, the commonest calls of all (a loss): one
+# node over every axis, recorded directly.
+_WHOLE_REDUCTIONS = {np.sum: reduce.SUM, np.mean: reduce.MEAN}
+
+
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
+    if not kwargs and len(args) == 1 and func in _WHOLE_REDUCTIONS and type(args[0]) is Traced:
+        return record1(_WHOLE_REDUCTIONS[func], args[0], None, False)
     if func in VALUE_FUNCTIONS:
         return func(*forward_values(args), **forward_values(kwargs))
     impl = FUNCTIONS.get(func) or _REFUSED.get(func)
