@@ -343,3 +343,14 @@ def test_solve_sylvester_solves_a_real_matrix_with_a_complex_one() -> None:
     x = sla.solve_sylvester(a, b, q)
     np.testing.assert_allclose(a @ x + x @ b, q, atol=1e-14)
     check_grads(sla.solve_sylvester, a, b, q)
+
+
+@pytest.mark.parametrize(("dtype", "tiny"), [(np.float64, 1.97e-311), (np.float32, 1e-44)])
+def test_matrix_function_gradients_along_a_subnormal_direction(dtype: Any, tiny: float) -> None:
+    # The direction is scaled to the matrix's norm before the block is formed: a subnormal
+    # one needs a scale past the dtype's range, which is kept finite (and as exact).
+    a = np.array([[0.5]], dtype)
+    (grad,) = ng.vjp(sla.expm, a)[1](np.array([[tiny]], dtype))
+    assert grad.dtype == dtype
+    expected = np.exp(0.5) * np.array([[tiny]], dtype)  # to the subnormals' few bits
+    np.testing.assert_allclose(grad, expected, rtol=1e-3, atol=2 * np.finfo(dtype).smallest_subnormal)

@@ -43,9 +43,10 @@ def frechet(f: Callable[[Any], Any], a: Any, e: Any) -> Any:
     e_norm = np.linalg.norm(e_value, 1, axis=(-2, -1), keepdims=True)
     safe = (e_norm > 0) & (a_norm > 0)
     dtype = np.real(e_value).dtype
-    # Computed in float64 and kept finite in e's precision: a subnormal float32 e would
-    # otherwise need a scale past float32's range (any finite scale is as exact).
-    ratio = np.where(safe, a_norm.astype(np.float64) / np.where(safe, e_norm, 1.0).astype(np.float64), 1.0)
+    # Kept finite in e's precision: a subnormal e would need a scale past the dtype's range
+    # (1 / 2e-311 overflows float64), and any finite scale is as exact.
+    with np.errstate(over="ignore"):
+        ratio = np.where(safe, a_norm.astype(np.float64) / np.where(safe, e_norm, 1.0).astype(np.float64), 1.0)
     finfo = np.finfo(dtype)
     scale = np.clip(ratio, finfo.tiny, finfo.max).astype(dtype)
     zeros = np.zeros(np.broadcast_shapes(np.shape(a_value), np.shape(e_value)), np.result_type(a_value, e_value))
