@@ -18,6 +18,7 @@ __all__ = [
     "is_traced",
     "refuse_nonfinite",
     "square",
+    "square_operand",
     "transposed",
     "triangle",
 ]
@@ -51,6 +52,17 @@ def square(name: str, x: Any, batched: bool = True) -> None:
         what = "a square matrix or a stack of them" if batched else "a square matrix"
         msg = f"{name}: needs {what}, got shape {shape} [called at {user_location()}]"
         raise ShapeError(msg)
+
+
+def square_operand(name: str, a: Any, check_finite: bool = True) -> Any:
+    """``a`` as an operand (:func:`as_operand`), refused unless it is a square matrix or a
+    stack of them, and with ``check_finite`` unless it is finite: the checks of every
+    function of one square matrix."""
+    a = as_operand(a)
+    square(name, a)
+    if check_finite:
+        refuse_nonfinite(name, a)
+    return a
 
 
 def transposed(x: Any) -> Any:

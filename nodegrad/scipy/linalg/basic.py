@@ -28,6 +28,7 @@ from nodegrad.scipy.linalg._common import (
     is_traced,
     refuse_nonfinite,
     square,
+    square_operand,
     triangle,
 )
 from nodegrad.scipy.linalg._common import transposed as _transposed
@@ -211,10 +212,7 @@ def inv(
            [-0.125 , -0.0625]])
     """
     kind = _kind("inv", assume_a, _INV_KINDS)
-    a = as_operand(a)
-    square("inv", a)
-    if check_finite:
-        refuse_nonfinite("inv", a)
+    a = square_operand("inv", a, check_finite)
     if kind == "general":
         return _inv(a)
     if kind in ("symmetric", "hermitian"):
@@ -258,11 +256,7 @@ def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
     array([[3., 0.],
            [0., 2.]])
     """
-    a = as_operand(a)
-    square("det", a)
-    if check_finite:
-        refuse_nonfinite("det", a)
-    return _det(a)
+    return _det(square_operand("det", a, check_finite))
 
 
 @guarded

@@ -23,7 +23,7 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops import cat
-from nodegrad.scipy.linalg._common import FAMILY, as_operand, is_traced, refuse_nonfinite, square, transposed
+from nodegrad.scipy.linalg._common import FAMILY, is_traced, square_operand, transposed
 from nodegrad.scipy.linalg.solvers import solve_sylvester
 
 __all__ = ["expm", "logm", "sqrtm"]
@@ -77,14 +77,6 @@ def _off_the_negative_axis(name: str, what: str, a: Any) -> None:
         raise ArgumentError(msg)
 
 
-def _checked(name: str, a: Any, check_finite: bool = True) -> Any:
-    a = as_operand(a)
-    square(name, a)
-    if check_finite:
-        refuse_nonfinite(name, a)
-    return a
-
-
 # -- expm -------------------------------------------------------------------------------------------
 
 
@@ -130,7 +122,7 @@ def expm(A: Any) -> Any:  # noqa: N803  (scipy's name)
     array([[1., 1.],
            [1., 1.]])
     """
-    return record(EXPM, _checked("expm", A))
+    return record(EXPM, square_operand("expm", A))
 
 
 # -- sqrtm -------------------------------------------------------------------------------------------
@@ -182,7 +174,7 @@ def sqrtm(A: Any) -> Any:  # noqa: N803  (scipy's name)
     array([[0.25      , 0.2       ],
            [0.2       , 0.16666667]])
     """
-    a = _checked("sqrtm", A)
+    a = square_operand("sqrtm", A)
     if is_traced(a):
         _off_the_negative_axis("sqrtm", "square root", a)
     return record(SQRTM, a)
@@ -249,7 +241,7 @@ def logm(A: Any) -> Any:  # noqa: N803  (scipy's name)
     array([[0.36787944, 0.58197671],
            [0.58197671, 1.        ]])
     """
-    a = _checked("logm", A)
+    a = square_operand("logm", A)
     if is_traced(a):
         _off_the_negative_axis("logm", "logarithm", a)
     return _logm(a)

@@ -30,6 +30,7 @@ from nodegrad.scipy.linalg._common import (
     is_traced,
     refuse_nonfinite,
     square,
+    square_operand,
     transposed,
     triangle,
 )
@@ -442,10 +443,7 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
     array([[ 0.0625, -0.125 ],
            [-0.125 ,  0.25  ]])
     """
-    a = as_operand(a)
-    square("cholesky", a)
-    if check_finite:
-        refuse_nonfinite("cholesky", a)
+    a = square_operand("cholesky", a, check_finite)
     # numpy reads the lower triangle; the upper triangle of a is the lower one of a^H.
     return _lower_cholesky(a) if lower else _lower_cholesky(adjoint(a), upper=True)
 
