@@ -40,20 +40,23 @@ def is_complex(x: Any) -> bool:
     return dtype.kind == "c" if dtype is not None else isinstance(x, complex)
 
 
-def _real_only(name: str, forward: Any) -> Any:
-    """``forward``, refusing complex operands as numpy's function of the same name does,
-    with an error that says so (numpy's own says only that no loop fits the types)."""
+def refusing_complex(name: str, forward: Any, why: str) -> Any:
+    """``forward``, refusing complex operands with an error naming ``name`` and saying
+    ``why`` (numpy's and scipy's own say only that no loop fits the types)."""
 
     def real_forward(*args: Any) -> Any:
-        if is_complex(args[0]) or (len(args) > 1 and is_complex(args[1])):
-            msg = (
-                f"{name}: complex values are not supported: {name} is defined for real numbers only, as numpy's "
-                f"is (take np.real, np.imag or np.abs first) [called at {user_location()}]"
-            )
+        if any(is_complex(a) for a in args):
+            msg = f"{name}: complex values are not supported: {why} [called at {user_location()}]"
             raise DtypeError(msg)
         return forward(*args)
 
     return real_forward
+
+
+def _real_only(name: str, forward: Any) -> Any:
+    """``forward``, refusing complex operands as numpy's function of the same name does."""
+    why = f"{name} is defined for real numbers only, as numpy's is (take np.real, np.imag or np.abs first)"
+    return refusing_complex(name, forward, why)
 
 
 def unary(name: str, forward: Any, rule: Any, doc: str, *, real_only: bool = False) -> Op:

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.registry import Op, defop
-from nodegrad.errors import DtypeError, NoGradientError, user_location
-from nodegrad.ops.elementwise.arithmetic import is_complex
+from nodegrad.errors import NoGradientError
+from nodegrad.ops.elementwise.arithmetic import refusing_complex
 
 __all__ = ["FAMILY", "binary", "float_like", "no_closed_form", "real_only", "ternary", "unary", "xdivy"]
 
@@ -19,19 +19,8 @@ FAMILY = "special"
 
 
 def real_only(name: str, forward: Any) -> Any:
-    """``forward``, refusing complex operands with an error that says so (scipy's own says
-    only that no loop fits the input types)."""
-
-    def real_forward(*args: Any) -> Any:
-        if any(is_complex(a) for a in args):
-            msg = (
-                f"{name}: complex values are not supported: scipy.special.{name} is defined for real numbers only "
-                f"[called at {user_location()}]"
-            )
-            raise DtypeError(msg)
-        return forward(*args)
-
-    return real_forward
+    """``forward``, refusing complex operands as scipy's function of the same name does."""
+    return refusing_complex(name, forward, f"scipy.special.{name} is defined for real numbers only")
 
 
 def unary(name: str, forward: Any, rule: Any, doc: str, *, complex_ok: bool = False) -> Op:
