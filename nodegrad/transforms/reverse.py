@@ -217,10 +217,6 @@ def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced]) -> An
     """The differentiated argument ``value`` as user code sees it: each differentiable leaf
     a leaf node of ``arena`` of its own (appended to ``leaves``), in ``value``'s own
     structure (see :func:`~nodegrad.ops.structured.leaf_view`)."""
-    if type(value) is np.ndarray:  # the common case: one array
-        leaf = arena.param(value, name=name)
-        leaves.append(leaf)
-        return leaf
     try:
         return leaf_view(arena, value, name, leaves)
     except RecursionError:
