@@ -2,10 +2,11 @@
 
 scipy's special functions are numpy ufuncs, so ``scipy.special.gammaln(x)`` of a traced
 ``x`` reaches :func:`~nodegrad.numpy_api.ufuncs.dispatch_ufunc` as ``np.exp(x)`` does:
-:data:`SCIPY_UFUNCS` maps each one that has an op in :mod:`nodegrad.ops.special` onto it
-(empty without scipy). ``np.i0`` is differentiable through the same ops, and without
-scipy says what to install. :func:`ufunc_name` names any ufunc as its user wrote it, for
-the error a ufunc without a rule raises.
+:func:`scipy_ufuncs` maps each one that has an op in :mod:`nodegrad.ops.special` onto it
+(empty until the user has imported scipy.special: none of its ufuncs can arrive before).
+``np.i0`` is differentiable through the same ops, and without scipy says what to install.
+:func:`ufunc_name` names any ufunc as its user wrote it, for the error a ufunc without a
+rule raises.
 """
 
 from __future__ import annotations
@@ -19,20 +20,18 @@ import numpy as np
 from nodegrad.errors import NoGradientError, user_location
 from nodegrad.ops import special
 
-__all__ = ["SCIPY_UFUNCS", "i0", "ufunc_name"]
+__all__ = ["i0", "scipy_ufuncs", "ufunc_name"]
 
 
-def _scipy_ufuncs() -> dict[np.ufunc, Callable[..., Any]]:
-    if not special.HAVE_SCIPY:
+def scipy_ufuncs() -> dict[np.ufunc, Callable[..., Any]]:
+    """scipy.special's ufuncs that have an op here, each mapped onto the op's function
+    (``scipy.special.psi`` is ``digamma``; ``polygamma`` is not a ufunc in scipy); empty
+    while scipy.special is not imported, which nodegrad never does on its own account."""
+    scipy_special = sys.modules.get("scipy.special")
+    if scipy_special is None:
         return {}
-    scipy_special = sys.modules["scipy.special"]  # imported by nodegrad.ops.special
     found = {name: getattr(scipy_special, name, None) for name in special.__all__}
     return {ufunc: getattr(special, name) for name, ufunc in found.items() if isinstance(ufunc, np.ufunc)}
-
-
-#: scipy.special's ufuncs that have an op here, each mapped onto the op's function
-#: (``scipy.special.psi`` is ``digamma``; ``polygamma`` is not a ufunc in scipy).
-SCIPY_UFUNCS = _scipy_ufuncs()
 
 
 def ufunc_name(ufunc: np.ufunc) -> str:

@@ -19,7 +19,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import forward_values, no_extras
 from nodegrad.numpy_api.elementwise import divmod_, frexp, modf, sign
-from nodegrad.numpy_api.special import SCIPY_UFUNCS, ufunc_name
+from nodegrad.numpy_api.special import scipy_ufuncs, ufunc_name
 from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["UFUNCS", "VALUE_UFUNCS", "dispatch_ufunc"]
@@ -199,7 +199,6 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
 # Added in numpy 2.0 (vecdot) and 2.2 (matvec, vecmat): mapped where this numpy has them.
 _NEWER_UFUNCS = {"vecdot": _vecdot, "matvec": _matvec, "vecmat": _vecmat}
 UFUNCS.update({u: impl for name, impl in _NEWER_UFUNCS.items() if isinstance(u := getattr(np, name, None), np.ufunc)})
-UFUNCS.update(SCIPY_UFUNCS)  # scipy.special's ufuncs with an op (when scipy is installed)
 
 # Ufuncs whose entry takes numpy's keyword arguments itself (and refuses those it cannot honour).
 _KEYWORD_UFUNCS = {u for u in (getattr(np, "vecdot", None),) if isinstance(u, np.ufunc)}
@@ -215,6 +214,13 @@ VALUE_UFUNCS = {
 }  # fmt: skip
 
 
+def _scipy_ufunc(ufunc: np.ufunc) -> Callable[..., Any] | None:
+    """The op of one of scipy.special's ufuncs, mapped into :data:`UFUNCS` when the first
+    ufunc unknown to it arrives (scipy is imported by then: its ufunc was called)."""
+    UFUNCS.update(scipy_ufuncs())
+    return UFUNCS.get(ufunc)
+
+
 def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run ``ufunc`` on inputs of which at least one is traced."""
     if method == "__call__" and ufunc in VALUE_UFUNCS:
@@ -224,7 +230,7 @@ def dispatch_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs
             msg = f"np.{ufunc.__name__}: {exc} [called at {user_location()}]"
             raise DtypeError(msg) from exc
     if method == "__call__" and not kwargs:
-        op = UFUNCS.get(ufunc)
+        op = UFUNCS.get(ufunc) or _scipy_ufunc(ufunc)
         if op is not None:
             return op(*inputs)
     if method == "__call__" and ufunc in _KEYWORD_UFUNCS:

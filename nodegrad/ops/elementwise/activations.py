@@ -4,6 +4,8 @@ exact, differentiable to any order).
 
 from __future__ import annotations
 
+import functools
+import importlib
 import math
 from typing import Any
 
@@ -37,17 +39,22 @@ def _silu_rule(g: Any, ans: Any, x: Any) -> Any:
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-try:  # scipy's erf is a compiled ufunc; without it, math.erf is called once per element
-    from scipy.special import erf as _erf_ufunc  # type: ignore[import-untyped, import-not-found, unused-ignore]
-except ImportError:  # pragma: no cover - exercised in a subprocess test
-    _erf_ufunc = np.frompyfunc(math.erf, 1, 1)
+@functools.cache
+def _erf_ufunc() -> Any:
+    """scipy's erf, a compiled ufunc; without scipy, math.erf called once per element.
+    Looked up on the first exact gelu, not at import: scipy.special takes a quarter of a
+    second to import."""
+    try:
+        return importlib.import_module("scipy.special").erf
+    except ImportError:  # pragma: no cover - exercised in a subprocess test
+        return np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf(x: Any) -> Any:
     """Elementwise erf in x's own float dtype (numpy has no erf ufunc; scipy's is used
     when scipy is installed)."""
     x = np.asarray(x)
-    return np.asarray(_erf_ufunc(x), dtype=x.dtype)
+    return np.asarray(_erf_ufunc()(x), dtype=x.dtype)
 
 
 # The gelu op's third mode, never reached from the public function: the standard normal

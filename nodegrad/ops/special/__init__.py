@@ -21,13 +21,11 @@ traced values through numpy's ufunc protocol (``scipy.special.gammaln(x)``), and
 
 from __future__ import annotations
 
-try:
-    import scipy.special as _scipy_special
-except ImportError:  # pragma: no cover - exercised in a subprocess test
-    _scipy_special = None
+import importlib.util
 
-#: Whether scipy is installed, and so whether this family's ops are registered.
-HAVE_SCIPY = _scipy_special is not None
+#: Whether scipy is installed, and so whether this family's ops are registered. (Found,
+#: not imported: scipy.special loads on the first call of one of these ops.)
+HAVE_SCIPY = importlib.util.find_spec("scipy") is not None
 
 __all__ = [
     "HAVE_SCIPY",

@@ -5,6 +5,8 @@ complex values where scipy's function is real, and the ``x == 0`` convention of
 
 from __future__ import annotations
 
+import importlib
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -13,9 +15,35 @@ from nodegrad.engine.registry import Op, defop
 from nodegrad.errors import NoGradientError
 from nodegrad.ops.elementwise.arithmetic import refusing_complex
 
-__all__ = ["FAMILY", "binary", "float_like", "no_closed_form", "real_only", "ternary", "unary", "xdivy"]
+__all__ = ["FAMILY", "binary", "float_like", "no_closed_form", "real_only", "sc", "ternary", "unary", "xdivy"]
 
 FAMILY = "special"
+
+
+@cache
+def _scipy_special() -> Any:
+    return importlib.import_module("scipy.special")
+
+
+class _LazyScipySpecial:
+    """``scipy.special``, imported on the first call of one of its functions.
+
+    Importing scipy.special takes a quarter of a second, five times nodegrad's own import:
+    a program that never calls a special function should not pay for it. ``sc.gammaln`` is
+    a function that looks the ufunc up when called, so the ops can be registered (and
+    listed, and documented) before scipy is loaded.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(_scipy_special(), name)(*args, **kwargs)
+
+        call.__name__ = call.__qualname__ = name
+        return call
+
+
+#: scipy.special, loaded on first use (its functions, called as ``sc.erf(x)``).
+sc: Any = _LazyScipySpecial()
 
 
 def real_only(name: str, forward: Any) -> Any:

@@ -15,10 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
 from nodegrad.engine.record import record1
-from nodegrad.ops.special.base import unary
+from nodegrad.ops.special.base import sc, unary
 
 __all__ = ["i0", "i0e", "i1", "i1e"]
 

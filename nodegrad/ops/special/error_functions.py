@@ -17,10 +17,9 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
 from nodegrad.engine.record import record1
-from nodegrad.ops.special.base import unary
+from nodegrad.ops.special.base import sc, unary
 
 __all__ = ["erf", "erfc", "erfcinv", "erfcx", "erfinv", "log_ndtr", "ndtr", "ndtri"]
 

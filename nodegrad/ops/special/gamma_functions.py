@@ -15,13 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
 from nodegrad.engine.record import guarded, record1, record2
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
-from nodegrad.ops.special.base import FAMILY, binary, float_like, real_only, unary
+from nodegrad.ops.special.base import FAMILY, binary, float_like, real_only, sc, unary
 
 __all__ = ["betaln", "digamma", "gamma", "gammaln", "polygamma"]
 

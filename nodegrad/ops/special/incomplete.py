@@ -17,10 +17,9 @@ import math
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
 from nodegrad.engine.record import record, record1, record2
-from nodegrad.ops.special.base import binary, no_closed_form, ternary
+from nodegrad.ops.special.base import binary, no_closed_form, sc, ternary
 from nodegrad.ops.special.gamma_functions import BETALN, GAMMALN
 from nodegrad.ops.special.information import XLOG1PY, XLOGY
 

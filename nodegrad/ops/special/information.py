@@ -23,10 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
 from nodegrad.engine.record import record1, record2
-from nodegrad.ops.special.base import binary, float_like, unary, xdivy
+from nodegrad.ops.special.base import binary, float_like, sc, unary, xdivy
 
 __all__ = ["entr", "kl_div", "rel_entr", "xlog1py", "xlogy"]
 

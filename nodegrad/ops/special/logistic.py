@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import scipy.special as sc
-
 from nodegrad.engine.record import record1
-from nodegrad.ops.special.base import unary
+from nodegrad.ops.special.base import sc, unary
 
 __all__ = ["expit", "log_expit", "logit"]
 

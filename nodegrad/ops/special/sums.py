@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.special as sc
 
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
@@ -28,7 +27,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.elementwise import exp, imag, real
 from nodegrad.ops.shape import squeeze
-from nodegrad.ops.special.base import FAMILY
+from nodegrad.ops.special.base import FAMILY, sc
 
 __all__ = ["logsumexp"]
 
