@@ -12,7 +12,8 @@ extensions = [
 ]
 # docs/notebooks links to the repository's notebooks/: jupytext percent scripts, read as notebooks.
 nb_custom_formats = {".py": ["jupytext.reads", {"fmt": "py:percent"}]}
-exclude_patterns = ["_build", "README.md", "conf.py", "generate.py", "jupyter_execute"]
+# notebooks/*.ipynb are what the README's notebooks command writes beside the scripts: not pages.
+exclude_patterns = ["_build", "README.md", "conf.py", "generate.py", "jupyter_execute", "notebooks/*.ipynb"]
 nb_execution_mode = "force"  # every build runs them, so a page always shows current outputs
 nb_execution_timeout = 120
 nb_execution_raise_on_error = True
