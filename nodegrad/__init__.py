@@ -13,7 +13,7 @@ from nodegrad import numpy_api as numpy_api  # np.exp(x) and np.sum(x) of traced
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
 from nodegrad.engine.arena import Arena, Node
-from nodegrad.engine.structure import STATIC, dataclass_field, field, register_container
+from nodegrad.engine.structure import STATIC, dataclass_field, field, is_differentiable_leaf, register_container
 from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
@@ -51,6 +51,7 @@ __all__ = [
     "grad",
     "hessian",
     "hvp",
+    "is_differentiable_leaf",
     "jacfwd",
     "jacobian",
     "jacrev",

@@ -122,8 +122,35 @@ def dataclass_field(*, static: bool = False, **kwargs: Any) -> Any:
 
 
 def is_differentiable_leaf(value: Any) -> bool:
-    """True for float and complex arrays, numpy scalars and Python numbers of those kinds,
-    and for values an enclosing transform traced (nested transforms) that stand for one."""
+    """Whether a leaf of a structure gets a gradient: a float or complex array, numpy scalar
+    or Python number, or a traced value standing for one.
+
+    Every other leaf is static: ints, bools, strings, ``None``, integer and boolean arrays
+    pass through a transform unchanged and get ``None`` as their gradient. Use it to pick
+    the leaves a loss should touch when walking a structure with
+    :func:`nodegrad.tree.tree_leaves_with_path`.
+
+    Parameters
+    ----------
+    value : object
+        One leaf (not a record, dict, list or tuple).
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.is_differentiable_leaf(np.ones(3)), ng.is_differentiable_leaf(1.5), ng.is_differentiable_leaf(2j)
+    (True, True, True)
+    >>> ng.is_differentiable_leaf(np.arange(3)), ng.is_differentiable_leaf(3), ng.is_differentiable_leaf("w")
+    (False, False, False)
+    >>> tree = {"w": np.ones(2), "steps": 10, "name": "head"}
+    >>> [path for path, leaf in ng.tree.tree_leaves_with_path(tree) if ng.is_differentiable_leaf(leaf)]
+    ["['w']"]
+    """
     if isinstance(value, np.ndarray | np.inexact) or type(value) is Traced:
         return value.dtype.kind in "fc"
     return isinstance(value, float | complex)
