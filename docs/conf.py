@@ -18,7 +18,7 @@ nb_execution_mode = "force"  # every build runs them, so a page always shows cur
 nb_execution_timeout = 120
 nb_execution_raise_on_error = True
 nb_merge_streams = True
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["attrs_block", "colon_fence"]  # attrs_block: {.class} on a table
 myst_heading_anchors = 3
 
 napoleon_google_docstring = False

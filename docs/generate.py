@@ -1,23 +1,28 @@
 """Write the generated documentation pages from the code, so they cannot drift.
 
-``python docs/generate.py`` rewrites ``docs/ops.md`` (from the op registry) and
-``docs/api.md`` (from the public names' docstrings); the test suite fails when the
-committed pages differ from what this produces.
+``python docs/generate.py`` rewrites ``docs/ops.md`` (from the op registry) and the API
+reference ``docs/api/`` (from the public names' docstrings: an index of every name, one
+page per module); the test suite fails when the committed pages differ from what this
+produces. It needs nodegrad and its optional dependencies, not Sphinx.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib
+import importlib.util
 import inspect
+import itertools
+import re
 import sys
 from pathlib import Path
-from typing import Any
-
-from sphinx.pycode import ModuleAnalyzer
+from typing import Any, NamedTuple
 
 import nodegrad
+import nodegrad.data
 import nodegrad.numpy
+import nodegrad.numpy.construct
 import nodegrad.scipy  # registers the scipy.linalg ops
 import nodegrad.scipy.stats
 import nodegrad.testing
@@ -255,94 +260,345 @@ def _lambda_body(rule: Any) -> str | None:
     return ast.unparse(innermost.body)
 
 
-def api_page() -> str:
-    lines = ["# API reference", "", "Generated from the docstrings by `docs/generate.py`.", ""]
-    sections = {
-        "Transforms": [
-            "grad",
-            "value_and_grad",
-            "vjp",
-            "jvp",
-            "linearize",
-            "elementwise_grad",
-            "jacobian",
-            "jacrev",
-            "jacfwd",
-            "hessian",
-            "hvp",
-            "GradOptions",
-        ],
-        "Arena": ["Arena", "Node", "Traced"],
-        "Structured values": ["field", "dataclass_field", "register_container", "replace", "STATIC"],
-        "Custom gradients": ["custom_vjp", "checkpoint", "stop_gradient"],
-        "Debugging": ["debug_nans"],
-    }
-    listed = {name for names in sections.values() for name in names}
-    sections["Ops"] = sorted((n for n in nodegrad.ops.__all__ if n not in listed), key=str.lower)
-    listed |= set(sections["Ops"])
-    others = [n for n in nodegrad.__all__ if n not in listed and not inspect.ismodule(getattr(nodegrad, n))]
+# The API reference: one page per public module (the top level in two, the transforms and
+# the ops), each opening with a table of its names and their one-line summaries, and an
+# index page holding every page's table.
+
+
+class Section(NamedTuple):
+    """Part of an API page: a module's docstring (when ``module`` is given), then a table
+    of ``names`` (qualified) and the documentation of each."""
+
+    title: str | None
+    module: str | None
+    names: tuple[str, ...]
+
+
+class ApiPage(NamedTuple):
+    slug: str  # the page is docs/api/<slug>.md
+    title: str
+    about: str  # one line, for the index
+    sections: tuple[Section, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [name for section in self.sections for name in section.names]
+
+
+def _module_names(module: str) -> tuple[str, ...]:
+    return tuple(f"{module}.{name}" for name in importlib.import_module(module).__all__)
+
+
+def _module_section(module: str, heading: bool = True) -> Section:
+    """A module's docstring and names; under its name as a heading when a page shows several."""
+    return Section(f"`{module}`" if heading else None, module, _module_names(module))
+
+
+_TOP_LEVEL = {
+    "Transforms": [
+        "grad",
+        "value_and_grad",
+        "vjp",
+        "jvp",
+        "linearize",
+        "elementwise_grad",
+        "jacobian",
+        "jacrev",
+        "jacfwd",
+        "hessian",
+        "hvp",
+        "GradOptions",
+    ],
+    "Custom gradients": ["custom_vjp", "checkpoint", "stop_gradient"],
+    "The arena": ["Arena", "Node", "Traced"],
+    "Structured values": [
+        "field",
+        "dataclass_field",
+        "STATIC",
+        "register_container",
+        "replace",
+        "is_differentiable_leaf",
+        "pack",
+        "view",
+        "struct_field",
+        "map_lookup",
+        "seq_index",
+    ],
+    "Debugging": ["debug_nans"],
+}
+
+# The op families (the package under nodegrad.ops defining each op), in reading order.
+_OP_FAMILIES = {
+    "elementwise": "Elementwise arithmetic and math",
+    "shape": "Shapes",
+    "index": "Indexing",
+    "reduce": "Reductions",
+    "linalg": "Linear algebra",
+    "nn": "Neural-network layers",
+    "pipeline": "Data-pipeline ops: segments, scans, sorting",
+}
+
+
+def _top_level_sections() -> tuple[Section, ...]:
+    listed = {name for names in _TOP_LEVEL.values() for name in names}
+    sections = [Section(None, "nodegrad", ())]
+    sections += [Section(title, None, tuple(f"nodegrad.{n}" for n in names)) for title, names in _TOP_LEVEL.items()]
+    ops = set(nodegrad.ops.__all__)
+    others = [n for n in nodegrad.__all__ if n not in listed | ops and not inspect.ismodule(getattr(nodegrad, n))]
     if others:  # a new public name is documented before it is given a section
-        sections["Other names"] = others
-    for title, names in sections.items():
-        directives = []
-        for name in names:
-            obj = getattr(nodegrad, name)
-            if inspect.isclass(obj):
-                directives += [f".. autoclass:: nodegrad.{name}", "   :members:", ""]
-            elif callable(obj):
-                directives += [f".. autofunction:: nodegrad.{name}", ""]
-            else:  # a constant: its ``#:`` comment where it is defined
-                doc = [f"   {line}".rstrip() for line in _data_doc(name)]
-                directives += [f".. py:data:: nodegrad.{name}", f"   :value: {obj!r}", "", *doc, ""]
-        lines += [f"## {title}", "", *_rst(directives)]
-    for module in _API_MODULES:
-        # nodegrad.numpy's members are numpy's own objects, documented by numpy.
-        members = "   :no-members:" if module == "nodegrad.numpy" else "   :members:"
-        lines += [f"## `{module}`", "", *_rst([f".. automodule:: {module}", members])]
+        sections.append(Section("Other names", None, tuple(f"nodegrad.{n}" for n in others)))
+    return tuple(sections)
+
+
+def _op_sections() -> tuple[Section, ...]:
+    listed = {name for names in _TOP_LEVEL.values() for name in names}
+    by_family: dict[str, list[str]] = {}
+    for name in sorted(set(nodegrad.ops.__all__) - listed, key=str.lower):
+        module = getattr(nodegrad, name).__module__.split(".")
+        family = module[2] if len(module) > 2 and module[:2] == ["nodegrad", "ops"] else ""
+        by_family.setdefault(family if family in _OP_FAMILIES else "", []).append(f"nodegrad.{name}")
+    titles = {**_OP_FAMILIES, "": "Other ops"}
+    return tuple(Section(titles[f], None, tuple(by_family[f])) for f in titles if f in by_family)
+
+
+def api_pages() -> list[ApiPage]:
+    """The API pages in reading order."""
+    stats = "nodegrad.scipy.stats"
+    return [
+        ApiPage(
+            "nodegrad",
+            "`nodegrad`: transforms, the arena, structured values",
+            "The transforms (`grad`, `vjp`, `jvp`, `jacobian`, ...), custom gradients, the arena "
+            "and its nodes, the helpers of structured values, and NaN debugging.",
+            _top_level_sections(),
+        ),
+        ApiPage(
+            "ops",
+            "`nodegrad`: the ops",
+            "The differentiable functions (`ng.exp`, `ng.sum`, `ng.matmul`, `ng.softmax`, ...), by family; "
+            "their gradient rules are on the [ops page](../ops.md).",
+            _op_sections(),
+        ),
+        ApiPage(
+            "tree",
+            "`nodegrad.tree`: gradient utilities",
+            "Maps, sums, norms, clipping and flattening over structures of arrays.",
+            (_module_section("nodegrad.tree", heading=False),),
+        ),
+        ApiPage(
+            "optim",
+            "`nodegrad.optim`: optimisers",
+            "SGD and Adam steps over structured parameters, and autograd-style training loops.",
+            (_module_section("nodegrad.optim", heading=False),),
+        ),
+        ApiPage(
+            "numpy",
+            "`nodegrad.numpy`: numpy's namespace",
+            "`import nodegrad.numpy as np`: numpy's functions, with the constructors that take traced values.",
+            (Section(None, "nodegrad.numpy", ()), _module_section("nodegrad.numpy.construct")),
+        ),
+        ApiPage(
+            "scipy",
+            "`nodegrad.scipy`: special functions, linear algebra, ODEs",
+            "`scipy.special`, `scipy.linalg` and `scipy.integrate` with gradients (the `scipy` extra).",
+            tuple(_module_section(f"nodegrad.scipy.{m}") for m in ("special", "linalg", "integrate")),
+        ),
+        ApiPage(
+            "scipy-stats",
+            "`nodegrad.scipy.stats`: distributions",
+            "Densities, log-densities and CDFs of scipy's distributions, differentiable in data and parameters.",
+            (Section(None, stats, tuple(f"{stats}.{name}" for name in nodegrad.scipy.stats.__all__)),),
+        ),
+        ApiPage(
+            "testing",
+            "`nodegrad.testing`: checking gradients",
+            "`check_grads`, hypothesis strategies for arrays and structures, and the pytest plugin.",
+            tuple(_module_section(m) for m in _TESTING_MODULES),
+        ),
+        ApiPage(
+            "display",
+            "`nodegrad.display`: tables and pictures",
+            "HTML tables and SVG graphs of arenas for Jupyter, summaries of gradients, progress bars.",
+            (_module_section("nodegrad.display", heading=False),),
+        ),
+        ApiPage(
+            "parallel",
+            "`nodegrad.parallel`: data-parallel gradients",
+            "Value and gradient of a loss over row blocks of Dask arrays (the `dask` extra).",
+            (_module_section("nodegrad.parallel", heading=False),),
+        ),
+        ApiPage(
+            "data",
+            "`nodegrad.data`: datasets",
+            "The iris data, shipped for the demo and the notebooks.",
+            (_module_section("nodegrad.data", heading=False),),
+        ),
+        ApiPage(
+            "errors",
+            "`nodegrad.errors`: exceptions",
+            "The exception hierarchy: every error nodegrad raises derives from `NodegradError`.",
+            (_module_section("nodegrad.errors", heading=False),),
+        ),
+    ]
+
+
+_TESTING_MODULES = ("nodegrad.testing", "nodegrad.testing.strategies", "nodegrad.testing.pytest_plugin")
+
+
+def _resolve(name: str) -> Any:
+    module, _, attr = name.rpartition(".")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _directives(name: str) -> list[str]:
+    obj = _resolve(name)
+    if inspect.ismodule(obj):  # a scipy.stats distribution: a module of functions
+        return [f".. automodule:: {name}", "   :members:", ""]
+    if inspect.isclass(obj) and issubclass(obj, BaseException):
+        return [f".. autoexception:: {name}", "   :show-inheritance:", ""]
+    if inspect.isclass(obj):
+        return [f".. autoclass:: {name}", "   :members:", ""]
+    if callable(obj):
+        return [f".. autofunction:: {name}", ""]
+    doc = [f"   {line}".rstrip() for line in _data_doc(name)]  # a constant: its ``#:`` comment
+    return [f".. py:data:: {name}", f"   :value: {obj!r}", "", *doc, ""]
+
+
+def _summary_table(names: tuple[str, ...] | list[str]) -> list[str]:
+    rows = [f"| {{py:obj}}`~{name}` | {_summary(name)} |" for name in names]
+    return ["| name | what it is |", "|---|---|", *rows, ""] if rows else []
+
+
+def _summary(name: str) -> str:
+    """The first sentence of the name's documentation, as Markdown for a table cell."""
+    obj = _resolve(name)
+    if inspect.ismodule(obj) or inspect.isclass(obj) or callable(obj):
+        doc = inspect.getdoc(obj) or ""
+    else:
+        doc = "\n".join(_data_doc(name))
+    module = name.rpartition(".")[0] if not inspect.ismodule(obj) else name
+    return _markdown(_first_sentence(doc), module)
+
+
+def _first_sentence(doc: str) -> str:
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    for end in re.finditer(r"[.!?](?=\s+[A-Z(`:]|$)", paragraph):
+        head = paragraph[: end.end()]
+        if head.count("`") % 2 == 0 and not re.search(r"\b(e\.g|i\.e)\.$", head):
+            return head
+    return paragraph
+
+
+def _markdown(text: str, module: str) -> str:
+    """reST inline markup as MyST: ``code`` as `code`, :role:`target` as {py:role}`target`,
+    a bare target qualified by the module it is written in."""
+
+    def role(match: re.Match[str]) -> str:
+        kind, target = match.group(1), match.group(2)
+        tilde, bare = ("~", target[1:]) if target.startswith("~") else ("", target)
+        if "." not in bare and "<" not in bare:
+            tilde, bare = "~", f"{module}.{bare}"
+        return f"{{py:{kind}}}`{tilde}{bare}`"
+
+    text = re.sub(r"``(.+?)``", r"`\1`", text)
+    text = re.sub(r":(?:py:)?(func|class|data|mod|meth|attr|exc|obj):`([^`]+)`", role, text)
+    return text.replace("|", "\\|")
+
+
+def api_page(page: ApiPage) -> str:
+    lines = [f"# {page.title}", ""]
+    if page.slug == "ops":
+        lines += ["```{eval-rst}", ".. py:currentmodule:: nodegrad", "```", ""]
+    if page.sections[0].module is None:  # no module docstring to open the page with
+        lines += [page.about, ""]
+    for section in page.sections:
+        if section.title is not None:
+            lines += [f"## {section.title}", ""]
+        if section.module is not None:
+            lines += _rst([f".. automodule:: {section.module}", "   :no-members:"])
+        lines += _summary_table(section.names)
+        lines += _documentation(section.names, nested=section.title is not None)
     return "\n".join(lines).rstrip() + "\n"
 
 
-# The public modules besides the top level, in reading order. ``nodegrad.numpy`` holds
-# numpy's own functions (documented by numpy); its page shows what nodegrad adds.
-_API_MODULES = [
-    "nodegrad.tree",
-    "nodegrad.optim",
-    "nodegrad.parallel",
-    "nodegrad.errors",
-    "nodegrad.numpy",
-    "nodegrad.numpy.construct",
-    "nodegrad.scipy.special",
-    "nodegrad.scipy.linalg",
-    "nodegrad.scipy.integrate",
-    "nodegrad.scipy.stats",
-    *(f"nodegrad.scipy.stats.{name}" for name in nodegrad.scipy.stats.__all__),
-    "nodegrad.testing",
-    "nodegrad.testing.strategies",
-    "nodegrad.testing.pytest_plugin",
-    "nodegrad.display",
-]
+def _documentation(names: tuple[str, ...], nested: bool) -> list[str]:
+    """The directives documenting ``names``; a module (a scipy.stats distribution) under a
+    heading of its own."""
+    lines: list[str] = []
+    for is_module, group in itertools.groupby(names, key=lambda name: inspect.ismodule(_resolve(name))):
+        if not is_module:
+            lines += _rst([line for name in group for line in _directives(name)])
+            continue
+        for name in group:
+            lines += ["#" * (3 if nested else 2) + f" `{name.rpartition('.')[2]}`", "", *_rst(_directives(name))]
+    return lines
+
+
+def api_index() -> str:
+    lines = [
+        "# API reference",
+        "",
+        "Every public name, one page per module; each table gives a name's first line. "
+        "Generated from the docstrings by `docs/generate.py`.",
+        "",
+        "```{toctree}",
+        ":hidden:",
+        "",
+        *(page.slug for page in api_pages()),
+        "```",
+        "",
+    ]
+    for page in api_pages():
+        lines += [f"## [{page.title}]({page.slug}.md)", "", page.about, "", *_summary_table(page.names)]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _data_doc(name: str) -> list[str]:
-    """The ``#:`` comment above a constant that ``nodegrad`` imports from one of its modules."""
-    tree = ast.parse(Path(nodegrad.__file__).read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and any(a.name == name for a in node.names):
-            docs = ModuleAnalyzer.for_module(node.module).find_attr_docs()
-            return list(docs.get(("", name), []))
+    """The ``#:`` comment above a constant, where it is assigned (the module ``nodegrad``
+    imports it from, for a top-level name)."""
+    module, _, attr = name.rpartition(".")
+    if module == "nodegrad":
+        tree = ast.parse(Path(nodegrad.__file__).read_text(encoding="utf-8"))
+        found = [
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and any(a.name == attr for a in node.names)
+        ]
+        module = found[0] if found else module
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return []
+    source = Path(spec.origin).read_text(encoding="utf-8")
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and attr in _assigned(node):
+            above = reversed(source.splitlines()[: node.lineno - 1])
+            comment = itertools.takewhile(lambda line: line.lstrip().startswith("#:"), above)
+            return [line.lstrip()[2:].strip() for line in reversed(list(comment))]
     return []
+
+
+def _assigned(node: ast.Assign | ast.AnnAssign) -> list[str]:
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return [target.id for target in targets if isinstance(target, ast.Name)]
 
 
 def _rst(directives: list[str]) -> list[str]:
     """Autodoc directives in an ``{eval-rst}`` block: autodoc writes reST, which MyST would read as Markdown."""
+    while directives and not directives[-1]:
+        directives = directives[:-1]
     return ["```{eval-rst}", *directives, "```", ""]
 
 
-PAGES = {"ops.md": ops_page, "api.md": api_page}
+PAGES = {
+    "ops.md": ops_page,
+    "api/index.md": api_index,
+    **{f"api/{page.slug}.md": functools.partial(api_page, page) for page in api_pages()},
+}
 
 
 def main() -> int:
     for name, build in PAGES.items():
+        (DOCS / name).parent.mkdir(exist_ok=True)
         (DOCS / name).write_text(build(), encoding="utf-8")
     return 0
 

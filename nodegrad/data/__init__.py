@@ -9,6 +9,7 @@ import numpy as np
 
 __all__ = ["SPECIES", "load_iris"]
 
+#: The iris species, in the order of the indices :func:`load_iris` gives.
 SPECIES = ("setosa", "versicolor", "virginica")
 
 

@@ -329,6 +329,7 @@ class Marked:
 
 
 Triple = collections.namedtuple("Triple", "a b c")
+Triple.__doc__ = "A named tuple of three entries, for :func:`structures`."
 
 _KEYS = st.one_of(st.text(max_size=2), st.integers(-3, 3), st.tuples(st.integers(0, 2), st.text(max_size=1)))
 
