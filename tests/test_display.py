@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import builtins
+import importlib
+import io
+import re
+import runpy
+import types
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
 import nodegrad as ng
+from nodegrad.display import sources
+from nodegrad.engine.arena import current_arena
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
+progress_module = importlib.import_module("nodegrad.display.progress")  # the package exports the function
 
 
 def _thirty_node_arena() -> tuple[ng.Arena, Any]:
@@ -27,7 +37,7 @@ def _thirty_node_arena() -> tuple[ng.Arena, Any]:
 def test_svg_of_a_30_node_arena_is_valid_svg() -> None:
     a, _ = _thirty_node_arena()
     assert len(a) == 30
-    root = ET.fromstring(a.to_svg())
+    root = ET.fromstring(ng.display.arena_svg(a, fold=False))
     assert root.tag == f"{SVG_NS}svg"
     nodes = root.findall(f"{SVG_NS}g")
     assert len(nodes) == 30
@@ -41,6 +51,9 @@ def test_svg_of_a_30_node_arena_is_valid_svg() -> None:
     groups = root.findall(f"{SVG_NS}rect[@class='ng-cluster']")
     assert [g.get("data-nodes") for g in groups] == ["0 1 2"]
     assert a._repr_svg_() == a.to_svg()
+    # Folded, the eight layers are one body of three nodes drawn once.
+    (fold,) = ET.fromstring(a.to_svg()).findall(f"{SVG_NS}rect[@class='ng-fold']")
+    assert (fold.get("data-nodes"), fold.get("data-period"), fold.get("data-count")) == ("4-27", "3", "8")
 
 
 def test_svg_layers_run_top_to_bottom() -> None:
@@ -105,11 +118,14 @@ def test_svg_reads_at_any_size(layers: int, size: int) -> None:
     assert float(root.get("width", 0)) <= 1200 and float(root.get("height", 0)) <= 2400
     boxes = _boxes(root)
     titles = [b[0] for b in boxes]
-    # The output is drawn; a long arena's middle is one elided box between the drawn ends.
+    # The output is drawn, bold; the layers are one loop body drawn once with its count,
+    # so even 3,000 nodes need no elided middle.
     assert titles[-1] == f"node {len(a) - 1}: sum scalar (output)" or any(
         t.endswith("(output)") and f" to {len(a) - 1}:" in t for t in titles
     )
-    assert any("not drawn" in t for t in titles) == (len(a) > 200)
+    assert not any("not drawn" in t for t in titles)
+    (fold,) = root.findall(f"{SVG_NS}rect[@class='ng-fold']")
+    assert fold.get("data-count") == str(layers) and fold.get("data-period") == "5"
     clusters = _clusters(root)
     assert clusters and {0, 1, 2, 3, 4, 5, 6} == clusters[0][0]
     for k, (members, box) in enumerate(clusters):
@@ -120,7 +136,7 @@ def test_svg_reads_at_any_size(layers: int, size: int) -> None:
             else:
                 assert not other_members & members and _disjoint(box, other)
     for node in boxes:
-        index = int(node[0].split()[1].rstrip(":"))
+        index = int(node[0].split()[1].rstrip(":,"))
         for members, box in clusters:
             assert _inside(node, box) if index in members else _disjoint(node, box), (node, members)
     # Boxes never overlap one another.
@@ -160,13 +176,21 @@ def test_the_table_shows_gradients_per_key_path() -> None:
     table = a._repr_html_()
     assert "Cotangent" not in table and "slots" not in table
     assert "gradients of nodes 0 from the last backward" in table
-    rows = table.split("<tr>")[2:]
-    assert rows[0].count("<br>") == 3  # four differentiable leaves in the parameter's row
-    assert "[&#x27;inner&#x27;][&#x27;v&#x27;][&#x27;z&#x27;]: (3,) norm " in rows[0]
+    rows = [_cells(row) for row in table.split("<tr>")[2:]]
+    gradient = _HEADERS.index("gradient")
+    assert rows[0][gradient].count('<div class="ng-line">') == 4  # four differentiable leaves
+    assert "[&#x27;inner&#x27;][&#x27;v&#x27;][&#x27;z&#x27;]: (3,) norm " in rows[0][gradient]
     # A read of an entry shows that entry's part, with the key path below it.
-    assert "<td>[&#x27;z&#x27;]: (3,) norm " in rows[5]
-    assert "<td>(3, 3) norm " in rows[1]
-    assert rows[7].endswith("<td></td></tr>")  # the input x was not requested
+    assert rows[5][gradient].startswith('<div class="ng-line">[&#x27;z&#x27;]: (3,) norm ')
+    assert rows[1][gradient].startswith('<div class="ng-line">(3, 3) norm ')
+    assert rows[7][gradient] == ""  # the input x was not requested
+
+
+_HEADERS = ["index", "op", "parents", "shape, dtype", "gradient", "value", "key path"]
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.split("</td>")[0] for cell in row.split("<td>")[1:]]
 
 
 def test_long_arenas_are_elided_in_the_middle() -> None:
@@ -196,7 +220,7 @@ def test_checking_arenas_show_source_lines() -> None:
     assert "test_display.py:" in a._repr_html_()
 
 
-def test_progress_falls_back_to_plain_iteration(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_tqdm_progress_counts_in_text_and_says_how_to_get_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
     real_import = builtins.__import__
 
     def no_tqdm(name: str, *args: Any, **kwargs: Any) -> Any:
@@ -205,7 +229,26 @@ def test_progress_falls_back_to_plain_iteration(monkeypatch: pytest.MonkeyPatch)
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
-    assert list(ng.display.progress(range(3))) == [0, 1, 2]
+    monkeypatch.setattr(progress_module, "_hinted", [False])
+    log = io.StringIO()  # not a terminal: a line every tenth of the way
+    assert list(ng.display.progress(range(20), desc="train", file=log)) == list(range(20))
+    lines = log.getvalue().splitlines()
+    assert "pip install 'nodegrad[display]'" in lines[0]
+    assert [line.split()[1] for line in lines[1:]] == [f"{k}/20" for k in range(2, 21, 2)]
+    assert lines[-1].startswith("train: 20/20 100% ")
+    again = io.StringIO()
+    assert list(ng.display.progress(iter("ab"), file=again)) == ["a", "b"]
+    assert "pip install" not in again.getvalue() and again.getvalue().startswith("2 ")  # no total: a count
+    assert list(ng.display.progress(range(3), disable=True, file=again)) == [0, 1, 2]
+
+
+def test_with_tqdm_progress_is_tqdm_auto() -> None:
+    pytest.importorskip("tqdm")
+    out = io.StringIO()
+    bar = ng.display.progress(range(3), file=out, desc="train", mininterval=0)
+    assert list(bar) == [0, 1, 2]
+    assert "train: 100%" in out.getvalue() and "3/3" in out.getvalue()
+    assert "pip install" not in out.getvalue()
 
 
 def test_a_node_shows_its_key_path_source_line_and_gradient() -> None:
@@ -227,3 +270,145 @@ def _line_of(marker: str) -> int:
 
     lines = Path(__file__).read_text().splitlines()
     return next(n for n, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}"))
+
+
+# -- an arena of 300 nodes, as a notebook shows it ------------------------------------------
+
+
+@attrs.define
+class _Params:
+    w: np.ndarray
+    b: np.ndarray
+    scale: dict[str, np.ndarray]
+
+
+def _training_loop(steps: int = 30) -> tuple[ng.Arena, Any]:
+    """A recurrent loop over a record of parameters: 7 nodes, then 10 a step (307 for 30)."""
+    rng = np.random.default_rng(0)
+    a = ng.Arena()
+    p = a.param(_Params(rng.normal(size=(4, 4)), np.zeros(4), {"gain": np.ones(4), "bias": np.zeros(4)}), name="p")
+    h = a.input(rng.normal(size=(2, 4)))
+    loss: Any = 0.0
+    for t in range(steps):
+        h = ng.tanh(h @ p.w + p.b) * p.scale["gain"] + p.scale["bias"]  # loop-line
+        loss = loss + 0.5 * ng.mean((h - t) ** 2)
+    a.backward(loss, wrt=p)
+    return a, loss
+
+
+def test_the_arena_table_fits_1000_px_with_the_gradient_before_the_long_columns() -> None:
+    a, _ = _training_loop()
+    table = a._repr_html_()
+    style = table[: table.index("</style>")]
+    assert "table.ng-arena{table-layout:fixed;width:100%;max-width:1000px}" in style
+    assert "nowrap" not in style.split(".ng-code")[0]  # cells wrap; only a source line folds
+    assert "overflow-wrap:anywhere" in style
+    headers = re.findall(r"<th>(.*?)</th>", table)
+    assert headers == _HEADERS  # no source lines noted outside a notebook: no source column
+    widths = [float(w) for w in re.findall(r'<col style="width:([0-9.]+)%">', table)]
+    assert len(widths) == len(headers) and abs(sum(widths) - 100) < 0.5
+    assert headers.index("gradient") < min(headers.index(h) for h in ("value", "key path"))
+
+
+def test_a_record_parameter_row_shows_its_gradient_one_line_per_key_path() -> None:
+    a, _ = _training_loop()
+    rows = [_cells(row) for row in a._repr_html_().split("<tr>")[2:]]
+    gradient = rows[0][_HEADERS.index("gradient")]
+    lines = re.findall(r'<div class="ng-line">(.*?)</div>', gradient)
+    keys = [".w", ".b", ".scale[&#x27;gain&#x27;]", ".scale[&#x27;bias&#x27;]"]
+    assert [line.split(":")[0] for line in lines] == keys
+    assert all(" norm " in line for line in lines)
+    # The dict inside the record shows its two entries; the reads of leaves their own.
+    assert len(re.findall("ng-line", rows[3][_HEADERS.index("gradient")])) == 2
+    assert rows[1][_HEADERS.index("gradient")].startswith('<div class="ng-line">(4, 4) norm ')
+
+
+def test_a_300_node_loop_is_drawn_once_with_its_count_in_under_two_screens() -> None:
+    a, _ = _training_loop()
+    assert len(a) == 307
+    root = ET.fromstring(a.to_svg())
+    assert float(root.get("width", 0)) <= 1280 and float(root.get("height", 0)) <= 2000
+    (fold,) = root.findall(f"{SVG_NS}rect[@class='ng-fold']")
+    # The first step adds to 0.0, a constant: the other 29 repeat one another.
+    assert (fold.get("data-nodes"), fold.get("data-period"), fold.get("data-count")) == ("17-306", "10", "29")
+    assert "\u00d729" in [t.text for t in root.iter(f"{SVG_NS}text")]
+    titles = [b[0] for b in _boxes(root)]
+    assert len(titles) < 40
+    assert "node 17, repeated every 10 nodes to 297: matmul 2x4" in titles
+    assert any(t.endswith("(output: node 306, in the last iteration)") for t in titles)
+    # The running loss takes its own value from the previous iteration: a loop on its box.
+    assert len(root.findall(f"{SVG_NS}path[@class='ng-carried']")) == 1
+
+
+def test_edges_between_neighbouring_boxes_are_lines() -> None:
+    a, _ = _training_loop()
+    root = ET.fromstring(a.to_svg())
+    drawn = {
+        int(t.split()[1].rstrip(":,")): (x0, y0, x1, y1) for t, x0, y0, x1, y1 in _boxes(root) if t.startswith("node ")
+    }
+    edges = {p.get("data-edge") for p in root.findall(f"{SVG_NS}path[@class='ng-edge']")}
+    neighbours = 0
+    for i, (x0, y0, _, _) in drawn.items():
+        for p in a[i].parents:
+            if p in drawn and x0 == drawn[p][0] and 0 < y0 - drawn[p][3] <= 40:  # right below it
+                neighbours += 1
+                assert f"{p}>{i}" in edges, (p, i)
+    assert neighbours >= 10
+    # The long ones, from the parameters far above, are stubs labelled with their source.
+    stubs = root.findall(f"{SVG_NS}path[@class='ng-stub']")
+    assert stubs and all(s.find(f"{SVG_NS}title") is not None for s in stubs)
+
+
+def test_a_fold_unfolds_in_the_notebook_view() -> None:
+    a, _ = _training_loop()
+    page = ng.display.graph(a)._repr_html_()
+    folded, unfolded = page.split("<details", 1)
+    assert 'class="ng-fold"' in folded and "<summary" in unfolded
+    assert "29 \u00d7 10 nodes from node 17" in unfolded
+    assert 'class="ng-fold"' not in unfolded and "node 297: matmul" in unfolded
+    assert "<script" not in page
+
+
+def test_an_arena_that_cannot_fold_still_elides_its_middle() -> None:
+    a = ng.Arena()
+    for k in range(1, 120):  # no two steps alike: every shape differs
+        ng.exp(a.param(np.ones(k)))
+    titles = [b[0] for b in _boxes(ET.fromstring(a.to_svg()))]
+    assert any(t == "nodes 100 to 137: 38 nodes not drawn" for t in titles)
+
+
+def _cell_name(path: str) -> tuple[str, str] | None:
+    return ("Cell", "In[7]") if path.endswith("cell7.py") else None
+
+
+# What the display asks of IPython's shell: the name of the cell a code file holds.
+_FAKE_SHELL = types.SimpleNamespace(compile=types.SimpleNamespace(format_code_name=_cell_name))
+
+
+def test_an_arena_made_in_a_notebook_shows_its_source_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert type(ng.Arena()._nodes) is list  # outside IPython: nothing noted, nothing paid
+    monkeypatch.setattr(sources, "_shell", lambda: _FAKE_SHELL)
+    a, _ = _training_loop(3)
+    table = a._repr_html_()
+    assert re.findall(r"<th>(.*?)</th>", table)[-1] == "source"
+    line = _line_of("loop-line")
+    assert f"test_display.py:{line}</span>" in table
+    assert "h = ng.tanh(h @ p.w + p.b) * p.scale[&quot;gain&quot;]" in table
+    assert a[20].source.endswith(f"test_display.py:{line}")
+    # A notebook cell is named as IPython's tracebacks name it.
+    assert sources.source_html("/tmp/ipykernel_1/cell7.py:3").startswith(
+        '<span title="/tmp/ipykernel_1/cell7.py:3">In[7] line 3'
+    )
+    # A transform's arena notes nothing, in a notebook too.
+    seen = []
+    ng.grad(lambda x: seen.append(type(current_arena()._nodes)) or ng.sum(x * x))(np.ones(2))
+    assert seen == [list]
+
+
+def test_the_arena_tour_shows_the_users_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sources, "_shell", lambda: _FAKE_SHELL)
+    monkeypatch.chdir(tmp_path)
+    tour = Path(__file__).parent.parent / "notebooks" / "arena_tour.py"
+    arena = runpy.run_path(str(tour), run_name="__main__")["arena"]
+    line = next(n for n, text in enumerate(tour.read_text().splitlines(), 1) if text.startswith("hidden = "))
+    assert f"arena_tour.py:{line}</span>" in arena._repr_html_()

@@ -7,6 +7,11 @@ its own boxes. Clusters and free boxes sit in layers by depth (the longest path 
 leaf), in index order along a layer; a layer wider than the maximum width wraps onto
 further rows. Runs of narrow rows taller than a screen are set in columns side by side.
 The arena's output is always drawn, and drawn bold.
+
+A loop's iterations are *folded*: its body is drawn once, in a stacked frame with the
+number of iterations, edges carried from one iteration to the next marked "↻"
+(:mod:`nodegrad.display.folds` finds them; :func:`nodegrad.display.graph` shows the
+folded picture with the unfolded one a click away).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.display.folds import Fold, find_folds
 from nodegrad.engine.structure import handler_for
 
 __all__ = ["arena_svg"]
@@ -33,12 +39,14 @@ _MAX_INPUTS = 4  # edges drawn into one box; more sources share one stub
 _MIN_CHAIN = 3  # shorter runs of elementwise ops are drawn node by node
 _READS = {"struct_field", "map_lookup", "seq_index"}
 _COLORS = {"leaf": "#dbeafe", "structured": "#fef3c7", "other": "#f3f4f6", "chain": "#e0e7ff"}
+_HEADER = 32  # a fold's title line, and room for the stubs into its first row
+_STACK = 6  # how far a fold's frame shows the frames stacked behind it
 
 
 class _Unit:
     """A box (``node``, ``chain``, ``elided``) or a ``cluster`` of units."""
 
-    __slots__ = ("column", "height", "kind", "members", "nodes", "width", "x", "y")
+    __slots__ = ("column", "fold", "height", "kind", "members", "nodes", "width", "x", "y")
 
     def __init__(self, kind: str, nodes: list[int], members: list[_Unit] | None = None) -> None:
         self.kind = kind
@@ -47,6 +55,7 @@ class _Unit:
         self.width, self.height = float(_W), float(_H)
         self.x = self.y = 0.0
         self.column = 0
+        self.fold: Fold | None = None  # the loop whose body this box or frame draws
 
     def set_column(self, column: int) -> None:
         self.column = column
@@ -54,17 +63,27 @@ class _Unit:
             m.set_column(column)
 
     def all_nodes(self) -> list[int]:
-        if self.kind != "cluster":
+        if not self.members:
             return self.nodes
         return [i for m in self.members for i in m.all_nodes()]
 
-    def boxes(self) -> list[_Unit]:
-        return [self] if self.kind != "cluster" else [b for m in self.members for b in m.boxes()]
+    def span(self) -> list[int]:
+        """Every node the unit stands for: a fold's frame stands for all its iterations."""
+        if self.kind == "fold" and self.fold is not None:
+            return list(range(self.fold.start, self.fold.stop))
+        return self.all_nodes()
 
-    def clusters(self) -> list[_Unit]:
-        if self.kind != "cluster":
-            return []
-        return [self] + [c for m in self.members for c in m.clusters()]
+    def boxes(self) -> list[_Unit]:
+        return [b for m in self.members for b in m.boxes()] if self.members else [self]
+
+    def frames(self) -> list[_Unit]:
+        """The clusters and folds, outer ones first."""
+        return [self, *(c for m in self.members for c in m.frames())] if self.members else []
+
+    def set_fold(self, fold: Fold) -> None:
+        self.fold = fold
+        for m in self.members:
+            m.set_fold(fold)
 
     def place(self, x: float, y: float) -> None:
         dx, dy = x - self.x, y - self.y
@@ -188,33 +207,65 @@ def _cluster(root: int, reads: dict[int, list[int]], max_width: float) -> _Unit:
     return unit
 
 
-def _kept(n: int, limit: int) -> tuple[range, range]:
-    """The first and the last nodes drawn; the output is always among them."""
-    if n <= limit:
-        return range(n), range(n, n)
-    tail = max(limit // 2, 1)
-    return range(max(limit - tail, 0)), range(n - tail, n)
+def _plan(n: int, folds: list[Fold], limit: int) -> tuple[list[int], list[Fold], range]:
+    """What is drawn: the nodes outside folds, the folds (each as much as its body) and
+    the elided middle, so that about ``limit`` boxes are drawn, the first and the last;
+    the output is always among them."""
+    items: list[int | Fold] = []
+    by_start = {f.start: f for f in folds}
+    k = 0
+    while k < n:
+        fold = by_start.get(k)
+        items.append(k if fold is None else fold)
+        k = k + 1 if fold is None else fold.stop
+    weight = [1 if isinstance(item, int) else item.period for item in items]
+    head = tail = len(items)
+    if sum(weight) > limit:
+        used, budget = 0, max(limit // 2, 1)
+        while tail > 0 and (tail == len(items) or used + weight[tail - 1] <= budget):
+            tail -= 1
+            used += weight[tail]
+        head, budget = 0, limit - used
+        while head < tail and weight[head] <= budget:
+            budget -= weight[head]
+            head += 1
+    kept = items[:head] + items[tail:]
+
+    def first(k: int) -> int:
+        item = items[k]
+        return item if isinstance(item, int) else item.start
+
+    elided = range(first(head), first(tail) if tail < len(items) else n) if head < tail else range(0)
+    return [i for i in kept if isinstance(i, int)], [f for f in kept if isinstance(f, Fold)], elided
 
 
-def _units(nodes: Any, limit: int) -> list[_Unit]:
-    """The top-level units in index order: clusters, chains, nodes and the elided middle."""
-    n = len(nodes)
-    head, tail = _kept(n, limit)
-    kept = [*head, *tail]
-    is_kept = set(kept)
+def _units(nodes: Any, limit: int, folds: list[Fold]) -> list[_Unit]:
+    """The top-level units in index order: clusters, chains, nodes, folds and the elided middle."""
+    plain, kept_folds, elided = _plan(len(nodes), folds, limit)
+    top = [(u.all_nodes()[0], u) for u in _group(nodes, plain)]
+    top += [(f.start, _fold_unit(nodes, f, _MAX_WIDTH - 2 * _PAD)) for f in kept_folds]
+    if elided:
+        top.append((elided.start, _Unit("elided", list(elided))))
+    return [u for _, u in sorted(top, key=lambda t: t[0])]
+
+
+def _group(nodes: Any, indices: list[int]) -> list[_Unit]:
+    """Units for ``indices``: a structured value with the reads of its entries as a
+    cluster, runs of elementwise ops as chains, the rest node by node."""
+    is_in = set(indices)
     children: dict[int, list[int]] = {}
-    for i in kept:
+    for i in indices:
         for p in nodes[i][1]:
             children.setdefault(p, []).append(i)
     reads: dict[int, list[int]] = {}
-    for i in kept:
+    for i in indices:
         op, parents = nodes[i][0], nodes[i][1]
-        if op.name in _READS and parents and parents[0] in is_kept:
+        if op.name in _READS and parents and parents[0] in is_in:
             reads.setdefault(parents[0], []).append(i)
     read_nodes = {r for rs in reads.values() for r in rs}
     placed: set[int] = set()
-    top: list[tuple[int, _Unit]] = []
-    for i in kept:
+    units: list[_Unit] = []
+    for i in indices:
         if i in placed or i in read_nodes:
             continue
         if i in reads:
@@ -223,10 +274,21 @@ def _units(nodes: Any, limit: int) -> list[_Unit]:
             chain = _chain(nodes, i, children, read_nodes)
             unit = _Unit("chain", chain) if len(chain) >= _MIN_CHAIN else _Unit("node", [i])
         placed.update(unit.all_nodes())
-        top.append((i, unit))
-    if head.stop < tail.start:
-        top.append((head.stop, _Unit("elided", list(range(head.stop, tail.start)))))
-    return [u for _, u in sorted(top, key=lambda t: t[0])]
+        units.append(unit)
+    return units
+
+
+def _fold_unit(nodes: Any, fold: Fold, max_width: float) -> _Unit:
+    """The frame of a fold: its body laid out in layers inside, under a title line."""
+    members = _group(nodes, list(fold.body()))
+    inner = max(max_width - 2 * _CPAD - _STACK, _W)
+    rows = [row for layer in _layers(members, nodes) for row in _flow(layer, inner)]
+    width = max(max(_row_width(r) for r in rows), 2 * _W)
+    bottom = _stack(rows, _CPAD, _CPAD + _HEADER, width)
+    unit = _Unit("fold", list(fold.body()), members)
+    unit.set_fold(fold)
+    unit.width, unit.height = width + 2 * _CPAD + _STACK, bottom + _CPAD + _STACK
+    return unit
 
 
 def _chain(nodes: Any, start: int, children: dict[int, list[int]], taken: set[int]) -> list[int]:
@@ -249,11 +311,11 @@ def _layers(units: list[_Unit], nodes: Any) -> list[list[_Unit]]:
     """Units grouped by depth over the graph of units, each layer in index order."""
     owner: dict[int, int] = {}
     for k, u in enumerate(units):
-        for i in u.all_nodes():
+        for i in u.span():
             owner[i] = k
     depth: dict[int, int] = {}
     for k, u in enumerate(units):
-        parents = {owner.get(p) for i in u.all_nodes() for p in nodes[i][1]}
+        parents = {owner.get(p) for i in u.span() for p in nodes[i][1]}
         depth[k] = 1 + max((depth[q] for q in parents if q in depth and q != k), default=-1)
     layers: dict[int, list[_Unit]] = {}
     for k, u in enumerate(units):
@@ -261,17 +323,22 @@ def _layers(units: list[_Unit], nodes: Any) -> list[list[_Unit]]:
     return [layers[d] for d in sorted(layers)]
 
 
-def arena_svg(arena: Any, limit: int = 200) -> str:
-    """The arena's graph as an SVG document: the first and last nodes up to ``limit`` in
-    all, the middle of a longer arena drawn as one elided box where it sits."""
+def arena_svg(arena: Any, limit: int = 200, fold: bool = True) -> str:
+    """The arena's graph as an SVG document: a loop's iterations folded into one drawing
+    of its body (unless ``fold`` is false); of what remains, the first and last nodes up
+    to ``limit`` in all, the middle of a longer arena drawn as one elided box where it sits."""
     nodes = arena._nodes
     n = len(nodes)
-    units = _units(nodes, limit)
+    folds = find_folds(nodes) if fold else []
+    units = _units(nodes, limit, folds)
     rows = [row for layer in _layers(units, nodes) for row in _flow(layer, _MAX_WIDTH - 2 * _PAD)]
     width, bottom = _bands(rows)
     total_w, total_h = int(width + 2 * _PAD), int(bottom + _PAD)
     boxes = [b for u in units for b in u.boxes()]
     box_of = {i: b for b in boxes for i in b.nodes}
+    for frame in (u for u in units if u.kind == "fold" and u.fold is not None):
+        f = frame.fold
+        box_of.update((i, box_of[f.first(i)]) for i in range(f.start + f.period, f.stop))  # type: ignore[union-attr]
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" '
         f'viewBox="0 0 {total_w} {total_h}" font-family="monospace" font-size="11">',
@@ -279,12 +346,12 @@ def arena_svg(arena: Any, limit: int = 200) -> str:
         '<defs><marker id="ng-arrow" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" '
         'orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#9ca3af"/></marker></defs>',
     ]
-    for cluster in [c for u in units for c in u.clusters()]:
-        parts.append(_cluster_svg(cluster))
+    for frame in [c for u in units for c in u.frames()]:
+        parts.append(_fold_svg(frame) if frame.kind == "fold" else _cluster_svg(frame))
     for box in boxes:
         parts += _edges(box, box_of, nodes, boxes)
     for box in boxes:
-        parts.append(_box_svg(box, nodes, n - 1))
+        parts.append(_box_svg(box, nodes, n - 1 if box_of.get(n - 1) is box else -1))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -294,34 +361,49 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit])
     along its top edge. An edge that is long, goes up, reaches far into another column or
     would cross another box is a short stub labelled with its source: a fan of lines
     across the picture reads as nothing. Past ``_MAX_INPUTS`` sources, the rest share
-    one stub labelled with their count."""
+    one stub labelled with their count. A box in a loop's body also shows what its nodes
+    take from the previous iteration: "↻" on a stub, or a loop on its side for its own."""
     sources: dict[int, _Unit] = {}
-    for i in box.nodes:
+    fold = box.fold
+    # In a fold, the nodes' repeats in the second iteration show what is carried over.
+    again = [i + fold.period for i in box.nodes] if fold is not None else []
+    carried: set[int] = set()  # boxes only the previous iteration's values come from
+    same: set[int] = set()
+    second = fold.start + fold.period if fold is not None else 0
+    for i in [*box.nodes, *again]:
         for p in nodes[i][1]:
             src = box_of[p]
-            if src is not box:
-                sources.setdefault(id(src), src)
+            # A node of the second iteration reading one of the first: carried over.
+            previous = fold is not None and i >= second and fold.start <= p < second
+            (carried if previous else same).add(id(src))
+            sources.setdefault(id(src), src)
+    loop = id(box) in carried
+    sources.pop(id(box), None)
     shown = list(sources.values())
     rest = shown[_MAX_INPUTS:] if len(shown) > _MAX_INPUTS + 1 else []
     shown = shown[: len(shown) - len(rest)]
     slots = len(shown) + bool(rest)
-    out = []
+    out = [_self_loop(box)] if loop else []
     for k, src in enumerate(shown):
         x1, y1 = box.x + box.width * (k + 1) / (slots + 1), box.y
         x0, y0 = src.x + src.width / 2, src.y + src.height
+        if id(src) in carried and id(src) not in same:
+            out.append(_stub(x1, y1, f"\u21bb{_name(src)}", f"from {_name(src)} of the previous iteration", k % 2 == 1))
+            continue
         bend = max(abs(y1 - y0) / 2, 12)
         curve = ((x0, y0), (x0, y0 + bend), (x1, y1 - bend), (x1, y1))
         far = y1 - y0 > _LONG or y1 < y0 or (src.column != box.column and abs(x1 - x0) > _W)
         if far or _crosses(curve, boxes, (src, box)):
-            out.append(_stub(x1, y1, _name(src), f"from {_name(src)}"))
+            out.append(_stub(x1, y1, _name(src), f"from {_name(src)}", k % 2 == 1))
             continue
         out.append(
-            f'<path d="M{x0:.1f},{y0:.1f} C{x0:.1f},{y0 + bend:.1f} {x1:.1f},{y1 - bend:.1f} {x1:.1f},{y1:.1f}" '
+            f'<path class="ng-edge" data-edge="{_name(src)}>{_name(box)}" '
+            f'd="M{x0:.1f},{y0:.1f} C{x0:.1f},{y0 + bend:.1f} {x1:.1f},{y1 - bend:.1f} {x1:.1f},{y1:.1f}" '
             'fill="none" stroke="#9ca3af" stroke-width="1" marker-end="url(#ng-arrow)"/>'
         )
     if rest:
         x1 = box.x + box.width * slots / (slots + 1)
-        out.append(_stub(x1, box.y, f"+{len(rest)}", "from " + ", ".join(_name(src) for src in rest)))
+        out.append(_stub(x1, box.y, f"+{len(rest)}", "from " + ", ".join(_name(src) for src in rest), slots % 2 == 0))
     return out
 
 
@@ -329,11 +411,24 @@ def _name(box: _Unit) -> str:
     return str(box.nodes[0]) if box.kind == "node" else f"{box.nodes[0]}-{box.nodes[-1]}"
 
 
-def _stub(x: float, y: float, label: str, title: str) -> str:
+def _self_loop(box: _Unit) -> str:
+    """A loop on the right of ``box``: its node takes its own value from the previous iteration."""
+    x, y = box.x + _W, box.y + _H / 2
     return (
-        f'<path d="M{x:.1f},{y - 14:.1f} L{x:.1f},{y:.1f}" fill="none" stroke="#9ca3af" '
+        f'<path class="ng-carried" d="M{x:.1f},{y - 8:.1f} C{x + 12:.1f},{y - 12:.1f} {x + 12:.1f},{y + 12:.1f} '
+        f'{x + 1:.1f},{y + 8:.1f}" fill="none" stroke="#6366f1" stroke-width="1" marker-end="url(#ng-arrow)">'
+        f"<title>{_name(box)} takes its own value from the previous iteration</title></path>"
+    )
+
+
+def _stub(x: float, y: float, label: str, title: str, high: bool = False) -> str:
+    """A short arrow into ``(x, y)`` labelled with its source; ``high`` ones are longer, so
+    the labels of neighbouring stubs stand apart."""
+    length = 24 if high else 14
+    return (
+        f'<path class="ng-stub" d="M{x:.1f},{y - length:.1f} L{x:.1f},{y:.1f}" fill="none" stroke="#9ca3af" '
         f'stroke-width="1" marker-end="url(#ng-arrow)"><title>{html.escape(title)}</title></path>'
-        f'<text x="{x + 2:.1f}" y="{y - 7:.1f}" font-size="9" fill="#6b7280">{html.escape(label)}</text>'
+        f'<text x="{x + 2:.1f}" y="{y - length + 7:.1f}" font-size="9" fill="#6b7280">{html.escape(label)}</text>'
     )
 
 
@@ -357,6 +452,31 @@ def _cluster_svg(cluster: _Unit) -> str:
         f'<rect class="ng-cluster" data-nodes="{members}" x="{cluster.x:.1f}" y="{cluster.y:.1f}" '
         f'width="{cluster.width:.1f}" height="{cluster.height:.1f}" rx="8" fill="#fffbeb" fill-opacity="0.6" '
         'stroke="#f59e0b" stroke-dasharray="4 3"/>'
+    )
+
+
+def _fold_svg(frame: _Unit) -> str:
+    """A fold's frame: stacked, with the number of iterations and the nodes they span."""
+    f = frame.fold
+    assert f is not None
+    x, y, w, h = frame.x, frame.y, frame.width - _STACK, frame.height - _STACK
+    title = (
+        f"nodes {f.start} to {f.stop - 1}: {f.count} iterations of the {f.period} nodes drawn here "
+        f"({f.start} to {f.start + f.period - 1}); ng.display.graph(arena) unfolds them"
+    )
+    behind = "".join(
+        f'<rect x="{x + d:.1f}" y="{y + d:.1f}" width="{w:.1f}" height="{h:.1f}" rx="8" fill="#eef2ff" '
+        'stroke="#a5b4fc"/>'
+        for d in (_STACK, _STACK / 2)
+    )
+    return (
+        f'{behind}<rect class="ng-fold" data-nodes="{f.start}-{f.stop - 1}" data-period="{f.period}" '
+        f'data-count="{f.count}" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" rx="8" fill="#f5f7ff" '
+        f'stroke="#6366f1" stroke-width="1.5"><title>{html.escape(title)}</title></rect>'
+        f'<text x="{x + 8:.1f}" y="{y + 15:.1f}" font-weight="bold" font-size="12" fill="#4338ca">'
+        f"\u00d7{f.count}</text>"
+        f'<text x="{x + 48:.1f}" y="{y + 15:.1f}" fill="#4338ca">'
+        f"{html.escape(_clip(f'loop: nodes {f.start}-{f.stop - 1}', max(int((w - 56) / 6.6), 8)))}</text>"
     )
 
 
@@ -385,10 +505,13 @@ def _box_svg(box: _Unit, nodes: Any, output: int) -> str:
         op, value = nodes[i][0], nodes[i][4]
         name, shape = _label(op, value)
         title = f"node {i}: {name} {shape}"
+        if box.fold is not None:
+            last = box.fold.first(i) + box.fold.period * (box.fold.count - 1)
+            title = f"node {i}, repeated every {box.fold.period} nodes to {last}: {name} {shape}"
         lines, fill = (_clip(f"{i}: {name}"), _clip(shape)), _COLORS[_kind(op, value)]
-        stroke = ' stroke-width="2.5"' if i == output else ""
-    if box.kind != "elided" and output in box.nodes:
-        title += " (output)"
+        stroke = ""
+    if box.kind != "elided" and output >= 0:
+        title += " (output)" if output in box.nodes else f" (output: node {output}, in the last iteration)"
         stroke = ' stroke-width="2.5"'
     return (
         f'<g class="ng-{box.kind}"><title>{html.escape(title)}</title>'

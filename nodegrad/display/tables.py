@@ -7,17 +7,37 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.display.sources import source_html
 from nodegrad.engine.structure import StructCotangent, flatten_with_paths, handler_for, materialize
 
 __all__ = ["Summary", "arena_html", "describe_value", "gradient_html", "node_html", "summary"]
 
+# The arena's table fits 1,000 px: a fixed layout in which long cells wrap (a value, a key
+# path) or fold to one line with the whole text in a tooltip (a source line), and the
+# gradient comes right after the short columns, before the long ones.
 _STYLE = (
-    "<style>.ng-table{border-collapse:collapse;font-family:monospace;font-size:12px}"
-    ".ng-table td,.ng-table th{border:1px solid #ccc;padding:2px 6px;text-align:left;"
-    "white-space:nowrap;vertical-align:top}"
-    ".ng-table th{background:#f3f3f3}.ng-elided{color:#888;text-align:center}</style>"
+    "<style>table.ng-table{border-collapse:collapse;font-family:monospace;font-size:12px;margin:0}"
+    "table.ng-arena{table-layout:fixed;width:100%;max-width:1000px}"
+    "table.ng-table td,table.ng-table th{border:1px solid #ccc;padding:2px 5px;text-align:left;"
+    "vertical-align:top;white-space:normal;overflow-wrap:anywhere;line-height:1.35}"
+    "table.ng-table th{background:#f3f3f3}table.ng-table caption{text-align:left;padding:2px 0}"
+    "table.ng-table td.ng-elided{color:#888;text-align:center}"
+    "table.ng-table .ng-line{padding-left:1.5em;text-indent:-1.5em}"
+    "table.ng-table .ng-code{display:block;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#555}"
+    "</style>"
 )
 _GRADIENT_LINES = 12  # a gradient with more leaves shows its first ones in a table cell
+# The arena table's columns and their shares of its width; "source" only when lines were noted.
+_COLUMNS = {
+    "index": 5,
+    "op": 10,
+    "parents": 7,
+    "shape, dtype": 11,
+    "gradient": 24,
+    "value": 22,
+    "key path": 11,
+    "source": 13,
+}
 
 
 def describe_value(value: Any, limit: int = 4) -> str:
@@ -67,75 +87,110 @@ def gradient_html(arena: Any, i: int) -> str:
     """The gradient the last ``backward`` found for node ``i``, one line per key path.
 
     A requested input shows its own gradient; a read of an entry of a requested input
-    shows that entry's part of it. Other nodes show nothing: their cotangents were
-    released during the sweep.
+    shows that entry's part of it; a structured value whose entries' reads were requested
+    (``backward(..., wrt=view)``) shows theirs. Other nodes show nothing: their cotangents
+    were released during the sweep.
     """
     grads = arena._last_gradients
     if i in grads:
-        return _gradient_lines(grads[i], arena._nodes[i][4], "")
+        lines = _gradient_lines(grads[i], arena._nodes[i][4], "")
+    else:
+        lines = _from_a_requested_input(arena, i) or _from_requested_reads(arena, i)
+    if len(lines) > _GRADIENT_LINES:
+        more = len(lines) - _GRADIENT_LINES + 1
+        lines = [*lines[: _GRADIENT_LINES - 1], f"... {more} more (ng.display.summary lists them all)"]
+    return "".join(f'<div class="ng-line">{line}</div>' for line in lines)
+
+
+def _from_a_requested_input(arena: Any, i: int) -> list[str]:
+    """The part of a requested structured input's gradient that node ``i`` reads."""
+    grads = arena._last_gradients
     op, parents, *_ = arena._nodes[i]
     root, path = i, arena._paths.get(i, "")
     while parents and root not in grads and op.family == "structured":
         root = parents[0]
         op, parents, *_ = arena._nodes[root]
     if root == i or root not in grads or not path:
-        return ""
+        return []
     base = arena._paths.get(root, "")
     if not path.startswith(base):
-        return ""
+        return []
     return _gradient_lines(grads[root], arena._nodes[root][4], base, select=path)
 
 
-def _gradient_lines(cotangent: Any, value: Any, base: str, select: str | None = None) -> str:
+def _from_requested_reads(arena: Any, i: int) -> list[str]:
+    """For a structured node: the gradients of the requested reads of its entries (and of
+    their entries), one line per key path, in the order they were read."""
+    nodes = arena._nodes
+    if handler_for(nodes[i][4]) is None:
+        return []
+    base = arena._paths.get(i, "")
+    lines = []
+    for r in sorted(k for k in arena._last_gradients if k > i):
+        ancestor = r
+        while ancestor > i and nodes[ancestor][0].family == "structured" and nodes[ancestor][1]:
+            ancestor = nodes[ancestor][1][0]
+        path = arena._paths.get(r, "")
+        if ancestor == i and path.startswith(base):
+            lines += _gradient_lines(arena._last_gradients[r], nodes[r][4], "", prefix=path[len(base) :])
+    return lines
+
+
+def _gradient_lines(cotangent: Any, value: Any, base: str, select: str | None = None, prefix: str = "") -> list[str]:
     if value is None:
-        return "released"
+        return ["released"]
     if handler_for(value) is None and not isinstance(cotangent, StructCotangent):
-        return "" if select else _leaf_gradient("", cotangent)
+        return [] if select else [_leaf_gradient(prefix, cotangent)]
     gradient = materialize(cotangent, value, base, [], zero_missing=False)
     lines = [
-        _leaf_gradient(path[len(select) :] if select else path[len(base) :], leaf)
+        _leaf_gradient(prefix + (path[len(select) :] if select else path[len(base) :]), leaf)
         for path, leaf in flatten_with_paths(gradient, base)
         if (select is None or path.startswith(select)) and leaf is not None
     ]
-    if len(lines) > _GRADIENT_LINES:
-        more = len(lines) - _GRADIENT_LINES + 1
-        lines = [*lines[: _GRADIENT_LINES - 1], f"... {more} more (ng.display.summary lists them all)"]
-    return "<br>".join(lines) or "none"
+    return lines or ["none"]
 
 
-def _row(arena: Any, i: int) -> str:
+def _row(arena: Any, i: int, locations: Any) -> str:
     op, parents, _, _, value = arena._nodes[i]
-    location = arena._nodes.locations[i] if hasattr(arena._nodes, "locations") else ""
+    dtype = _dtype(value)
     cells = [
         str(i),
         op.name,
         ", ".join(map(str, parents)),
-        _shape(value),
-        _dtype(value),
-        html.escape(arena._paths.get(i, "")),
-        html.escape(location.rsplit("/", 1)[-1]),
-        describe_value(value),
+        f"{_shape(value)} {dtype}" if dtype else _shape(value),
         gradient_html(arena, i),
+        describe_value(value, limit=3),
+        html.escape(arena._paths.get(i, "")),
     ]
+    if locations:
+        previous = locations[i - 1] if i else ""
+        cells.append(source_html(locations[i], previous) if locations[i] else "")
     return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
 
 
 def arena_html(arena: Any, limit: int = 40) -> str:
-    """An HTML table of the arena's nodes; a long arena shows its first and last
-    ``limit // 2`` nodes with the middle elided."""
+    """An HTML table of the arena's nodes, at most 1,000 px wide; a long arena shows its
+    first and last ``limit // 2`` nodes with the middle elided."""
     n = len(arena._nodes)
-    headers = ["index", "op", "parents", "shape", "dtype", "key path", "source", "value", "gradient"]
-    head = "<tr>" + "".join(f"<th>{h}</th>" for h in headers) + "</tr>"
+    locations = getattr(arena._nodes, "locations", None)
+    columns = {h: w for h, w in _COLUMNS.items() if locations or h != "source"}
+    scale = 100 / sum(columns.values())
+    cols = "".join(f'<col style="width:{w * scale:.1f}%">' for w in columns.values())
+    head = "<tr>" + "".join(f"<th>{h}</th>" for h in columns) + "</tr>"
     if n <= limit:
-        rows = [_row(arena, i) for i in range(n)]
+        rows = [_row(arena, i, locations) for i in range(n)]
     else:
         half = limit // 2
-        elided = f'<tr><td class="ng-elided" colspan="{len(headers)}">... {n - 2 * half} nodes ...</td></tr>'
-        rows = [_row(arena, i) for i in range(half)] + [elided] + [_row(arena, i) for i in range(n - half, n)]
-    requested = ", ".join(map(str, arena._last_gradients))
+        elided = f'<tr><td class="ng-elided" colspan="{len(columns)}">... {n - 2 * half} nodes ...</td></tr>'
+        rows = [
+            *(_row(arena, i, locations) for i in range(half)),
+            elided,
+            *(_row(arena, i, locations) for i in range(n - half, n)),
+        ]
+    requested = ", ".join(map(str, sorted(arena._last_gradients)))
     note = f"; gradients of nodes {requested} from the last backward" if requested else ""
     caption = f"<caption>Arena: {n} nodes, {arena.nbytes:,} bytes of arrays{note}</caption>"
-    return f'{_STYLE}<table class="ng-table">{caption}{head}{"".join(rows)}</table>'
+    return f'{_STYLE}<table class="ng-table ng-arena">{caption}<colgroup>{cols}</colgroup>{head}{"".join(rows)}</table>'
 
 
 def node_html(node: Any) -> str:
@@ -147,10 +202,12 @@ def node_html(node: Any) -> str:
         "shape": _shape(node.value),
         "dtype": _dtype(node.value),
         "key path": html.escape(node.path),
-        "source": html.escape(node.source),
+        "source": source_html(node.source) if node.source else "",
         "value": describe_value(node.value, limit=8),
         "gradient": "" if node.gradient is None else describe_value(node.gradient, limit=8),
     }
+    order = ["index", "op", "parents", "shape", "dtype", "gradient", "value", "key path", "source"]
+    fields = {k: fields[k] for k in order}
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in fields.items())
     return f'{_STYLE}<table class="ng-table">{rows}</table>'
 

@@ -56,8 +56,9 @@ class Node:
     path : str
         The key path of the structured input it reads or holds (``args[0]['w']``), or ``""``.
     source : str
-        ``file:line`` of the user code that recorded it; noted only while the arena checks
-        for NaNs (:func:`nodegrad.debug_nans`, ``check_finite=True``), ``""`` otherwise.
+        ``file:line`` of the user code that recorded it; noted while the arena checks for NaNs
+        (:func:`nodegrad.debug_nans`, ``check_finite=True``) and for an arena made in IPython or
+        Jupyter (for its table), ``""`` otherwise.
     gradient : Any
         Its gradient from the last ``backward`` if it was one of the requested inputs, else
         ``None``.
@@ -123,11 +124,15 @@ class Arena:
     """
 
     def __init__(self, *, check_finite: bool | None = None) -> None:
+        self._setup(check_finite, PLUGINS.user_nodes)
+
+    def _setup(self, check_finite: bool | None, new_nodes: Callable[[], Any]) -> None:
         checking = PLUGINS.checking() if check_finite is None else check_finite
-        # A checking arena's node list notes source lines and checks values as they come:
-        # an arena that does not check pays nothing for it.
+        # A checking arena's node list notes source lines and checks values as they come; an
+        # arena the user makes in a notebook notes source lines for its table. A transform's
+        # arena that does not check pays for neither.
         self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = (
-            PLUGINS.checked_nodes(self) if checking else []
+            PLUGINS.checked_nodes(self) if checking else new_nodes()
         )
         #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
         self.last_visited = 0
@@ -273,7 +278,7 @@ class Arena:
     @property
     def check_finite(self) -> bool:
         """Whether this arena checks forward values and gradients for NaN and Inf."""
-        return type(self._nodes) is not list  # a checking list, from nodegrad.debug
+        return type(self._nodes) is not list and hasattr(self._nodes, "for_sweep")  # a checking list (nodegrad.debug)
 
     def backward(
         self,
@@ -356,8 +361,11 @@ class Arena:
             return
         checked = PLUGINS.checked_nodes(self)
         checked.check_all(self._nodes, None, "this arena")
-        for node in self._nodes:
-            checked.adopt(node, "an unknown line: recorded before checking was turned on")
+        locations = getattr(self._nodes, "locations", None)
+        for i, node in enumerate(self._nodes):
+            checked.adopt(
+                node, locations[i] if locations else "an unknown line: recorded before checking was turned on"
+            )
         self._nodes = checked
 
     def _release(self) -> None:
@@ -420,7 +428,9 @@ class Arena:
             raise ArenaError(msg)
         offset = len(self._nodes)
         locations = getattr(other._nodes, "locations", None)
-        checked: Any = self._nodes if self.check_finite else None  # a checking list, from nodegrad.debug
+        # A checking list (nodegrad.debug) checks them; it, or a list noting source lines, keeps theirs.
+        checked: Any = self._nodes if self.check_finite else None
+        adopt = getattr(self._nodes, "adopt", None)
         if checked is not None:
             checked.check_all(other._nodes, locations, "the merged arena")  # before anything is appended
         for i, (op, parents, argnums, args, value) in enumerate(list(other._nodes)):
@@ -428,6 +438,8 @@ class Arena:
             if checked is not None:
                 # Checked where it was recorded (or not at all): keep its own source line.
                 checked.adopt(node, locations[i] if locations else "recorded in a merged arena")
+            elif adopt is not None:
+                adopt(node, locations[i] if locations else "")
             else:
                 self._nodes.append(node)
         for index, path in other._paths.items():
@@ -523,7 +535,8 @@ def nested_arena(check_finite: bool | None = None) -> Arena:
     """A new arena for one call of a transform: one level inside every arena entered in
     this thread now, so the values those arenas trace can become its leaves and can meet
     its handles in an op."""
-    arena = Arena(check_finite=check_finite)
+    arena = Arena.__new__(Arena)
+    arena._setup(check_finite, list)
     arena._enclosing = tuple(_state.stack)
     return arena
 

@@ -9,7 +9,8 @@ it offers are implemented higher up, and each registers itself here when importe
   of a record or dict returns an instance of that type whose leaves are traced reads;
 - NaN/Inf checking (:mod:`nodegrad.debug`): a node list that checks values as they are
   appended, and whether :func:`nodegrad.debug_nans` is active in this thread;
-- display (:mod:`nodegrad.display`): the HTML tables and SVG graph Jupyter shows.
+- display (:mod:`nodegrad.display`): the HTML tables and SVG graph Jupyter shows, and the
+  node list that notes source lines for an arena made in a notebook.
 
 A socket left empty says which module fills it, rather than failing obscurely.
 """
@@ -42,6 +43,9 @@ class Plugins:
         self.checking: Callable[[], bool] = lambda: False
         #: ``checked_nodes(arena)``: an empty node list that checks each node it is given.
         self.checked_nodes: Callable[[Any], Any] = _missing("nodegrad.debug")
+        #: ``user_nodes()``: the empty node list of an arena the user makes (a transform's is a
+        #: plain list): plain, or one that notes source lines where they are shown (display).
+        self.user_nodes: Callable[[], Any] = list
         #: ``arena_html(arena)``, ``node_html(node)``, ``arena_svg(arena, limit)``: Jupyter's views.
         self.arena_html: Callable[[Any], str] = _missing("nodegrad.display")
         self.node_html: Callable[[Any], str] = _missing("nodegrad.display")

@@ -506,7 +506,7 @@ def gradients(
     targets = list(wrt) if flat else _traced_leaves(wrt, [])
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
-    checking = type(arena._nodes) is not list  # arena.check_finite
+    checking = type(arena._nodes) is not list and arena.check_finite
     if checking:
         _check_seeds(arena, seeds)
     if create_graph:
