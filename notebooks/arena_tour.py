@@ -45,7 +45,9 @@ assert all(parent < node.index for node in arena for parent in node.parents)
 # %% [markdown]
 # ## Inspect
 # `arena[i]` is a read-only view of node `i`; in Jupyter the arena itself renders as a
-# table (index, op, parents, shape, dtype, key path, value, gradient).
+# table at most 1,000 px wide (index, op, parents, shape and dtype, gradient, value, key
+# path), with a source column giving the line of your code that recorded each node when
+# the arena was made in a notebook.
 
 # %%
 node = arena[loss.index]
@@ -68,6 +70,29 @@ SVG(svg)
 
 # %% tags=["remove-cell"]
 assert svg.startswith("<svg") and "map_lookup" in svg
+
+# %% [markdown]
+# ## A loop, folded
+# Thirty steps of a recurrent update make 184 nodes. The picture draws the loop's body
+# once, in a stacked frame with the number of iterations; a value carried from one
+# iteration to the next is marked ↻. `ng.display.graph` adds a disclosure below the
+# picture that draws every iteration, and `ng.display.progress` shows how far the loop
+# has got (a widget in Jupyter with the `display` extra, a text count without it).
+
+# %%
+loop = ng.Arena()
+p = loop.param({"w": rng.normal(size=(4, 4)) * 0.5, "b": np.zeros(4)}, name="p")
+h = loop.input(rng.normal(size=(2, 4)))
+total = 0.0
+for _ in ng.display.progress(range(30), desc="steps"):
+    h = ng.tanh(h @ p["w"] + p["b"])
+    total = total + ng.mean(h * h)
+print(len(loop), "nodes")
+display(ng.display.graph(loop))
+
+# %% tags=["remove-cell"]
+assert len(loop) == 184
+assert 'data-count="29"' in ng.display.graph(loop)._repr_html_()
 
 # %% [markdown]
 # ## Sweep back

@@ -30,11 +30,11 @@ _GRADIENT_LINES = 12  # a gradient with more leaves shows its first ones in a ta
 # The arena table's columns and their shares of its width; "source" only when lines were noted.
 _COLUMNS = {
     "index": 5,
-    "op": 10,
+    "op": 11,
     "parents": 7,
-    "shape, dtype": 11,
-    "gradient": 24,
-    "value": 22,
+    "shape, dtype": 12,
+    "gradient": 23,
+    "value": 21,
     "key path": 11,
     "source": 13,
 }
