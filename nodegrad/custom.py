@@ -115,6 +115,17 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
     nodegrad ops (or numpy calls on traced values) is differentiated again; one that leaves
     nodegrad (``np.asarray``, ``float()``) raises :class:`~nodegrad.errors.NoGradientError`.
 
+    Parameters
+    ----------
+    fun : callable
+        The function whose gradient rule you give; it computes the forward value.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``, with a ``defvjp(fwd, bwd)`` method to set the rule (until
+        then, ``fun``'s own body is differentiated).
+
     Examples
     --------
     >>> import numpy as np
@@ -222,6 +233,16 @@ def checkpoint(fun: Callable[..., Any]) -> Callable[..., Any]:
 
     The function is recorded as one node holding only its inputs and output.
 
+    Parameters
+    ----------
+    fun : callable
+        Any function of arrays or structures that nodegrad can differentiate.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``, with the same value and gradients.
+
     Examples
     --------
     >>> import numpy as np
@@ -251,6 +272,16 @@ def stop_gradient(value: Any) -> Any:
     """``value`` with its gradient cut: traced values become their plain values (inside
     records, dicts and lists too), so nothing flows back through them, in any enclosing
     transform either.
+
+    Parameters
+    ----------
+    value : any
+        A traced or plain value, or any structure of them.
+
+    Returns
+    -------
+    any
+        ``value`` with every traced value replaced by its plain value.
 
     Examples
     --------

@@ -10,8 +10,13 @@ recorded it; :func:`user_location` finds that line.
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
+import warnings
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 __all__ = [
     "ArenaError",
@@ -99,3 +104,60 @@ def user_location() -> str:
             return f"{filename}:{frame.f_lineno}"
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"
+
+
+def _user_frame() -> FrameType | None:
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+        frame = frame.f_back
+    return frame
+
+
+def calling_code() -> str | None:
+    """The source text of the expression the innermost caller outside nodegrad is
+    evaluating (``math.sin(x)``), for errors that name what the user called; None where it
+    cannot be read. Only asked while an error is being written."""
+    frame = _user_frame()
+    if frame is None or not hasattr(frame.f_code, "co_positions"):  # Python < 3.11
+        return None
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2
+    if not 0 <= index < len(positions):
+        return None
+    start, end, col, end_col = positions[index]
+    if start is None or end is None or col is None or end_col is None:
+        return None
+    lines = [linecache.getline(frame.f_code.co_filename, n) for n in range(start, end + 1)]
+    if not all(lines):
+        return None
+    lines[-1] = lines[-1][:end_col]
+    lines[0] = lines[0][col:]
+    return "".join(lines).strip()
+
+
+# numpy's warnings (log of a negative number, overflow, ...) come from C, and Python
+# attributes them to the innermost Python frame: nodegrad's own code, never the user's
+# line, and shown once for all of nodegrad. So inside the engine and the ops they are
+# raised as errors instead, caught where an op's forward or rule is called, and issued
+# again from the user's line by :func:`rerun_reporting_warnings`; the common path, with
+# no warning, pays nothing. A filter the user sets later comes first and still decides.
+warnings.filterwarnings("error", category=RuntimeWarning, module=r"nodegrad\.(engine\.(record|sweep)|ops\..*)$")
+
+
+def rerun_reporting_warnings(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` again, after a warning stopped it: its warnings are collected
+    this time and each is issued from the user's line (under the user's filters)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(*args, **kwargs)
+    frame = _user_frame()
+    for w in caught:
+        if frame is None:
+            warnings.warn(w.message, w.category, stacklevel=2)
+            continue
+        registry = frame.f_globals.setdefault("__warningregistry__", {})
+        module = frame.f_globals.get("__name__", "<unknown>")
+        warnings.warn_explicit(
+            w.message, w.category, frame.f_code.co_filename, frame.f_lineno, module, registry, frame.f_globals
+        )
+    return out

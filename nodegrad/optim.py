@@ -25,6 +25,7 @@ from nodegrad.engine.structure import (
     differentiable_leaves,
     format_key,
     handler_for,
+    integer_leaves,
     is_differentiable_leaf,
     zip_leaves,
 )
@@ -39,9 +40,25 @@ def _keep_type(new: Any, old: Any) -> Any:
     return type(old)(new) if isinstance(old, float) else new
 
 
+def _refuse_immovable(where: str, params: Any) -> None:
+    """Refuse a parameter tree with int leaves (outside fields marked static): a step
+    cannot move them, and beside float leaves an int is almost always a parameter written
+    ``0`` for ``0.0``, which would stay 0 forever without a word. (The drivers keep
+    autograd's contract instead: they optimise the float leaves and carry the rest.)"""
+    found = [f"{path} (the int {leaf!r})" for path, leaf in integer_leaves(params)]
+    if found:
+        msg = (
+            f"{where}: cannot move the parameters at {', '.join(found)}: ints are static leaves, with no gradient. "
+            "Write 0.0 for a parameter; for a constant, mark a record's field ng.field(static=True) or keep the "
+            "value out of the parameters"
+        )
+        raise ArgumentError(msg)
+
+
 def _update(where: str, params: Any, grads: Any, step: Any) -> Any:
     # Parameters whose gradient slot is None (static fields) are carried over as they are;
     # an update never broadcasts a parameter to another shape, nor widens its dtype.
+    _refuse_immovable(where, params)
     for path, p, g in zip_leaves(params, grads):
         if g is not None and is_differentiable_leaf(p) and np.shape(g) != np.shape(p):
             msg = (

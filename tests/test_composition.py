@@ -356,6 +356,44 @@ def test_a_leaked_tracer_reaching_a_new_transform_is_an_error_naming_the_transfo
         ng.jvp(lambda y: y * leaked[0], (2.0,), (1.0,))
 
 
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda t: t * 3.0,  # an operator
+        lambda t: np.sin(t),  # a numpy ufunc
+        lambda t: ng.sum(t),  # a nodegrad op
+        lambda t: t[0],  # indexing
+        lambda t: np.asarray(t),  # a conversion
+        lambda t: float(t),
+    ],
+    ids=["operator", "ufunc", "op", "index", "asarray", "float"],
+)
+@pytest.mark.parametrize("transform", ["grad", "vjp", "jvp"])
+def test_a_leaked_tracer_used_outside_any_transform_is_an_error(use: Any, transform: str) -> None:
+    kept: list[Any] = []
+
+    def keeps_a_value(x: Any) -> Any:
+        kept.append(x * 2.0)
+        return ng.sum(x)
+
+    x = np.array([1.0, 2.0])
+    if transform == "grad":
+        ng.grad(keeps_a_value)(x)
+    elif transform == "vjp":
+        _, back = ng.vjp(keeps_a_value, x)
+        back(1.0)  # the backward runs after the transform returned: it still works
+    else:
+        ng.jvp(keeps_a_value, (x,), (x,))
+    with pytest.raises(LeakedTracerError, match=r"keeps_a_value.*has already returned \(a leaked tracer\)"):
+        use(kept[0])
+
+
+def test_a_vjp_backward_runs_after_its_transform_returned() -> None:
+    _, back = ng.vjp(lambda x: x * x, np.array([1.0, 3.0]))
+    np.testing.assert_array_equal(back(np.ones(2))[0], [2.0, 6.0])
+    np.testing.assert_array_equal(back(np.ones(2))[0], [2.0, 6.0])  # again: nothing was sealed away
+
+
 def _numeric_jacobian(f: Fun, kind: str, v: np.ndarray) -> np.ndarray:
     """Columns of central differences along each flat coordinate (outputs flattened)."""
     h = 1e-6

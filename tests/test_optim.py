@@ -142,6 +142,7 @@ def test_x0_is_not_modified_and_zero_iterations_give_a_copy() -> None:
 
 def test_adam_loop_takes_the_steps_of_the_one_step_adam() -> None:
     x0 = start()
+    x0.y["count"] = "3"  # the one-step adam refuses an int leaf (see the test below); the loop carries it
     by_hand, state = x0, None
     for i in range(30):
         by_hand, state = ng.optim.adam(by_hand, structured_gradient(by_hand, i), state, lr=0.05)
@@ -430,3 +431,20 @@ def test_tree_add_never_broadcasts() -> None:
     with pytest.raises(ShapeError, match=r"tree.add: at \['w'\] shapes \(2,\) and \(3, 1\) differ"):
         ng.tree.add({"w": np.ones(2)}, {"w": np.ones((3, 1))})
     np.testing.assert_array_equal(ng.tree.add({"w": np.ones(2)}, {"w": np.ones(2)})["w"], [2.0, 2.0])
+
+
+@pytest.mark.parametrize("step", ["sgd", "adam"])
+def test_a_step_refuses_an_int_parameter_naming_it(step: str) -> None:
+    # {"b": 0} meant 0.0: its gradient slot is None, so the step would keep b = 0 forever.
+    params = {"w": np.array([1.0, 2.0]), "b": 0, "head": Tagged(np.ones(1), tag="t"), "n": [np.int64(3)]}
+    grads = ng.grad(lambda p: ng.sum(p["w"]) + p["b"] + ng.sum(p["head"].w))(params)
+    assert grads["b"] is None
+    with pytest.raises(
+        ArgumentError, match=rf"{step}: cannot move the parameters at \['b'\] \(the int 0\), \['n'\]\[0\]"
+    ):
+        ng.optim.sgd(params, grads, 0.1) if step == "sgd" else ng.optim.adam(params, grads)
+    # Floats move; strings, bools and fields marked static are not parameters and pass.
+    fine = {"w": np.array([1.0, 2.0]), "b": 0.0, "head": Tagged(np.ones(1), tag="t"), "on": True}
+    grads = {"w": np.ones(2), "b": 1.0, "head": Tagged(np.ones(1), tag=None), "on": None}
+    moved = ng.optim.sgd(fine, grads, 0.5) if step == "sgd" else ng.optim.adam(fine, grads, lr=0.5)[0]
+    assert moved["b"] == pytest.approx(-0.5) and moved["on"] is True and moved["head"].tag == "t"

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import pickle
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -173,7 +176,7 @@ def test_without_checking_nothing_is_raised_and_nothing_is_paid() -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         g = ng.grad(spy)(X_BACKWARD)
     assert np.isnan(g[0]) and np.all(np.isfinite(g[1:]))
-    assert type(seen[0]._nodes) is list
+    assert not seen[0].check_finite and not hasattr(seen[0]._nodes, "for_sweep")  # plain (sealed on return)
     with ng.debug_nans():
         ng.grad(spy)(X_BACKWARD[1:])
         assert ng.Arena().check_finite
@@ -1328,3 +1331,64 @@ def test_debug_nans_sees_every_value_of_a_large_gradient_call() -> None:
         g = ng.grad(loss)(x)
     np.testing.assert_allclose(g, ng.grad(loss)(x))
     np.testing.assert_allclose(g, (1.0 - np.tanh(np.sin(x) * 1.01) ** 2) * 1.01 * np.cos(x), rtol=1e-12)
+
+
+# -- what a newcomer runs into: each error says what to write instead --------------------------
+
+
+def test_item_assignment_on_a_traced_value_points_to_ng_at() -> None:
+    def f(x: Any) -> Any:
+        x[0] = 0.0
+        return ng.sum(x)
+
+    with pytest.raises(TypeError, match=r"cannot be assigned into.*ng\.at\(x\)\[index\]\.set\(value\)"):
+        ng.grad(f)(np.ones(3))
+    # what the message suggests gives the gradient of the array with that entry replaced
+    g = ng.grad(lambda x: ng.sum(ng.at(x)[0].set(0.0) * 2.0))(np.ones(3))
+    np.testing.assert_array_equal(g, [0.0, 2.0, 2.0])
+
+
+def test_float_of_a_traced_value_names_the_function_the_user_called() -> None:
+    import math
+
+    with pytest.raises(ArenaError, match=r"math\.sin\(\) of a traced value .* use np\.sin\(x\)"):
+        ng.grad(lambda x: math.sin(x))(1.0)
+    with pytest.raises(ArenaError, match=r"math\.log1p\(\) of a traced value .* use np\.log1p\(x\)"):
+        ng.grad(lambda x: math.log1p(x))(1.0)
+    with pytest.raises(ArenaError, match=r"^float\(\) of a traced value .* keep it a traced value"):
+        ng.grad(lambda x: float(x) * 2.0)(1.0)
+    # a message that names one function never names another
+    with pytest.raises(ArenaError) as info:
+        ng.grad(lambda x: math.sqrt(x))(1.0)
+    assert "math.sqrt()" in str(info.value) and "math.exp" not in str(info.value)
+
+
+_WARNINGS_FROM_THE_USERS_LINE = """
+import warnings
+import numpy as np
+import nodegrad as ng
+
+def loss(x):
+    return ng.sum(ng.log(x))  # line 7: log of a negative number
+
+with warnings.catch_warnings(record=True) as caught:  # the filters as they are: Python's defaults
+    ng.grad(loss)(np.array([-1.0, 1.0]))
+    ng.grad(lambda x: ng.sum(np.sqrt(x)))(np.array([0.0, 1.0]))  # line 11: the rule divides by 0
+    y = ng.log(np.array([-2.0]))  # line 12: a plain value through an op
+for w in caught:
+    print(w.category.__name__, w.filename.endswith("user.py"), w.lineno, w.message)
+"""
+
+
+def test_numpy_warnings_are_issued_from_the_users_line(tmp_path: Path) -> None:
+    # In a fresh interpreter: pytest's own warning filters come before nodegrad's.
+    script = tmp_path / "user.py"
+    script.write_text(_WARNINGS_FROM_THE_USERS_LINE)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "RuntimeWarning True 7 invalid value encountered in log",
+        "RuntimeWarning True 11 divide by zero encountered in divide",
+        "RuntimeWarning True 12 invalid value encountered in log",
+    ]

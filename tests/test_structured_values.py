@@ -224,6 +224,36 @@ def test_strict_names_every_input_without_a_gradient_path() -> None:
     assert training["layers"][2] == Box(0.0, 0.0)
 
 
+@attrs.frozen
+class _Affine:
+    w: np.ndarray
+    b: Any
+    steps: int = ng.field(static=True, default=10)  # marked: a constant, never named
+
+
+def test_strict_names_an_int_leaf_beside_float_ones_and_training_passes_it_through() -> None:
+    x = np.array([0.5, 0.1])
+    loss = lambda p, x: ng.sum(p["w"] * x) + p["b"] + ng.sum(p["layer"].w * p["layer"].b)
+    params = {"w": np.array([1.0, 2.0]), "b": 0, "layer": _Affine(np.ones(2), 3)}
+    with pytest.raises(NoGradientError) as info:
+        ng.grad(loss, options=ng.GradOptions.STRICT)(params, x)
+    message = str(info.value)
+    assert "args[0]['b'] (the int 0: ints get no gradient; write 0.0)" in message
+    assert "args[0]['layer'].b (the int 3: ints get no gradient; write 3.0)" in message
+    assert "steps" not in message and "args[1]" not in message
+    # value_and_grad and an arena's own backward say the same
+    with pytest.raises(NoGradientError, match=r"\['b'\] \(the int 0"):
+        ng.value_and_grad(loss, options=ng.GradOptions.STRICT)(params, x)
+    arena = ng.Arena()
+    p = arena.param(params)
+    with pytest.raises(NoGradientError, match=r"\['b'\] \(the int 0"):
+        arena.backward(loss(p, x), wrt=p, options=ng.GradOptions.STRICT)
+    # Written as floats, STRICT is satisfied; by default the ints pass through with None.
+    fixed = {"w": np.array([1.0, 2.0]), "b": 0.0, "layer": _Affine(np.ones(2), 3.0)}
+    assert ng.grad(loss, options=ng.GradOptions.STRICT)(fixed, x)["b"] == 1.0
+    assert ng.grad(loss)(params, x)["b"] is None
+
+
 def test_unused_fields_of_a_1000_field_record_add_no_work() -> None:
     big_class = attrs.make_class("Big", [f"f{i}" for i in range(1000)])
     record = big_class(*[np.full(3, float(i)) for i in range(1000)])

@@ -1,6 +1,8 @@
 """grad, value_and_grad and vjp."""
 
 import dataclasses
+import inspect
+import re
 from typing import Any
 
 import numpy as np
@@ -150,3 +152,27 @@ def test_a_python_float_argument_is_weakly_typed_like_numpy_scalars() -> None:
 
     value, g = ng.value_and_grad(lambda m: ng.sum(ng.tanh(m.w * m.scale)))(Scaled(w32, 0.5))
     assert value.dtype == np.float32 and g.w.dtype == np.float32 and type(g.scale) is float
+
+
+TRANSFORMS = [
+    "grad", "value_and_grad", "vjp", "jvp", "linearize", "elementwise_grad", "hvp",
+    "jacobian", "jacrev", "jacfwd", "hessian", "custom_vjp", "checkpoint", "stop_gradient",
+]  # fmt: skip
+
+
+def _documented_parameters(doc: str) -> set[str]:
+    """The names a numpydoc Parameters section describes (``a, b : int`` names two)."""
+    section = doc.split("Parameters\n----------\n", 1)[1]
+    section = re.split(r"\n\S[^\n]*\n-{3,}\n", section, maxsplit=1)[0]
+    lines = [line for line in section.splitlines() if line and not line.startswith(" ")]
+    return {name.strip().lstrip("*") for line in lines for name in line.split(" : ")[0].split(",")}
+
+
+@pytest.mark.parametrize("name", TRANSFORMS)
+def test_every_public_transform_documents_each_of_its_parameters(name: str) -> None:
+    fn = getattr(ng, name)
+    doc = inspect.getdoc(fn) or ""
+    assert "Parameters\n----------\n" in doc, f"help(ng.{name}) has no Parameters section"
+    signature = inspect.signature(fn)
+    assert set(signature.parameters) - {"self"} <= _documented_parameters(doc)
+    assert "Examples\n--------\n>>> " in doc

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from nodegrad.errors import (
     LeakedTracerError,
     StructureError,
     error_like,
+    rerun_reporting_warnings,
     user_location,
 )
 
@@ -54,13 +55,17 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
     try:
         return op.forward(*args)
     except Exception as exc:
-        _failed(op, args, inputs, exc)
+        return _failed(op, args, inputs, exc)
 
 
-def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> NoReturn:
+def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> Any:
     """Re-raise a forward failure as an error naming the op, the shapes, the key paths of
-    structured inputs (``inputs`` are the traced arguments) and the user's line.
+    structured inputs (``inputs`` are the traced arguments) and the user's line. A warning
+    is not a failure: the forward runs again and its value is returned, the warning issued
+    from the user's line (see :func:`~nodegrad.errors.rerun_reporting_warnings`).
     """
+    if isinstance(exc, Warning):
+        return rerun_reporting_warnings(op.forward, *args)
     kind = error_like(exc)
     if kind is None:
         raise exc
@@ -101,7 +106,7 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
         try:
             out = op.forward(*args)
         except Exception as exc:
-            _failed(op, args, (x,), exc)
+            out = _failed(op, args, (x,), exc)
     # _push, inlined: this is the commonest path of all.
     arena = x.arena
     nodes = arena._nodes
@@ -140,7 +145,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
         try:
             out = op.forward(*args)
         except Exception as exc:
-            _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
+            out = _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
     nodes = arena._nodes
     if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
         nodes.append(lean_node(op, parents, argnums, args, out))
@@ -275,6 +280,8 @@ def guarded(fn: F) -> F:
             msg = f"{name}: an argument is nested too deeply, or contains itself [called at {user_location()}]"
             raise StructureError(msg) from exc
         except Exception as exc:
+            if isinstance(exc, Warning):  # see nodegrad.errors.rerun_reporting_warnings
+                return rerun_reporting_warnings(fn, *args, **kwargs)
             kind = error_like(exc)
             if kind is None:
                 raise

@@ -37,6 +37,7 @@ __all__ = [
     "flatten_with_paths",
     "format_key",
     "handler_for",
+    "integer_leaves",
     "is_differentiable_leaf",
     "leaves",
     "register_container",
@@ -380,6 +381,30 @@ def differentiable_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any
     for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True):
         if not static:
             yield from differentiable_leaves(handler.get(value, key), path + format_key(handler.kind, key))
+
+
+def integer_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Yield ``(key_path, leaf)`` for the integer numbers of ``value`` (Python ints and numpy
+    integer scalars, not bools) outside fields marked static.
+
+    Such a leaf is static, so it gets no gradient and no optimiser moves it; beside float
+    leaves it is almost always a parameter written ``0`` for ``0.0``, which the strict
+    gradient options and the optimisers name.
+
+    Examples
+    --------
+    >>> from nodegrad.engine.structure import integer_leaves
+    >>> list(integer_leaves({"w": 1.0, "b": 0, "on": True}))
+    [("['b']", 0)]
+    """
+    handler = handler_for(value)
+    if handler is None:
+        if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
+            yield path, value
+        return
+    for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True):
+        if not static:
+            yield from integer_leaves(handler.get(value, key), path + format_key(handler.kind, key))
 
 
 class StructCotangent:

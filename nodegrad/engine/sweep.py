@@ -27,6 +27,7 @@ from nodegrad.engine.structure import (
     cotangent_for,
     flatten_with_paths,
     handler_for,
+    integer_leaves,
     map_unless_static,
     materialize,
     zip_leaves,
@@ -42,9 +43,10 @@ from nodegrad.errors import (
     ShapeError,
     StructureError,
     error_like,
+    rerun_reporting_warnings,
 )
 
-__all__ = ["GradOptions", "fit_cotangent", "gradients", "sweep", "unbroadcast"]
+__all__ = ["GradOptions", "fit_cotangent", "gradients", "strict_integer_leaves", "sweep", "unbroadcast"]
 
 
 @attrs.frozen
@@ -56,7 +58,9 @@ class GradOptions:
     zero_missing_wrt : bool
         ``True`` (:attr:`TRAINING`, the default): such inputs get zeros of their shape and
         dtype. ``False`` (:attr:`STRICT`): raise one :class:`NoGradientError` listing the
-        key path of every such input.
+        key path of every such input, and of every int leaf of a structure (an int is a
+        static leaf, with no gradient: beside float leaves, usually ``0`` meant as ``0.0``;
+        mark a record's field ``ng.field(static=True)`` when it is meant).
 
     Examples
     --------
@@ -201,6 +205,8 @@ def sweep(
             if mark[p]:
                 try:
                     gp = rules[k](g, value, *args)
+                except Warning:  # see nodegrad.errors.rerun_reporting_warnings
+                    gp = rerun_reporting_warnings(rules[k], g, value, *args)
                 except Exception as exc:
                     failure = _rule_failed(op, g, value, args, exc)
                     if failure is exc:
@@ -406,6 +412,16 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     return g
 
 
+def strict_integer_leaves(value: Any, path: str = "") -> list[str]:
+    """The key paths of the int leaves of a structure, each with what is wrong, for STRICT
+    to name: an int is a static leaf (no gradient), and beside float leaves it is almost
+    always a parameter written ``0`` for ``0.0``, which no optimiser would ever move. (A
+    lone int argument is refused as such by the transforms, STRICT or not.)"""
+    if handler_for(value) is None:
+        return []
+    return [f"{p} (the int {leaf!r}: ints get no gradient; write {leaf}.0)" for p, leaf in integer_leaves(value, path)]
+
+
 class _Missing(list[str]):
     """The key paths of a requested input's parts that no gradient reached (STRICT)."""
 
@@ -528,9 +544,11 @@ def gradients(
 
     arena._last_gradients = found if len(found) == len(targets) else {t.index: found.get(t.index) for t in targets}
     results = [_finished(arena, wrt, target, found.get(target.index), options, finish, taken) for target in targets]
-    if not options.zero_missing_wrt and any(type(r) is _Missing for r in results):
-        msg = "no gradient path to the output from: " + ", ".join(p for r in results if type(r) is _Missing for p in r)
-        raise NoGradientError(msg)
+    if not options.zero_missing_wrt:
+        missing = [p for r in results if type(r) is _Missing for p in r] + strict_integer_leaves(wrt)
+        if missing:
+            msg = "no gradient path to the output from: " + ", ".join(missing)
+            raise NoGradientError(msg)
     if type(wrt) is Traced:
         return results[0]
     if flat:

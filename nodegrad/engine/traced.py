@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nodegrad.errors import ArenaError
+from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
 
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
@@ -75,6 +75,14 @@ def _resolves(dotted: str) -> bool | None:
     return None
 
 
+#: The way out when plain numpy builds an array from traced values (np.array([x, y]),
+#: np.full(shape, x)): nodegrad's numpy namespace has constructors that take them.
+_NODEGRAD_NUMPY = (
+    "Write import nodegrad.numpy as np instead of import numpy as np: its np.array, np.asarray, np.full and "
+    "np.full_like take traced values (plain numpy's read only the numbers inside)"
+)
+
+
 def _foreign_message(frame: FrameType, what: str) -> str:
     """The error for a library function that cannot see traced values: its name, and where
     to turn instead (nodegrad.scipy's version of a scipy function; pandas' values)."""
@@ -87,6 +95,8 @@ def _foreign_message(frame: FrameType, what: str) -> str:
             f"{full} cannot see traced values: {what} pandas reads a traced operand as a list of values: take the "
             f"pandas object's values first, series.to_numpy() * x; or {detach}"
         )
+    if module.startswith("numpy."):  # np.full and kin build plain arrays in Python code
+        return f"{full} cannot see traced values: {what} {_NODEGRAD_NUMPY}, or {detach}"
     if not module.startswith("scipy."):
         return f"{full} cannot see traced values: {what} Use nodegrad ops instead, or {detach}"
     package = ".".join(module.split(".")[:2])  # scipy.stats, scipy.special, ...
@@ -102,6 +112,25 @@ def _foreign_message(frame: FrameType, what: str) -> str:
     else:
         instead = f"There is no {ours}: write it with nodegrad ops, or {detach}"
     return f"{public} ({full}) cannot see traced values: {what} {instead}"
+
+
+def _user_call() -> str | None:
+    """The function the user's line called on a traced value, as written there
+    (``math.sin``, ``float``), from the position of the call being made; None when it
+    cannot be read (no source, or Python older than 3.11)."""
+    code = calling_code()
+    if code is None or "(" not in code:
+        return None
+    callee = code.split("(", 1)[0].strip()
+    return callee if callee.replace(".", "").replace("_", "").isalnum() else None
+
+
+def _instead_of(call: str) -> str:
+    """What to call instead of ``call`` (``math.sin`` -> ``np.sin``)."""
+    name = call.rpartition(".")[2]
+    if call.startswith("math.") and isinstance(getattr(np, name, None), np.ufunc):
+        return f"use np.{name}(x), which records an op, instead of {call}(x)"
+    return f"use a nodegrad op or a numpy function instead of {call}"
 
 
 class Traced:
@@ -171,25 +200,55 @@ class Traced:
 
     def __float__(self) -> float:
         # float(x) and math.* would hand back a plain number and silently cut the gradient.
+        self._refuse_if_leaked("float()")
+        call = _user_call()
+        if call is None or call == "float":
+            what, instead = "float() of a traced value", "keep it a traced value (use nodegrad ops on it)"
+        else:
+            what, instead = f"{call}() of a traced value", _instead_of(call)
         msg = (
-            f"float() of a traced value (node {self.index}, {describe(self.value)}) would silently drop its "
-            "gradient: use nodegrad ops (ng.exp, not math.exp); call float(x.value) or "
-            "float(nodegrad.stop_gradient(x)) to read the number on purpose."
+            f"{what} (node {self.index}, {describe(self.value)}) would silently drop its gradient: {instead}; "
+            "call float(x.value) or float(nodegrad.stop_gradient(x)) to read the number on purpose."
         )
         raise ArenaError(msg)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        msg = (
+            f"a traced value (node {self.index}, {describe(self.value)}) cannot be assigned into: a value being "
+            "differentiated never changes in place. Write x = ng.at(x)[index].set(value) (or .add(value)) for a "
+            "new array with those entries replaced"
+        )
+        raise TypeError(msg)
+
+    def _refuse_if_leaked(self, what: str) -> None:
+        if self.arena._finished_by:
+            msg = (
+                f"{what} of a traced value of {self.arena._finished_by}, which has already returned (a leaked tracer): "
+                "return what you need from the differentiated function instead"
+            )
+            raise LeakedTracerError(msg)
 
     def __format__(self, spec: str) -> str:
         # Formatting is for reading (logging a loss inside a traced function), not computing.
         return format(unwrap(self.value), spec) if spec else repr(self)
 
-    def item(self) -> Any:
-        """The value as a Python number, for reading only: the result carries no gradient."""
-        value = unwrap(self.value)
-        return value.item() if isinstance(value, np.ndarray | np.generic) else value
+    def item(self, *args: Any) -> Any:
+        """Refused, as ``float(x)`` is: a Python number carries no gradient, so ``x.item() * x``
+        would be differentiated as if ``x.item()`` were a constant. Read the number on purpose
+        with ``np.asarray(x.value).item()`` (``x.value`` has no gradient)."""
+        raise ArenaError(self._plain_refused("item"))
 
     def tolist(self) -> Any:
-        """The value as nested Python lists, for reading only: the result carries no gradient."""
-        return np.asarray(unwrap(self.value)).tolist()
+        """Refused, as :meth:`item` is: Python lists of numbers carry no gradient. Read them on
+        purpose with ``np.asarray(x.value).tolist()``."""
+        raise ArenaError(self._plain_refused("tolist"))
+
+    def _plain_refused(self, method: str) -> str:
+        return (
+            f"x.{method}() of a traced value (node {self.index}, {describe(self.value)}) would silently drop its "
+            f"gradient: keep it a traced value (use nodegrad ops on it); call np.asarray(x.value).{method}() to read "
+            "it on purpose."
+        )
 
     def __reduce__(self) -> Any:
         msg = (
@@ -205,6 +264,7 @@ class Traced:
         return self
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        self._refuse_if_leaked("np.asarray()")
         what = (
             f"a traced value (node {self.index}, {describe(self.value)}) cannot become a plain numpy "
             "array: that would silently drop its gradient."
@@ -213,8 +273,8 @@ class Traced:
         if library is not None:
             raise ArenaError(_foreign_message(library, what))
         msg = (
-            f"{what} Use a nodegrad op or a numpy function with a registered op; call nodegrad.stop_gradient(x) "
-            "or read x.value to detach on purpose."
+            f"{what} Use a nodegrad op or a numpy function with a registered op. {_NODEGRAD_NUMPY}. Call "
+            "nodegrad.stop_gradient(x) or read x.value to detach on purpose."
         )
         raise ArenaError(msg)
 

@@ -39,6 +39,21 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
     depend on the primals, ``None`` at static leaves). Nested in other transforms, and
     around them, to any depth.
 
+    Parameters
+    ----------
+    fun : callable
+        A function of the primals returning an array or any structure of arrays.
+    primals : sequence
+        The point, one entry per argument of ``fun`` (arrays or structures).
+    tangents : sequence
+        One tangent per primal, of its structure, shapes and dtypes.
+
+    Returns
+    -------
+    (out, out_tangent)
+        ``fun(*primals)`` and its derivative along ``tangents``, both in the output's
+        structure.
+
     Examples
     --------
     >>> import numpy as np
@@ -70,6 +85,19 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
     cotangent flows through it; each call of the returned function is then one sweep of
     that second arena, with no further evaluation of ``fun``. Cheaper than :func:`jvp`
     when many tangents are pushed through one point.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of the primals returning an array or any structure of arrays.
+    *primals : any
+        The point, one value per argument of ``fun``.
+
+    Returns
+    -------
+    (out, f_jvp)
+        ``fun(*primals)``, and ``f_jvp(*tangents)`` giving the JVP along ``tangents`` (one
+        per primal), in the output's structure.
 
     Examples
     --------

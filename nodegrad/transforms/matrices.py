@@ -246,6 +246,20 @@ def jacrev(
 ) -> Transformed[P, Any]:
     """:func:`jacobian` by reverse sweeps, one per output entry (JAX's name).
 
+    Parameters
+    ----------
+    fun : callable
+        Returns a float array, or any structure of them.
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate; each may be structured.
+    holomorphic : bool, default False
+        ``fun`` is holomorphic: complex derivatives (see :func:`jacobian`).
+
+    Returns
+    -------
+    callable
+        Called like ``fun``; returns the Jacobian laid out as :func:`jacobian` lays it out.
+
     Examples
     --------
     >>> import numpy as np
@@ -262,6 +276,20 @@ def jacfwd(
 ) -> Transformed[P, Any]:
     """:func:`jacobian` by forward mode, one :func:`~nodegrad.jvp` per argument entry
     (JAX's name).
+
+    Parameters
+    ----------
+    fun : callable
+        Returns a float array, or any structure of them.
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate; each may be structured.
+    holomorphic : bool, default False
+        ``fun`` is holomorphic: complex derivatives (see :func:`jacobian`).
+
+    Returns
+    -------
+    callable
+        Called like ``fun``; returns the Jacobian laid out as :func:`jacobian` lays it out.
 
     Examples
     --------
@@ -282,6 +310,20 @@ def hessian(
     ``x.shape + x.shape``; a non-scalar ``fun`` adds its output's shape in front, so
     ``hessian(hessian(f))`` is the fourth derivative.
 
+    Parameters
+    ----------
+    fun : callable
+        Returns a float array (usually a scalar), or any structure of them.
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate; each may be structured.
+    holomorphic : bool, default False
+        ``fun`` is holomorphic: complex second derivatives.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``; returns the Hessian.
+
     Examples
     --------
     >>> import numpy as np
@@ -300,6 +342,20 @@ def hvp(fun: Callable[..., Any], x: Any, v: Any) -> Any:
     Reverse over reverse: the gradient of ``<grad(fun)(x), v>``. ``x`` and ``v`` may be
     arrays or structures of one shape (dict entries matched by key); the result has
     ``x``'s structure.
+
+    Parameters
+    ----------
+    fun : callable
+        A scalar function of one argument.
+    x : array or structure
+        The point.
+    v : array or structure
+        The vector, of ``x``'s structure and shapes.
+
+    Returns
+    -------
+    array or structure
+        ``H(x) @ v``, in ``x``'s structure.
 
     Examples
     --------

@@ -15,9 +15,9 @@ import numpy as np
 
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking, too_deep
 from nodegrad.engine.structure import zip_leaves
-from nodegrad.engine.sweep import GradOptions, gradients
+from nodegrad.engine.sweep import GradOptions, gradients, strict_integer_leaves
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, StructureError
+from nodegrad.errors import ArgumentError, NoGradientError, StructureError
 from nodegrad.ops.structured import leaf_view
 from nodegrad.transforms.common import (
     Transformed,
@@ -171,6 +171,8 @@ def value_and_grad(
         # checking arena, here or under debug_nans, keeps everything: it checks them all).
         arena._lean = not arena.check_finite
         positions = resolve_argnums(nums, len(args), fun)
+        if options is not None and not options.zero_missing_wrt:
+            _refuse_integer_leaves(args, positions, names)
         call_args = list(args)
         leaves: list[Traced] = []  # every differentiated leaf, in order
         for k in positions:
@@ -211,6 +213,15 @@ def value_and_grad(
     options_ = {"has_aux": has_aux, "options": options, "out": out, "accumulate": accumulate}
     remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite, "holomorphic": holomorphic})
     return Transformed(value_and_grad_fun, fun, remake)
+
+
+def _refuse_integer_leaves(args: tuple[Any, ...], positions: Sequence[int], names: dict[int, str]) -> None:
+    """STRICT names the ints among the differentiated arguments' leaves (see
+    :func:`~nodegrad.engine.sweep.strict_integer_leaves`) before running anything."""
+    named = [p for k in positions for p in strict_integer_leaves(args[k], names.get(k) or f"args[{k}]")]
+    if named:
+        msg = "no gradient path to the output from: " + ", ".join(named)
+        raise NoGradientError(msg)
 
 
 def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced]) -> Any:
@@ -267,6 +278,31 @@ def grad(
     gradient is JAX's (``grad(lambda z: abs(z) ** 2)(1 + 2j)`` is ``2 - 4j``); with
     ``holomorphic=True``, the complex derivative of a holomorphic function.
 
+    Parameters
+    ----------
+    fun : callable
+        Returns a scalar (or ``(scalar, aux)`` with ``has_aux``). A differentiated
+        argument is a float, a float array, or any record / dict / list / tuple of them.
+    argnums : int or tuple of int, default 0
+        Which positional arguments to differentiate.
+    has_aux : bool, default False
+        ``fun`` returns ``(output, aux)``; ``aux`` comes back as plain values.
+    options : GradOptions, optional
+        :attr:`GradOptions.TRAINING` (default) gives zeros for inputs with no path to the
+        output; :attr:`GradOptions.STRICT` raises naming them, and the int leaves of
+        structured arguments (an int gets no gradient).
+    check_finite : bool, default False
+        Raise :class:`~nodegrad.errors.NonFiniteError` at the first op whose value or
+        gradient is NaN or Inf, naming it and the line that recorded it.
+    holomorphic : bool, default False
+        ``fun`` is holomorphic (complex arguments and output): the complex derivative.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``; returns the gradient in the argument's own structure (a tuple
+        of them when ``argnums`` is a tuple), or ``(gradient, aux)`` with ``has_aux``.
+
     Examples
     --------
     >>> import attrs, numpy as np
@@ -320,6 +356,16 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
         number of times.
     aux : any
         Only with ``has_aux=True``: the second element of ``fun``'s ``(output, aux)``.
+
+    Parameters
+    ----------
+    fun : callable
+        A function of ``args`` returning an array or any structure of arrays (or
+        ``(output, aux)`` with ``has_aux``).
+    *args : any
+        The point: arrays, numbers, or records / dicts / lists / tuples of them.
+    has_aux : bool, default False
+        ``fun`` returns ``(output, aux)``; ``aux`` comes back as plain values.
 
     Examples
     --------
