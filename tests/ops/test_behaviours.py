@@ -288,11 +288,29 @@ def test_float_of_a_traced_value_refuses_to_drop_the_gradient() -> None:
 
     def loss(x: Any) -> Any:
         y = ng.sum(x * x)
-        seen.append(f"{y:.2f} {float(y.value):.1f} {y.item():.0f}")
+        seen.append(f"{y:.2f} {float(y.value):.1f} {np.asarray(y.value).item():.0f}")
         return y
 
     np.testing.assert_array_equal(ng.grad(loss)(np.array([1.0, 2.0])), [2.0, 4.0])
     assert seen == ["5.00 5.0 5"]
+
+
+def test_item_and_tolist_of_a_traced_value_refuse_to_drop_the_gradient() -> None:
+    # t.item() * t would be differentiated as 2.0 * t: the derivative 2.0, where it is 4.0.
+    with pytest.raises(ng.errors.ArenaError, match=r"x\.item\(\) of a traced value .*np\.asarray\(x\.value\)\.item\(\)"):
+        ng.grad(lambda t: t.item() * t)(2.0)
+    with pytest.raises(ng.errors.ArenaError, match=r"x\.tolist\(\) of a traced value"):
+        ng.grad(lambda t: ng.sum(t * np.array(t.tolist())))(np.ones(2))
+    w = np.array([1.0, 3.0])  # closed over: refused at the outer level of a nested transform too
+    with pytest.raises(ng.errors.ArenaError, match=r"x\.item\(\)"):
+        ng.grad(lambda s: ng.grad(lambda t: t * s.item())(1.0))(2.0)
+    with pytest.raises(ng.errors.ArenaError, match=r"x\.item\(\)"):
+        ng.grad(lambda v: ng.sum(v * ng.sum(v * w)[()].item()))(w)
+    with pytest.raises(ng.errors.ArenaError, match=r"x\.item\(\)"):
+        ng.jvp(lambda t: t.item() * t, (2.0,), (1.0,))
+    # Reading the number on purpose is the value's job, and gives the constant's derivative.
+    assert ng.grad(lambda t: np.asarray(t.value).item() * t)(2.0) == 2.0
+    assert ng.grad(lambda t: t * t)(2.0) == 4.0
 
 
 def test_ndarray_methods_on_traced_values_record_ops() -> None:
@@ -321,7 +339,7 @@ def test_ndarray_methods_on_traced_values_record_ops() -> None:
         x = arena.param(x0)
         assert x.argmax() == 5 and x.argmin(axis=1).tolist() == [0, 0] and x.argsort()[0].tolist() == [0, 1, 2]
         np.testing.assert_array_equal(x // 2.0, x0 // 2.0)
-        assert x.tolist() == x0.tolist()
+        assert np.asarray(x.value).tolist() == x0.tolist()
 
 
 # -- ssm_scan where products of a overflow -------------------------------------------------------------------
