@@ -8,6 +8,10 @@ Examples
 array([0., 0., 0.])
 """
 
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 from nodegrad import display, errors, ops, optim, parallel, tree
 from nodegrad import numpy_api as numpy_api  # np.exp(x) and np.sum(x) of traced values
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
@@ -31,6 +35,12 @@ from nodegrad.transforms import (
     value_and_grad,
     vjp,
 )
+
+if TYPE_CHECKING:  # loaded on first use (see __getattr__); declared for type checkers
+    from nodegrad import data as data
+    from nodegrad import numpy as numpy
+    from nodegrad import scipy as scipy
+    from nodegrad import testing as testing
 
 __version__ = "0.1.0"
 
@@ -67,3 +77,19 @@ __all__ = [
     "vjp",
 ]
 __all__ += ops.__all__
+
+#: Subpackages loaded on first use as attributes (``ng.testing.check_grads``), as numpy and
+#: JAX do: ``import nodegrad`` stays free of scipy (``ng.scipy``) and of what the testing
+#: kit and the datasets load. Not in ``__all__``, so ``from nodegrad import *`` loads none.
+_ON_FIRST_USE = ("data", "numpy", "scipy", "testing")
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"nodegrad.{name}")  # the import binds it here too
+    msg = f"module 'nodegrad' has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})

@@ -57,3 +57,47 @@ def test_scipy_functions_work_when_scipy_is_imported_after_nodegrad() -> None:
     got, expected = grads.split()
     assert got == expected
     assert float(erf_slope) == pytest.approx(2 / 3.141592653589793**0.5)
+
+
+def test_subpackages_load_on_first_use_as_attributes() -> None:
+    out = _run(f"""
+        import sys
+        import nodegrad as ng
+        before = sorted(name for name in {OPTIONAL!r} if name in sys.modules)
+        print(before, "nodegrad.testing" in sys.modules, "testing" in dir(ng))
+        ng.testing.check_grads(ng.tanh, 0.3)  # the first use loads it
+        print(ng.testing is sys.modules["nodegrad.testing"], ng.numpy is sys.modules["nodegrad.numpy"])
+        print(ng.grad(lambda x: ng.numpy.sum(ng.numpy.array([x, 2.0 * x])))(1.0), ng.data.load_iris()["features"].shape)
+        try:
+            ng.no_such_name
+        except AttributeError as exc:
+            print(exc)
+    """)
+    first, second, third, fourth = out.splitlines()
+    assert first == "[] False True"
+    assert second == "True True"
+    assert third == "3.0 (150, 4)"
+    assert fourth == "module 'nodegrad' has no attribute 'no_such_name'"
+
+
+def test_nodegrad_scipy_loads_on_first_use_with_its_submodules() -> None:
+    pytest.importorskip("scipy")
+    out = _run("""
+        import sys
+        import nodegrad as ng
+        print("scipy" in sys.modules)
+        special = ng.scipy.special
+        print(round(float(ng.grad(ng.scipy.stats.norm.logpdf)(0.5)), 12), special is sys.modules[special.__name__])
+    """)
+    first, second = out.splitlines()
+    assert first == "False"
+    assert second == "-0.5 True"
+
+
+def test_star_import_of_nodegrad_loads_no_optional_library() -> None:
+    loaded = _run(f"""
+        import sys
+        from nodegrad import *
+        print(sorted(name for name in {OPTIONAL!r} if name in sys.modules))
+    """)
+    assert loaded == "[]"

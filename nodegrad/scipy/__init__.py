@@ -13,6 +13,10 @@ imports and works without it.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+from typing import TYPE_CHECKING
+
 try:
     import scipy as _scipy  # noqa: F401  (only checks that scipy is installed)
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
@@ -21,4 +25,22 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 
 from nodegrad.scipy import integrate, linalg
 
+if TYPE_CHECKING:  # loaded on first use (see __getattr__); declared for type checkers
+    from nodegrad.scipy import special as special
+    from nodegrad.scipy import stats as stats
+
 __all__ = ["integrate", "linalg"]
+
+#: Loaded on first use as attributes (``nodegrad.scipy.stats.norm``), as scipy does.
+_ON_FIRST_USE = ("special", "stats")
+
+
+def __getattr__(name: str) -> ModuleType:
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"{__name__}.{name}")
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_ON_FIRST_USE})
