@@ -18,7 +18,7 @@ from hypothesis import given
 
 import nodegrad as ng
 import nodegrad.numpy as np
-from nodegrad.errors import ArgumentError, ShapeError
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError
 from nodegrad.testing import check_grads
 from tests.strategies import float_arrays, floats
 
@@ -105,6 +105,29 @@ def test_a_ragged_list_of_traced_values_is_a_shape_error_naming_np_array() -> No
         with pytest.raises(ShapeError, match=r"np\.array: .*different shapes"):
             np.array([x, 1.0])
     assert len(arena) == 1  # nothing recorded
+
+
+def test_strings_beside_traced_values_are_a_dtype_error_naming_the_entry() -> None:
+    # numpy would make a string array (np.array([2.0, "abc"])), which carries no gradient.
+    for obj, entry in (
+        (lambda t: [t, "abc"], r"entry \[1\] is 'abc' \(dtype <U3\)"),
+        (lambda t: [[t, 1.0], [2.0, "f8"]], r"entry \[1\]\[1\] is 'f8'"),  # not read as a dtype's name
+        (lambda t: (t, None), r"entry \[1\] is None \(dtype object\)"),
+    ):
+        with pytest.raises(DtypeError, match=r"np\.array: " + entry + ".*numbers only"):
+            ng.grad(lambda t, obj=obj: np.sum(np.array(obj(t))))(3.0)
+    w = numpy.array([1.0, 2.0])  # closed over, at the outer level of a nested transform
+    with pytest.raises(DtypeError, match=r"entry \[1\] is 'w'"):
+        ng.grad(lambda s: ng.grad(lambda t: np.sum(np.array([t * s, "w"])))(1.0))(2.0)
+    assert ng.grad(lambda t: np.sum(np.array([t, 1, True, numpy.float32(2.0)]) * w[0]))(3.0) == 1.0
+
+
+@pytest.mark.parametrize("build", [lambda t: numpy.array([t, 2.0 * t]), lambda t: numpy.full(3, t)])
+def test_plain_numpys_constructors_of_traced_values_name_the_nodegrad_numpy_import(build: Any) -> None:
+    with pytest.raises(ng.errors.ArenaError, match=r"import nodegrad\.numpy as np instead of import numpy as np"):
+        ng.grad(lambda t: numpy.sum(build(t)))(1.0)
+    with pytest.raises(ng.errors.ArenaError, match=r"import nodegrad\.numpy as np"):  # closed over
+        ng.grad(lambda s: ng.grad(lambda t: numpy.sum(build(s)) * t)(1.0))(1.0)
 
 
 @given(float_arrays((2,), floats(-2.0, 2.0)))

@@ -16,7 +16,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.composed import filled
 from nodegrad.numpy_api.composed import full_like as composed_full_like
 
@@ -63,6 +63,37 @@ def _dtype_of(obj: Any) -> np.dtype[Any]:
     return np.result_type(unwrap(obj))
 
 
+def _non_numeric(obj: Any, path: str = "") -> tuple[str, Any] | None:
+    """The index path and value of the first entry of ``obj`` that is not a number."""
+    if isinstance(obj, (list, tuple)):
+        for k, item in enumerate(obj):
+            found = _non_numeric(item, f"{path}[{k}]")
+            if found is not None:
+                return found
+        return None
+    if type(obj) in _NUMBERS or np.asarray(obj).dtype.kind in "biufc":
+        return None
+    return path, obj
+
+
+_NUMBERS = frozenset({Traced, float, int, bool, complex})
+
+
+def _numeric_dtype_of(obj: Any, where: str) -> np.dtype[Any]:
+    """:func:`_dtype_of` for a sequence holding traced values, which must make a numeric
+    array: a string or object array carries no gradient."""
+    bad = _non_numeric(obj)
+    if bad is not None:
+        path, entry = bad
+        msg = (
+            f"{where}: entry {path} is {entry!r} (dtype {np.asarray(entry).dtype}), in a sequence holding traced "
+            f"values: such a sequence must hold numbers only, as a string or object array carries no gradient "
+            f"[called at {user_location()}]"
+        )
+        raise DtypeError(msg)
+    return _dtype_of(obj)
+
+
 def _with_dtype(value: Any, dtype: Any, ndmin: int) -> Any:
     if dtype is not None and np.dtype(dtype) != value.dtype:
         value = ops.astype(value, dtype)  # to an integer dtype: plain data, no gradient
@@ -95,7 +126,7 @@ def array(obj: Any, dtype: Any = None, *, copy: Any = True, order: Any = "K", su
         if like is None:
             return np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
         return np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, like=like)
-    natural = _dtype_of(obj)
+    natural = _numeric_dtype_of(obj, "np.array")
     value = _stacked(obj, "np.array")
     if value.dtype != natural:
         value = ops.astype(value, natural)
