@@ -392,6 +392,13 @@ def api_pages() -> list[ApiPage]:
             (_module_section("nodegrad.optim", heading=False),),
         ),
         ApiPage(
+            "extend",
+            "`nodegrad.extend`: autograd's extension API",
+            "`primitive`, `defvjp`, `defvjp_argnums`, `defjvp`, ...: primitives with their own gradient rules, "
+            "in autograd's calling conventions.",
+            (_module_section("nodegrad.extend", heading=False),),
+        ),
+        ApiPage(
             "numpy",
             "`nodegrad.numpy`: numpy's namespace",
             "`import nodegrad.numpy as np`: numpy's functions, with the constructors that take traced values.",

@@ -512,3 +512,14 @@ def test_a_recorded_sweep_after_a_plain_one_with_the_same_seed_differentiates_ag
     g = arena.backward(y, wrt=x, seed=seed, create_graph=True)  # the same seed object again
     assert isinstance(g, ng.Traced)
     np.testing.assert_array_equal(arena.backward(ng.sum(g), wrt=x), [2.0, 2.0])
+
+
+def test_custom_vjp_with_a_structured_output_of_numpy_scalars_in_forward_mode() -> None:
+    @ng.custom_vjp
+    def f(x: Any) -> Any:
+        return {"s": np.sum(x**2)}  # a numpy scalar in a dict
+
+    f.defvjp(lambda x: (f(x), x), lambda x, g: (2.0 * x * g["s"],))
+    x = np.array([1.0, 2.0])
+    assert ng.jvp(lambda x: f(x)["s"], (x,), (np.ones(2),))[1] == 6.0
+    check_grads(lambda x: f(x)["s"], x, order=2)

@@ -532,8 +532,8 @@ def materialize(
             g = np.zeros_like(value) if zero_missing else None
         else:
             g = finish(cotangent, value)
-        if g is None or not isinstance(value, float | complex | np.inexact):
-            return g
+        if g is None or type(g) is Traced or not isinstance(value, float | complex | np.inexact):
+            return g  # a traced cotangent (forward mode, a recorded sweep) stays traced
         return type(value)(g)
     slots = cotangent.slots if isinstance(cotangent, StructCotangent) else {}
     mask = handler.static_mask(value)
