@@ -10,14 +10,15 @@ costs what it would if they were written in the class: one call to ``record2``.
 
 from __future__ import annotations
 
+import math
 from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from nodegrad.engine.record import record1, record2
-from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import DtypeError
+from nodegrad.engine.traced import Traced, describe, unwrap
+from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops import reduce
 from nodegrad.ops.elementwise import (
     ABS,
@@ -262,6 +263,29 @@ class _ArrayMethods:
     def __rfloordiv__(self, other: Any) -> Any:
         return unwrap(other) // self.value
 
+    def __divmod__(self, other: Any) -> Any:
+        return self // other, self % other  # np.divmod's pair: a plain quotient, a traced remainder
+
+    def __rdivmod__(self, other: Any) -> Any:
+        return other // self, other % self
+
+    # int(), round() and math.trunc/floor/ceil are step functions, whose derivative is zero
+    # wherever it exists: a plain number drops no gradient (unlike float(), which refuses).
+    def __int__(self) -> int:
+        return _on_value(int, self)
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        return _on_value(round, self, ndigits)
+
+    def __trunc__(self) -> Any:
+        return _on_value(math.trunc, self)
+
+    def __floor__(self) -> Any:
+        return _on_value(math.floor, self)
+
+    def __ceil__(self) -> Any:
+        return _on_value(math.ceil, self)
+
     def __neg__(self) -> Any:
         return record1(NEGATIVE, self)
 
@@ -289,6 +313,21 @@ class _ArrayMethods:
 
     def __ne__(self, other: object) -> Any:
         return self.value != unwrap(other)
+
+
+def _on_value(fn: Any, x: Any, *args: Any) -> Any:
+    """``fn`` of ``x``'s plain value, for Python's conversions that have no gradient; what
+    the value refuses (``int`` of a vector, ``round`` of an array) raises naming ``fn``."""
+    value = unwrap(x.value)
+    try:
+        return fn(value, *args)
+    except TypeError as exc:
+        name = {"trunc": "math.trunc", "floor": "math.floor", "ceil": "math.ceil"}.get(fn.__name__, fn.__name__)
+        msg = (
+            f"{name}() of a traced value (node {x.index}, {describe(value)}): {exc}; for arrays use the numpy "
+            f"function (np.round, np.trunc, np.floor, np.ceil, x.astype(int)) [called at {user_location()}]"
+        )
+        raise DtypeError(msg) from None
 
 
 def _attach(cls: type, methods: type) -> None:

@@ -297,7 +297,8 @@ def test_float_of_a_traced_value_refuses_to_drop_the_gradient() -> None:
 
 def test_item_and_tolist_of_a_traced_value_refuse_to_drop_the_gradient() -> None:
     # t.item() * t would be differentiated as 2.0 * t: the derivative 2.0, where it is 4.0.
-    with pytest.raises(ng.errors.ArenaError, match=r"x\.item\(\) of a traced value .*np\.asarray\(x\.value\)\.item\(\)"):
+    read_on_purpose = r"x\.item\(\) of a traced value .*np\.asarray\(x\.value\)\.item\(\)"
+    with pytest.raises(ng.errors.ArenaError, match=read_on_purpose):
         ng.grad(lambda t: t.item() * t)(2.0)
     with pytest.raises(ng.errors.ArenaError, match=r"x\.tolist\(\) of a traced value"):
         ng.grad(lambda t: ng.sum(t * np.array(t.tolist())))(np.ones(2))
@@ -311,6 +312,47 @@ def test_item_and_tolist_of_a_traced_value_refuse_to_drop_the_gradient() -> None
     # Reading the number on purpose is the value's job, and gives the constant's derivative.
     assert ng.grad(lambda t: np.asarray(t.value).item() * t)(2.0) == 2.0
     assert ng.grad(lambda t: t * t)(2.0) == 4.0
+
+
+def test_int_round_and_the_math_roundings_of_a_traced_value_are_plain_steps() -> None:
+    import math
+
+    # Step functions: their derivative is zero wherever it exists, so the plain number they
+    # give drops nothing, and f(t) = int(t) * t has derivative int(t).
+    for f, slope in (
+        (lambda t: int(t) * t, 2.0),
+        (lambda t: round(t) * t, 3.0),
+        (lambda t: round(t, 1) * t, 2.7),
+        (lambda t: math.floor(t) * t + math.ceil(t) * t + math.trunc(t) * t, 7.0),
+    ):
+        assert ng.grad(f)(2.66) == pytest.approx(slope)
+        check_grads(f, 2.66)  # central differences agree: 2.66 is far from every jump
+    assert type(int(ng.Arena().param(np.float64(2.5)))) is int
+    # Closed over at the outer level of a nested transform: a constant there too.
+    assert ng.grad(lambda s: ng.grad(lambda t: t * int(s) * s)(1.0))(2.5) == 2.0
+    with pytest.raises(ng.errors.DtypeError, match=r"int\(\) of a traced value .*float64\[2\].*x\.astype\(int\)"):
+        ng.grad(lambda t: int(t) * t[0])(np.ones(2))
+    with pytest.raises(ng.errors.DtypeError, match=r"round\(\) of a traced value .*np\.round"):
+        ng.grad(lambda t: ng.sum(round(t) * t))(np.ones(2))
+
+
+def test_divmod_of_a_traced_value_is_np_divmods_pair() -> None:
+    t0, s0 = np.array([3.5, -2.25, 7.0]), 2.0
+    for f in (
+        lambda t: divmod(t, s0)[1] * t + divmod(t, s0)[0],
+        lambda t: divmod(8.0, t)[1] * t + divmod(8.0, t)[0],
+    ):
+        got = ng.value_and_grad(lambda t, f=f: ng.sum(f(t)))(t0)
+        with ng.Arena() as arena:
+            pair = divmod(arena.param(t0), s0)
+        assert type(pair[0]) is np.ndarray  # the quotient is piecewise constant: plain, as np.floor_divide
+        np.testing.assert_array_equal(pair[0], np.divmod(t0, s0)[0])
+        np.testing.assert_array_equal(pair[1].value, np.divmod(t0, s0)[1])
+        check_grads(lambda t, f=f: ng.sum(f(t)), t0)
+        assert np.isfinite(got[0])
+    # the divisor closed over from an enclosing transform: d/ds of (t mod s) is -floor(t / s)
+    assert ng.grad(lambda s: ng.grad(lambda t: divmod(t, s)[1] * s)(3.5))(2.0) == pytest.approx(1.0)
+    assert ng.grad(lambda s: divmod(3.5, s)[1])(2.0) == pytest.approx(-1.0)
 
 
 def test_ndarray_methods_on_traced_values_record_ops() -> None:
