@@ -18,11 +18,14 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "ArenaError",
     "ArgumentError",
     "DtypeError",
     "LeakedTracerError",
+    "LinAlgError",
     "NoGradientError",
     "NodegradError",
     "NonFiniteError",
@@ -73,6 +76,12 @@ class NonFiniteError(NodegradError, FloatingPointError):
 
 class ArgumentError(NodegradError, ValueError):
     """An argument is outside its domain (a non-finite scale, a non-positive norm bound)."""
+
+
+class LinAlgError(ArgumentError, np.linalg.LinAlgError):
+    """A matrix is not what the function needs (a covariance that is not positive
+    definite, say). Also a ``numpy.linalg.LinAlgError``, the error numpy and scipy raise
+    there, so code that catches theirs catches it."""
 
 
 def error_like(exc: BaseException) -> type[NodegradError] | None:

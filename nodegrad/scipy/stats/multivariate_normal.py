@@ -31,7 +31,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.record import guarded
-from nodegrad.errors import ArgumentError, user_location
+from nodegrad.errors import ArgumentError, LinAlgError, user_location
 from nodegrad.scipy.stats._shared import array_like, plain
 
 __all__ = ["logpdf", "pdf"]
@@ -39,9 +39,9 @@ __all__ = ["logpdf", "pdf"]
 _LOG_2PI = math.log(2 * math.pi)
 
 
-def _refuse(message: str) -> None:
+def _refuse(message: str, error: type[ArgumentError] = ArgumentError) -> None:
     msg = f"multivariate_normal: {message} [called at {user_location()}]"
-    raise ArgumentError(msg)
+    raise error(msg)
 
 
 def _parameters(mean: Any, cov: Any) -> tuple[int, Any, Any]:
@@ -125,20 +125,21 @@ def logpdf(x: Any, mean: Any = None, cov: Any = 1, allow_singular: bool = False)
     cov : array_like, default 1
         The covariance matrix, or its diagonal, or a number times the identity.
     allow_singular : bool, default False
-        Accept a singular ``cov`` (otherwise an :class:`~nodegrad.errors.ArgumentError`).
+        Accept a singular ``cov`` (otherwise a :class:`~nodegrad.errors.LinAlgError`, which
+        is numpy's ``LinAlgError`` too, as scipy raises).
     """
     x, mean, cov = array_like(x), array_like(mean), array_like(cov)
     dim, mean, cov = _parameters(mean, cov)
     x = _quantiles(x, dim)
     spectrum, eps = _spectrum_cutoff(plain(cov))
     if np.min(spectrum) < -eps:
-        _refuse("the covariance must be symmetric positive semidefinite")
+        _refuse("the covariance must be symmetric positive semidefinite", LinAlgError)
     keep = spectrum > eps
     dev = ops.subtract(x, mean)
     if keep.all():
         return _squeezed(_nonsingular(dev, cov, dim))
     if not allow_singular:
-        _refuse("when allow_singular is False, the covariance must be symmetric positive definite")
+        _refuse("when allow_singular is False, the covariance must be symmetric positive definite", LinAlgError)
     return _squeezed(_singular(dev, cov, keep, eps))
 
 
