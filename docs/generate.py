@@ -392,6 +392,12 @@ def api_pages() -> list[ApiPage]:
             (_module_section("nodegrad.optim", heading=False),),
         ),
         ApiPage(
+            "misc",
+            "`nodegrad.misc`: autograd's flatten",
+            "`flatten` and `flatten_func` as `autograd.misc` has them: dict entries in sorted-key order.",
+            (_module_section("nodegrad.misc", heading=False),),
+        ),
+        ApiPage(
             "extend",
             "`nodegrad.extend`: autograd's extension API",
             "`primitive`, `defvjp`, `defvjp_argnums`, `defjvp`, ...: primitives with their own gradient rules, "

@@ -56,7 +56,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("numpy namespace", ("nodegrad.numpy_api", "nodegrad.numpy")),
-    ("transforms", ("nodegrad.tree", "nodegrad.transforms", "nodegrad.custom", "nodegrad.extend", "nodegrad.optim")),
+    (
+        "transforms",
+        (
+            "nodegrad.tree",
+            "nodegrad.transforms",
+            "nodegrad.custom",
+            "nodegrad.extend",
+            "nodegrad.optim",
+            "nodegrad.misc",
+        ),
+    ),
     ("scipy namespace", ("nodegrad.scipy",)),  # special functions, distributions, linalg, ODEs
     ("plug-ins", ("nodegrad.debug", "nodegrad.display", "nodegrad.testing", "nodegrad.parallel", "nodegrad.data")),
     ("the package", ("nodegrad", "nodegrad.__main__")),

@@ -1,0 +1,128 @@
+"""autograd's ``autograd.misc.flatten``, for ports: ``from nodegrad.misc import flatten``.
+
+:func:`flatten` lays a structure's float leaves in one vector as autograd's does: dict
+entries in the order of their *sorted* keys. :func:`nodegrad.tree.ravel` keeps the order
+the structure has (a dict's insertion order, as JAX's ``ravel_pytree`` does not), which is
+what new code wants; a port whose vector positions carry meaning (a Hessian labelled by
+sorted parameter names, say) wants autograd's order, and gets it here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from nodegrad.engine.structure import handler_for
+from nodegrad.errors import StructureError
+from nodegrad.tree import ravel
+
+__all__ = ["flatten", "flatten_func"]
+
+
+def flatten(value: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """Flatten every float leaf of ``value`` into one vector, dict entries in the order of
+    their sorted keys, as ``autograd.misc.flatten`` does; and give the inverse.
+
+    Otherwise as :func:`nodegrad.tree.ravel` (records, lists and tuples in their order;
+    static leaves such as ints and strings stay out of the vector and come back unchanged;
+    traced leaves give a traced vector, and both directions differentiate). The inverse
+    rebuilds ``value``'s structure, its dicts with their own key order.
+
+    Parameters
+    ----------
+    value : structure
+        A dict, list, tuple or record (nested), an array, or a float. Each dict's keys must
+        be sortable, as autograd requires.
+
+    Returns
+    -------
+    flat : ndarray or Traced
+        A 1-D array of all float entries.
+    unflatten : callable
+        ``unflatten(vector)`` rebuilds ``value``'s structure from a vector of ``flat``'s size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nodegrad.misc import flatten
+    >>> flat, unflatten = flatten({"w": np.array([1.0, 2.0]), "b": 0.5})
+    >>> flat  # "b" sorts before "w"
+    array([0.5, 1. , 2. ])
+    >>> unflatten(flat * 2.0)
+    {'w': array([2., 4.]), 'b': 1.0}
+    """
+    flat, unravel = ravel(_sorted(value, ""))
+
+    def unflatten(vector: Any) -> Any:
+        return _restored(unravel(vector), value)
+
+    return flat, unflatten
+
+
+def flatten_func(func: Callable[..., Any], example: Any) -> tuple[Callable[..., Any], Callable[[Any], Any], Any]:
+    """``func`` of a structure as a function of one vector, as ``autograd.misc.flatten_func``:
+    returns ``(flat_func, unflatten, flat_example)`` where
+    ``flat_func(vector, *args) = flatten(func(unflatten(vector), *args))[0]``.
+
+    Parameters
+    ----------
+    func : callable
+        A function whose first argument has ``example``'s structure.
+    example : structure
+        The structure, also the point whose vector is returned.
+
+    Returns
+    -------
+    (flat_func, unflatten, flat_example)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> from nodegrad.misc import flatten_func
+    >>> loss = lambda p: np.sum(p["w"] ** 2) + p["b"]
+    >>> flat_loss, unflatten, x = flatten_func(loss, {"w": np.array([1.0, 2.0]), "b": 0.5})
+    >>> ng.grad(flat_loss)(x)
+    array([1., 2., 4.])
+    """
+    flat_example, unflatten = flatten(example)
+
+    def flat_func(vector: Any, *args: Any) -> Any:
+        return flatten(func(unflatten(vector), *args))[0]
+
+    return flat_func, unflatten, flat_example
+
+
+def _sorted(value: Any, path: str) -> Any:
+    """``value`` with each dict's entries in the order of their sorted keys."""
+    handler = handler_for(value)
+    if handler is None:
+        return value
+    keys = handler.keys(value)
+    if handler.kind == "map":
+        try:
+            keys = sorted(keys)
+        except TypeError as exc:
+            where = f"the dict at {path}" if path else "the dict"
+            msg = (
+                f"flatten: {where} has keys that cannot be sorted ({exc}); autograd's flatten sorts them: "
+                "nodegrad.tree.ravel keeps their order instead"
+            )
+            raise StructureError(msg) from None
+        return {k: _sorted(handler.get(value, k), f"{path}[{k!r}]") for k in keys}
+    children = [_sorted(handler.get(value, k), f"{path}[{k!r}]") for k in keys]
+    return handler.build(value, children)
+
+
+def _restored(rebuilt: Any, template: Any) -> Any:
+    """``rebuilt`` (made from the key-sorted copy of ``template``) with each dict in
+    ``template``'s own key order and type."""
+    handler = handler_for(template)
+    if handler is None:
+        return rebuilt
+    keys = handler.keys(template)
+    source = rebuilt if handler.kind == "map" else None
+    children = [
+        _restored(source[k] if source is not None else handler.get(rebuilt, k), handler.get(template, k)) for k in keys
+    ]
+    return handler.build(template, children)
