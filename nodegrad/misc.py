@@ -100,8 +100,9 @@ def _sorted(value: Any, path: str) -> Any:
         return value
     keys = handler.keys(value)
     if handler.kind == "map":
+        ordered: list[Any] = list(keys)
         try:
-            keys = sorted(keys)
+            ordered.sort()
         except TypeError as exc:
             where = f"the dict at {path}" if path else "the dict"
             msg = (
@@ -109,7 +110,7 @@ def _sorted(value: Any, path: str) -> Any:
                 "nodegrad.tree.ravel keeps their order instead"
             )
             raise StructureError(msg) from None
-        return {k: _sorted(handler.get(value, k), f"{path}[{k!r}]") for k in keys}
+        return {k: _sorted(handler.get(value, k), f"{path}[{k!r}]") for k in ordered}
     children = [_sorted(handler.get(value, k), f"{path}[{k!r}]") for k in keys]
     return handler.build(value, children)
 
