@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import cotangent_for, handler_for, leaves, map_with_paths, materialize
@@ -25,7 +26,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
-from nodegrad.transforms.common import rebuild
+from nodegrad.transforms.common import reachable_name, rebuild
 
 __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
@@ -200,9 +201,11 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         self._rules = (fwd, bwd)
 
     def __reduce__(self) -> Any:
-        # Pickled as what makes it (module-level functions pickle; the op, a closure, not).
-        return (rebuild, self._remake or (_with_rules, (self.fun, self._rules), {}))
+        # Pickled by its name where its module holds it (decorated at module level), else as
+        # what makes it (module-level functions pickle; the op, a closure, not).
+        return reachable_name(self) or (rebuild, self._remake or (_with_rules, (self.fun, self._rules), {}))
 
+    @reports_unwalkable("custom_vjp")
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             args = self._positional(args, kwargs)
@@ -289,6 +292,11 @@ def stop_gradient(value: Any) -> Any:
     >>> ng.grad(lambda x: x * ng.stop_gradient(x))(3.0)
     3.0
     """
+    return _plain_values(value)
+
+
+@reports_unwalkable("stop_gradient")
+def _plain_values(value: Any) -> Any:
     return map_with_paths(lambda _, leaf: unwrap(leaf), value)
 
 

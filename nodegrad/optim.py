@@ -21,6 +21,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import (
     differentiable_leaves,
     format_key,
@@ -29,7 +30,7 @@ from nodegrad.engine.structure import (
     is_differentiable_leaf,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.tree import map_floats, tree_map, zeros_like
 
@@ -86,12 +87,19 @@ def _squared(g: Any) -> Any:
     return np.real(g * np.conjugate(g)) if np.iscomplexobj(g) else g * g
 
 
-def _check_rate(lr: float) -> None:
-    if not (np.isfinite(lr) and lr > 0):
-        msg = f"the learning rate must be a finite positive number, got {lr}"
+def _check_rate(where: str, lr: Any) -> None:
+    # A real number (a traced one too: a step can be differentiated in its rate), not a
+    # string or None, which would fail deep inside numpy.
+    value = unwrap(lr)
+    if isinstance(value, bool | np.bool_) or np.ndim(value) != 0 or np.asarray(value).dtype.kind not in "iuf":
+        msg = f"{where}: the learning rate lr must be a real number, got {type(lr).__name__} {lr!r}"
+        raise ArgumentError(msg)
+    if not (np.isfinite(value) and value > 0):
+        msg = f"{where}: the learning rate must be a finite positive number, got {lr}"
         raise ArgumentError(msg)
 
 
+@reports_unwalkable("optim.sgd")
 def sgd(params: Any, grads: Any, lr: float) -> Any:
     """One step of gradient descent: ``params - lr * grads``, leafwise.
 
@@ -104,7 +112,7 @@ def sgd(params: Any, grads: Any, lr: float) -> Any:
     >>> ng.optim.sgd({"w": 1.0, "tag": "a"}, {"w": 0.5, "tag": None}, lr=0.1)
     {'w': 0.95, 'tag': 'a'}
     """
-    _check_rate(lr)
+    _check_rate("sgd", lr)
     return _update("sgd", params, grads, lambda p, g: p - lr * _descent(g))
 
 
@@ -117,6 +125,7 @@ class AdamState:
     nu: Any
 
 
+@reports_unwalkable("optim.adam")
 def adam(
     params: Any,
     grads: Any,
@@ -154,7 +163,7 @@ def adam(
     >>> params["w"], state.step
     (array([0.9]), 1)
     """
-    _check_rate(lr)
+    _check_rate("adam", lr)
     b1, b2 = _decay("adam", "b1", b1), _decay("adam", "b2", b2)
     eps = _positive("adam", "eps", eps)
     if state is None:
@@ -327,6 +336,7 @@ def _run(
     return x
 
 
+@reports_unwalkable("optim.sgd_loop")
 def sgd_loop(
     grad: Callable[[Any, int], Any],
     x0: Any,
@@ -391,6 +401,7 @@ def sgd_loop(
     return _run(name, grad, x0, callback, num_iters, step_size, np.zeros_like, update)
 
 
+@reports_unwalkable("optim.rmsprop_loop")
 def rmsprop_loop(
     grad: Callable[[Any, int], Any],
     x0: Any,
@@ -447,6 +458,7 @@ def rmsprop_loop(
     return _run(name, grad, x0, callback, num_iters, step_size, np.ones_like, update)
 
 
+@reports_unwalkable("optim.adam_loop")
 def adam_loop(
     grad: Callable[[Any, int], Any],
     x0: Any,

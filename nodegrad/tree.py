@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten_with_paths,
@@ -25,7 +26,7 @@ from nodegrad.engine.structure import (
     zip_leaves,
 )
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, ShapeError
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError
 
 __all__ = [
     "add",
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 
+@reports_unwalkable("tree.tree_map")
 def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """Apply ``fn`` leafwise to ``tree`` and the trees in ``rest`` (same structure).
 
@@ -80,6 +82,7 @@ def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...], floats_only: 
     return handler.build(tree, children)
 
 
+@reports_unwalkable("tree.map_floats")
 def map_floats(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     """Like :func:`tree_map`, but ``fn`` sees only the differentiable leaves of ``tree``;
     static leaves (strings, ints, fields marked static, ...) and ``None`` stay as they are.
@@ -95,6 +98,7 @@ def map_floats(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     return _map(fn, tree, rest, floats_only=True)
 
 
+@reports_unwalkable("tree.tree_leaves_with_path")
 def tree_leaves_with_path(tree: Any) -> list[tuple[str, Any]]:
     """Every leaf of ``tree`` with its key path, in order.
 
@@ -107,6 +111,7 @@ def tree_leaves_with_path(tree: Any) -> list[tuple[str, Any]]:
     return list(flatten_with_paths(tree))
 
 
+@reports_unwalkable("tree.zeros_like")
 def zeros_like(tree: Any) -> Any:
     """Zeros in every differentiable slot of ``tree`` (same dtypes), ``None`` elsewhere.
 
@@ -124,6 +129,7 @@ def _zero(x: Any) -> Any:
     return type(x)(0) if isinstance(x, float) else np.zeros_like(x)
 
 
+@reports_unwalkable("tree.add")
 def add(a: Any, b: Any) -> Any:
     """Leafwise ``a + b``. ``None`` in a gradient slot is a zero: ``None + y`` is ``y``.
 
@@ -159,6 +165,7 @@ def _add_slot(x: Any, y: Any) -> Any:
     return x  # a float plus None, or a static leaf: kept as it is
 
 
+@reports_unwalkable("tree.vdot")
 def vdot(a: Any, b: Any) -> Any:
     """The inner product of two trees of one structure: the sum over their float and
     complex leaves of ``np.vdot(x, y)`` (``sum(conj(x) * y)``); slots where either is
@@ -194,6 +201,7 @@ def _check_finite(name: str, value: float) -> float:
     return float(value)
 
 
+@reports_unwalkable("tree.scale")
 def scale(tree: Any, factor: float) -> Any:
     """Multiply every leaf by ``factor``, which must be finite.
 
@@ -213,6 +221,7 @@ def scale(tree: Any, factor: float) -> Any:
     return map_floats(scaled, tree)
 
 
+@reports_unwalkable("tree.global_norm")
 def global_norm(tree: Any) -> float:
     """The L2 norm over all leaves of ``tree``, as one long vector.
 
@@ -244,6 +253,7 @@ def global_norm(tree: Any) -> float:
     return largest * math.sqrt(total)
 
 
+@reports_unwalkable("tree.clip_by_global_norm")
 def clip_by_global_norm(tree: Any, max_norm: float) -> tuple[Any, float]:
     """Scale ``tree`` down so its :func:`global_norm` is at most ``max_norm``.
 
@@ -282,6 +292,7 @@ def clip_by_global_norm(tree: Any, max_norm: float) -> tuple[Any, float]:
     return scale(tree, max_norm / norm), norm
 
 
+@reports_unwalkable("tree.ravel")
 def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
     """Flatten every float leaf of ``tree`` into one vector, and give the inverse.
 
@@ -328,6 +339,8 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
     total = sum(sizes)
 
     def unravel(vector: Any) -> Any:
+        if type(vector) is not Traced:
+            vector = _plain_vector(vector)
         if np.shape(unwrap(vector)) != (total,):
             msg = f"tree.ravel: unravel needs a vector of shape ({total},), got shape {np.shape(unwrap(vector))}"
             raise ShapeError(msg)
@@ -348,3 +361,16 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         return map_floats(rebuild, tree)  # the float leaves, in differentiable_leaves' order
 
     return flat, unravel
+
+
+def _plain_vector(vector: Any) -> np.ndarray:
+    """What ``unravel`` was given, as numpy reads it (a list or a range works too)."""
+    try:
+        array = np.asarray(vector)
+    except ValueError as exc:  # a ragged list
+        msg = f"tree.ravel: unravel needs a vector of numbers: {exc}"
+        raise ShapeError(msg) from None
+    if array.dtype.kind not in "biufc":
+        msg = f"tree.ravel: unravel needs a vector of numbers, got {type(vector).__name__} of dtype {array.dtype}"
+        raise DtypeError(msg)
+    return array

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.traced",
             "nodegrad.engine.registry",
             "nodegrad.engine.structure",
+            "nodegrad.engine.cycles",
             "nodegrad.engine.sweep",
             "nodegrad.engine.record",
             "nodegrad.engine.arena",

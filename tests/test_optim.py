@@ -448,3 +448,20 @@ def test_a_step_refuses_an_int_parameter_naming_it(step: str) -> None:
     grads = {"w": np.ones(2), "b": 1.0, "head": Tagged(np.ones(1), tag=None), "on": None}
     moved = ng.optim.sgd(fine, grads, 0.5) if step == "sgd" else ng.optim.adam(fine, grads, lr=0.5)[0]
     assert moved["b"] == pytest.approx(-0.5) and moved["on"] is True and moved["head"].tag == "t"
+
+
+@pytest.mark.parametrize("step", ["sgd", "adam"])
+@pytest.mark.parametrize("lr", [None, "0.1", True, [0.1], np.array([0.1]), 1j])
+def test_a_learning_rate_that_is_not_a_real_number_is_refused_naming_the_step(step: str, lr: Any) -> None:
+    # numpy's isfinite raised a raw TypeError for None and for the string "0.1".
+    update = (lambda p, g: ng.optim.sgd(p, g, lr)) if step == "sgd" else (lambda p, g: ng.optim.adam(p, g, lr=lr))
+    with pytest.raises(ArgumentError, match=rf"{step}: the learning rate lr must be a real number, got "):
+        update({"w": np.ones(2)}, {"w": np.ones(2)})
+
+
+@pytest.mark.parametrize("lr", [0.5, np.float64(0.5), np.array(0.5), 1])
+def test_a_learning_rate_may_be_any_real_scalar(lr: Any) -> None:
+    np.testing.assert_allclose(ng.optim.sgd({"w": np.ones(2)}, {"w": np.ones(2)}, lr)["w"], 1.0 - float(lr))
+    # a traced rate: the step differentiates in it (d/dlr of sum((1 - lr) ** 2) = -2 * 2 * (1 - lr))
+    slope = ng.grad(lambda r: ng.sum(ng.optim.sgd({"w": np.ones(2)}, {"w": np.ones(2)}, r)["w"] ** 2.0))(0.25)
+    assert slope == pytest.approx(-3.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import os
 import pickle
 import subprocess
@@ -1320,6 +1321,48 @@ def test_transformed_module_level_functions_pickle_and_traced_values_refuse() ->
     # A handle never changes: copying one, or a structure holding one, copies no arena.
     assert copy.deepcopy(traced) is traced and copy.copy(traced) is traced
     assert copy.deepcopy({"w": traced})["w"] is traced and len(arena) == 1
+
+
+@ng.custom_vjp
+def _decorated_custom(x: Any) -> Any:
+    return x * 2.0
+
+
+_decorated_custom.defvjp(lambda x: (x * 2.0, x), lambda x, g: (2.0 * g * np.cos(x),))  # a deliberate rule
+
+
+@ng.checkpoint
+def _decorated_checkpoint(x: Any) -> Any:
+    return np.sum(np.sin(x) * x)
+
+
+@ng.grad
+def _decorated_grad(x: Any) -> Any:
+    return np.sum(np.sin(x) * x)
+
+
+def test_functions_decorated_at_module_level_pickle_by_their_name() -> None:
+    # The module's name now means the wrapper, so the function inside cannot be pickled by
+    # reference: the wrapper is, as a function would be (to a process pool or a Dask worker).
+    x = np.array([0.3, -0.7])
+    for fun in (_decorated_custom, _decorated_checkpoint, _decorated_grad):
+        assert pickle.loads(pickle.dumps(fun)) is fun
+    shipped = pickle.dumps((_decorated_custom, _decorated_checkpoint, _decorated_grad, x)).hex()
+    code = (
+        "import json, pickle, numpy as np, nodegrad as ng\n"
+        f"custom, block, g, x = pickle.loads(bytes.fromhex({shipped!r}))\n"
+        "grads = [ng.grad(lambda x: ng.sum(custom(x)))(x), ng.grad(block)(x), g(x)]\n"
+        "print(json.dumps([v.tolist() for v in grads]))"
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=root)
+    assert done.returncode == 0, done.stderr
+    expected = (2.0 * np.cos(x), np.sin(x) + x * np.cos(x), np.sin(x) + x * np.cos(x))
+    np.testing.assert_allclose(np.array(json.loads(done.stdout)), np.array(expected), rtol=1e-13)
+    # A function made inside another is not reachable by name: pickled as what makes it.
+    local = ng.checkpoint(_pickled_loss)
+    assert pickle.loads(pickle.dumps(local)) is not local
 
 
 def test_debug_nans_sees_every_value_of_a_large_gradient_call() -> None:

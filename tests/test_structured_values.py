@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -441,6 +442,82 @@ def test_a_structure_nested_past_the_recursion_limit_is_a_structure_error() -> N
     with pytest.raises(StructureError, match="recursion limit"):
         arena.param(deep)
     assert len(arena) == 0
+
+
+def _self_referential() -> dict[str, Any]:
+    made: dict[str, list[Any]] = {}
+    looped: list[Any] = [np.ones(2), {"w": 1.0}]
+    looped[1]["back"] = looped  # looped[1]['back'] is looped itself
+    made["list"] = looped
+    dict_loop: dict[str, Any] = {"w": np.ones(2)}
+    dict_loop["me"] = dict_loop
+    made["dict"] = [dict_loop]
+    return made
+
+
+_CUSTOM = ng.custom_vjp(lambda x, data: x)
+_CUSTOM.defvjp(lambda x, data: (x, None), lambda _, g: (g, None))
+
+#: Every transform and structure utility, given ``v`` where it walks a structure.
+_WALKERS: dict[str, Callable[[Any], Any]] = {
+    "grad": lambda v: ng.grad(lambda p: 1.0)(v),
+    "value_and_grad": lambda v: ng.value_and_grad(lambda p: 1.0)(v),
+    "vjp": lambda v: ng.vjp(lambda p: 1.0, v),
+    "jvp": lambda v: ng.jvp(lambda p: 1.0, (v,), (v,)),
+    "linearize": lambda v: ng.linearize(lambda p: 1.0, v),
+    "jacobian": lambda v: ng.jacobian(lambda p: 1.0)(v),
+    "hessian": lambda v: ng.hessian(lambda p: 1.0)(v),
+    "hvp": lambda v: ng.hvp(lambda p: 1.0, (v,), (v,)),
+    "elementwise_grad": lambda v: ng.elementwise_grad(lambda p: 1.0)(v),
+    "checkpoint": lambda v: ng.grad(lambda x: ng.checkpoint(lambda y, data: y)(x, v))(1.0),
+    "custom_vjp": lambda v: ng.grad(lambda x: _CUSTOM(x, v))(1.0),
+    "stop_gradient": lambda v: ng.stop_gradient(v),
+    "check_grads": lambda v: ng.testing.check_grads(lambda p: 1.0, v),
+    "tree.tree_map": lambda v: ng.tree.tree_map(lambda x: x, v),
+    "tree.map_floats": lambda v: ng.tree.map_floats(lambda x: x, v),
+    "tree.tree_leaves_with_path": ng.tree.tree_leaves_with_path,
+    "tree.zeros_like": ng.tree.zeros_like,
+    "tree.add": lambda v: ng.tree.add(v, v),
+    "tree.vdot": lambda v: ng.tree.vdot(v, v),
+    "tree.scale": lambda v: ng.tree.scale(v, 2.0),
+    "tree.global_norm": ng.tree.global_norm,
+    "tree.clip_by_global_norm": lambda v: ng.tree.clip_by_global_norm(v, 1.0),
+    "tree.ravel": ng.tree.ravel,
+    "optim.sgd": lambda v: ng.optim.sgd(v, v, 0.1),
+    "optim.adam": lambda v: ng.optim.adam(v, v, lr=0.1),
+}
+
+
+@pytest.mark.parametrize("kind", ["list", "dict"])
+@pytest.mark.parametrize("name", sorted(_WALKERS))
+def test_a_structure_that_contains_itself_is_a_structure_error_naming_the_place(name: str, kind: str) -> None:
+    value = _self_referential()[kind]
+    place = r"\[1\]\['back'\] is .* itself" if kind == "list" else r"\[0\]\['me'\] is .*\[0\] itself"
+    with pytest.raises(StructureError, match=place + ", so the structure contains itself"):
+        _WALKERS[name](value)
+
+
+@pytest.mark.parametrize("name", sorted(_WALKERS))
+def test_a_structure_nested_past_the_walkers_reach_is_a_structure_error(name: str) -> None:
+    deep: Any = np.ones(2)
+    for _ in range(500):  # half the recursion limit: the walkers spend more than a frame a level
+        deep = [deep]
+    message = None  # it may work: a walker that needs fewer frames than the limit is no defect
+    try:
+        _WALKERS[name](deep)
+    except StructureError as exc:  # never a raw RecursionError
+        message = str(exc)
+    assert message is None or "recursion limit" in message
+
+
+def test_a_recursion_of_the_users_own_is_not_called_a_structure_error() -> None:
+    def forever(*args: Any) -> Any:
+        return forever(*args)
+
+    with pytest.raises(RecursionError):
+        ng.tree.tree_map(forever, [1.0, {"a": 2.0}])
+    with pytest.raises(RecursionError):
+        ng.grad(lambda x: ng.custom_vjp(forever)(x, [1.0]))(1.0)
 
 
 def test_a_structure_nested_a_hundred_deep_differentiates() -> None:

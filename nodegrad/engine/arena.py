@@ -20,7 +20,6 @@ sweep of :mod:`nodegrad.engine.sweep`.
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -28,15 +27,16 @@ from typing import Any
 import attrs
 import numpy as np
 
+from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import lean_node
 from nodegrad.engine.registry import INPUT, PARAM, Op
 from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced, describe
-from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError, StructureError, user_location
+from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError, user_location
 
-__all__ = ["Arena", "Node", "current_arena", "nested_arena", "quiet_while_checking", "too_deep"]
+__all__ = ["Arena", "Node", "current_arena", "nested_arena", "quiet_while_checking"]
 
 
 class _SealedNodes(list[Any]):
@@ -224,7 +224,7 @@ class Arena:
                         if type(leaf) is Traced:
                             self._check_enclosing(leaf, path)
             except RecursionError:
-                raise too_deep("Arena.param", name) from None
+                raise unwalkable("Arena.param", name, value) from None
         index = len(self._nodes)
         if name:
             self._paths[index] = name  # before the push: a checking arena names the leaf
@@ -237,7 +237,7 @@ class Arena:
             return PLUGINS.view(handle)
         except RecursionError:
             self._truncate(index)
-            raise too_deep("Arena.param", name) from None
+            raise unwalkable("Arena.param", name, value) from None
         except NodegradError:
             self._truncate(index)  # the arena stays as it was
             raise
@@ -570,15 +570,6 @@ def quiet_while_checking(checking: bool) -> Any:
     """While nodegrad checks for NaNs itself, numpy's floating-point warnings only repeat,
     less precisely, what the check reports: silence them then."""
     return np.errstate(all="ignore") if checking else _NOT_QUIET
-
-
-def too_deep(where: str, name: str) -> StructureError:
-    """The error for a structure nested deeper than Python's recursion limit allows."""
-    msg = (
-        f"{where}: {name or 'the value'} is nested deeper than Python's recursion limit ({sys.getrecursionlimit()}) "
-        "allows; flatten it, or raise the limit with sys.setrecursionlimit"
-    )
-    return StructureError(msg)
 
 
 def _holds_traced_or_nothing(value: Any) -> bool:

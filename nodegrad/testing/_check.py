@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import ArgumentError, NoGradientError
 from nodegrad.transforms import jvp, vjp
@@ -26,6 +27,7 @@ _TOLERANCES_HIGHER = {"float16": (6e-2, 2e-2), "float32": (5e-3, 2e-4), "float64
 Function = Callable[..., Any]
 
 
+@reports_unwalkable("check_grads")
 def check_grads(
     f: Function,
     *args: Any,

@@ -11,13 +11,15 @@ become their values, which are plain arrays, or handles of the enclosing transfo
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.arena import Arena, too_deep
+from nodegrad.engine.arena import Arena
+from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import (
     differentiable_leaves,
     handler_for,
@@ -76,7 +78,24 @@ class Transformed(Generic[P, R]):
         return self._call(*args, **kwargs)
 
     def __reduce__(self) -> Any:
-        return (rebuild, self._remake)
+        return reachable_name(self) or (rebuild, self._remake)
+
+
+def reachable_name(obj: Any) -> str | None:
+    """``obj``'s qualified name when its module holds ``obj`` under it, else ``None``.
+
+    A function decorated at module level (``@ng.custom_vjp``, ``@ng.checkpoint``) is
+    pickled by that name, as a function is: its module's name now means the wrapper, so the
+    function inside could not be pickled by reference.
+    """
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    qualname = getattr(obj, "__qualname__", None)
+    if module is None or not isinstance(qualname, str) or "<locals>" in qualname:
+        return None
+    found: Any = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return qualname if found is obj else None
 
 
 def rebuild(transform: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -258,7 +277,7 @@ def same_shapes(where: str, value: Any, other: Any) -> None:
     try:
         pairs = list(zip_leaves(value, other))
     except RecursionError:
-        raise too_deep(where, "the direction") from None
+        raise unwalkable(where, "the direction", other) from None
     for path, leaf, other_leaf in pairs:
         if not is_differentiable_leaf(leaf):
             continue
@@ -290,4 +309,4 @@ def traced_leaves(value: Any) -> list[Traced]:
     try:
         return [leaf for leaf in leaves(value) if type(leaf) is Traced]
     except RecursionError:
-        raise too_deep("grad", "an argument") from None
+        raise unwalkable("grad", "an argument", value) from None

@@ -14,7 +14,7 @@ from typing import Any, ParamSpec
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.arena import too_deep
+from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError
@@ -117,7 +117,7 @@ def _check_differentiable(where: str, value: Any, what: str) -> None:
     try:
         found = _float_leaves(value)
     except RecursionError:
-        raise too_deep(where, what) from None
+        raise unwalkable(where, what, value) from None
     if not found:
         msg = f"{where}: {what} holds no floating-point value to differentiate"
         raise DtypeError(msg)

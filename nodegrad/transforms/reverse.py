@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, overload
 
 import numpy as np
 
-from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking, too_deep
+from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
+from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.sweep import GradOptions, gradients, strict_integer_leaves
 from nodegrad.engine.traced import Traced, unwrap
@@ -231,7 +232,7 @@ def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced]) -> An
     try:
         return leaf_view(arena, value, name, leaves)
     except RecursionError:
-        raise too_deep("grad", name) from None
+        raise unwalkable("grad", name, value) from None
 
 
 def write_gradients(
