@@ -2572,7 +2572,10 @@ REFUSED_CALLS: list[tuple[str, Callable[[Any], Any], type[Exception], str]] = [
     ("percentile-complex", lambda v: np.percentile(v.complex, 50), DtypeError, r"np\.percentile: a must be .* real"),
     ("fabs-complex", lambda v: np.fabs(v.complex), DtypeError, r"np\.fabs: complex values are not supported"),
     ("floor-complex", lambda v: np.floor(v.complex), DtypeError, r"np\.floor: ufunc 'floor' not supported"),
-    ("interp-complex", lambda v: np.interp(v.complex, [0.0, 1.0], [0.0, 1.0]), DtypeError, r"np\.interp: x and xp"),
+    ("interp-complex", lambda v: np.interp(v.complex, [0.0, 1.0], [0.0, 1.0]), DtypeError, r"np\.interp: x must be"),
+    ("interp-string-x", lambda v: np.interp("abc", [0.0, 1.0, 2.0], v.row), DtypeError, r"np\.interp: x must be real"),
+    ("interp-none-x", lambda v: np.interp(None, [0.0, 1.0, 2.0], v.row), DtypeError, r"got None \(dtype object\)"),
+    ("interp-string-xp", lambda v: np.interp(v.entry, ["a", "b"], [0.0, 1.0]), DtypeError, r"np\.interp: xp must"),
     ("nan_to_num-complex-nan", lambda v: np.nan_to_num(v.x, nan=1j), DtypeError, r"np\.nan_to_num: nan= must be real"),
     ("nan_to_num-in-place", lambda v: np.nan_to_num(v.x, copy=False), ArgumentError, r"np\.nan_to_num: copy=False"),
     ("nan_to_num-nan-shape", lambda v: np.nan_to_num(v.x, nan=np.zeros(4)), ShapeError, r"np\.nan_to_num: nan="),
@@ -2705,6 +2708,30 @@ def test_invalid_calls_raise_naming_the_function(
                 call(v)
         assert len(arena) == size, f"the failed call left nodes: {[n.op for n in arena][size:]}"
     assert Path(__file__).name in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("m", "kwargs"),
+    [
+        (np.array([[1.0], [2.0], [4.0]]), {}),  # one sample of three variables: 0 / 0
+        (np.array([1.0, 2.0, 4.0]), {"ddof": 3}),  # as many degrees of freedom taken as samples
+        (np.array([[1.0], [2.0]]), {"aweights": np.array([1.0])}),
+    ],
+)
+def test_cov_without_degrees_of_freedom_warns_and_divides_by_zero_as_numpy_does(m: Any, kwargs: Any) -> None:
+    # It raised a raw ZeroDivisionError; numpy warns and gives inf (nan where 0 / 0).
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        expected = np.cov(m, **kwargs)
+        got, g = ng.value_and_grad(lambda m: np.sum(np.cov(m, **kwargs)))(m)
+        w = np.ones(1)  # traced weights, closed over from an enclosing transform
+        one = np.array([[1.0], [2.0]])
+        inner = ng.grad(lambda s: np.sum(ng.grad(lambda x: np.sum(np.cov(x, aweights=w * s)))(one)))
+        nested = inner(1.0)
+    np.testing.assert_array_equal(got, np.sum(expected))
+    assert np.isnan(g).all() and np.isnan(nested)  # 0 * inf: numpy's arithmetic, differentiated
+    ours = [c for c in caught if "Degrees of freedom <= 0" in str(c.message)]
+    assert len(ours) == 3 and all(c.filename == __file__ for c in ours)  # numpy's, then ours from this line
 
 
 def test_sinc_differentiates_to_any_order_at_zero() -> None:

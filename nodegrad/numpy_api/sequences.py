@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, describe
 from nodegrad.engine.traced import unwrap as _value
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.along_axis import linspace
@@ -397,8 +397,12 @@ def geomspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
     if period is not None:
         raise ArgumentError(f"np.interp: period= is not supported on traced values [called at {user_location()}]")
-    if np.iscomplexobj(_value(x)) or np.iscomplexobj(_value(xp)):
-        raise DtypeError(f"np.interp: x and xp must be real, as in numpy [called at {user_location()}]")
+    for name, given, kinds in (("x", x, "biuf"), ("xp", xp, "biuf"), ("fp", fp, "biufc")):
+        kind = np.asarray(_value(given)).dtype.kind
+        if kind not in kinds:
+            what = "real numbers, as in numpy" if kinds == "biuf" else "numbers"
+            msg = f"np.interp: {name} must be {what}, got {describe(given)} (dtype {np.asarray(_value(given)).dtype})"
+            raise DtypeError(f"{msg} [called at {user_location()}]")
     xs, xps = np.asarray(_value(x), np.float64), np.asarray(_value(xp), np.float64)
     fps = np.asarray(_value(fp))
     wide = np.dtype(np.complex128 if fps.dtype.kind == "c" else np.float64)  # numpy's: complex fp, complex values

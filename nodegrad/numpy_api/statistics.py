@@ -18,6 +18,7 @@ correlation clipped part by part); ``np.bincount`` is a sum of ``weights`` by bi
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, rerun_reporting_warnings, user_location
 from nodegrad.numpy_api.arguments import read_keepdims
 from nodegrad.numpy_api.composed import average, diagonal
 from nodegrad.ops.arguments import normalize_axis
@@ -324,11 +325,16 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
         fact = w_sum - ddof
     else:
         fact = w_sum - ddof * ops.sum(w * aweights) / w_sum
+    if np.any(np.asarray(unwrap(fact)) <= 0):  # one sample, say: numpy warns, then divides by zero
+        rerun_reporting_warnings(warnings.warn, "Degrees of freedom <= 0 for slice", RuntimeWarning)
+        scale: Any = ops.divide(1.0, np.float64(0.0))  # inf (nan where 0 / 0), and numpy's own warning
+    else:
+        scale = 1.0 / fact
     centred = x - ops.expand_dims(avg, 1)
     weighted = centred if w is None else centred * w
     if np.iscomplexobj(unwrap(weighted)):  # numpy's X . conj(X).T: Hermitian
         weighted = ops.conj(weighted)
-    c = ops.matmul(centred, ops.transpose(weighted)) * (1.0 / fact)
+    c = ops.matmul(centred, ops.transpose(weighted)) * scale
     return ops.squeeze(c) if 1 in np.shape(unwrap(c)) else c
 
 
