@@ -17,22 +17,115 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.arena import Arena, entered_arenas
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, same_rule_for_all
-from nodegrad.engine.structure import cotangent_for, handler_for, leaves, map_with_paths, materialize
+from nodegrad.engine.structure import StructCotangent, cotangent_for, handler_for, leaves, map_with_paths, materialize
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
-from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
+from nodegrad.engine.traced import Traced, describe, unwrap
+from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
-from nodegrad.transforms.common import reachable_name, rebuild
+from nodegrad.transforms.common import lower, reachable_name, rebuild
 
 __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
 
 def _has_traced(value: Any) -> bool:
     return any(isinstance(leaf, Traced) for leaf in leaves(value))
+
+
+def _arenas_of(values: tuple[Any, ...]) -> set[Arena]:
+    return {leaf.arena for value in values for leaf in leaves(value) if type(leaf) is Traced}
+
+
+def _origin(found: Traced, mark: int) -> str:
+    """What the closure held that led to ``found``: the first node before ``mark`` (the
+    call's start) among its ancestors, with its key path when it has one."""
+    nodes, paths = found.arena._nodes, found.arena._paths
+    todo, seen = [found.index], set()
+    while todo:
+        i = todo.pop()
+        if i < mark:
+            where = f"{paths[i]}, " if i in paths else ""
+            return f"{where}node {i} ({nodes[i][0].name}, {describe(nodes[i][4])})"
+        if i not in seen:
+            seen.add(i)
+            todo.extend(nodes[i][1])
+    return f"node {found.index} ({describe(found.value)})"
+
+
+def _captured(value: Any, arena: Arena) -> Traced | None:
+    """A handle in ``value`` (a custom node's output or residuals, computed from its
+    arguments' plain values) of ``arena`` or of an arena inside it: one the function's
+    closure reached. Handles of the arenas enclosing ``arena`` are what nested levels
+    legitimately carry."""
+    outer = arena._enclosing
+    for leaf in leaves(value):
+        while type(leaf) is Traced:  # through every level: an enclosing level's value may hold one
+            if not any(leaf.arena is a for a in outer):
+                return leaf
+            leaf = leaf.value
+        if handler_for(leaf) is not None:
+            found = _captured(leaf, arena)
+            if found is not None:
+                return found
+    return None
+
+
+def _fwd_result(name: str, result: Any) -> tuple[Any, Any]:
+    if not (isinstance(result, tuple) and len(result) == 2):
+        msg = f"custom_vjp {name}: fwd must return (output, residuals), got {type(result).__name__}"
+        raise StructureError(msg)
+    return result[0], result[1]
+
+
+def _to_both(g: Any, ans: Any, rule_output: Any, closure_output: Any) -> Any:
+    return g
+
+
+def _to_both_again(g: Any, ans: Any, rule_output: Any, closure_output: Any) -> Any:
+    # The sweep merges structured cotangents in place: each parent gets its own.
+    return g.copy() if isinstance(g, StructCotangent) else g
+
+
+# Where a custom function's two paths meet (see custom_vjp._through_closure): the value of
+# the node its rule answers for, and the cotangent passed to that node and to the output
+# of fwd's closed-over path alike.
+_THROUGH_CLOSURE = Op(
+    "custom_vjp_closure", lambda rule_output, closure_output: rule_output, (_to_both, _to_both_again), "custom"
+)
+
+
+def _holds(value: Any, arena: Arena) -> bool:
+    """Whether a handle of ``arena`` is in ``value``, at any level."""
+    for leaf in leaves(value):
+        while type(leaf) is Traced:
+            if leaf.arena is arena:
+                return True
+            leaf = leaf.value
+    return False
+
+
+_CLOSED_OVER = (
+    "custom_vjp {name}: its fwd or bwd closes over a traced value of the computation it is called in, and is "
+    "differentiated again (forward mode, or a derivative of a gradient), which needs that value as an argument: "
+    "pass it to {name} and return its cotangent from bwd (a bwd reading it from fwd's residuals works in forward "
+    "mode too)"
+)
+
+
+def _own_level_lowered(name: str, level: Arena, traced_g: bool, cotangents: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``bwd``'s cotangents in a sweep that does not record the node's own arena ``level``.
+    A bwd closing over values traced at that level computed with their handles: with a
+    plain cotangent only their values count; with a traced one (forward mode, a derivative
+    of the gradient) their handles would be carried out of the sweep, and are refused."""
+    if not any(_holds(c, level) for c in cotangents):
+        return cotangents
+    if not traced_g:
+        return tuple(lower(c, level) for c in cotangents)
+    raise NoGradientError(_CLOSED_OVER.format(name=name))
 
 
 class _Residuals:
@@ -42,11 +135,15 @@ class _Residuals:
     cotangent, so an arena kept for another sweep does not hold a gradient's worth of
     arrays (a cotangent that cannot be weakly referenced keeps it until the next one)."""
 
-    __slots__ = ("answer", "value")
+    __slots__ = ("answer", "given", "level", "value")
 
-    def __init__(self) -> None:
-        self.value: Any = None
+    def __init__(self, given: Any = None, value: Any = None) -> None:
+        self.value: Any = value
         self.answer: tuple[Callable[[], Any], bool, Any] | None = None
+        # An output fwd has already computed (see custom_vjp._through_closure), or None.
+        self.given: Any = given
+        # The arena the node is recorded in, once it is.
+        self.level: Arena | None = None
 
     def keep(self, g: Any, recording: bool, cotangents: tuple[Any, ...]) -> None:
         """Keep ``bwd``'s answer for the cotangent ``g`` while ``g`` lives."""
@@ -161,11 +258,10 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 raise ArgumentError(msg)
 
         def forward(box: _Residuals, *values: Any) -> Any:
-            result = fwd(*values)
-            if not (isinstance(result, tuple) and len(result) == 2):
-                msg = f"custom_vjp {name}: fwd must return (output, residuals), got {type(result).__name__}"
-                raise StructureError(msg)
-            out, box.value = result
+            if box.given is not None:
+                out, box.given = box.given, None
+                return out
+            out, box.value = _fwd_result(name, fwd(*values))
             return out
 
         def backward(g: Any, ans: Any, box: _Residuals, values: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -174,17 +270,22 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             if kept is not None:
                 return kept  # asked again for another input
             residuals = box.value
-            if recording:
-                # The sweep is recording itself (higher order): run fwd again on the traced
-                # inputs, so the residuals, and bwd's answer, depend on them as they should.
-                _, residuals = fwd(*(view(v) if type(v) is Traced else v for v in values))
             out = unwrap(ans)
             shaped_g = materialize(g, out, "", [], True) if handler_for(out) is not None else g
-            cotangents = bwd(residuals, shaped_g)
+            try:
+                if recording:
+                    # The sweep is recording itself (higher order): run fwd again on the traced
+                    # inputs, so the residuals, and bwd's answer, depend on them as they should.
+                    _, residuals = fwd(*(view(v) if type(v) is Traced else v for v in values))
+                cotangents = bwd(residuals, shaped_g)
+            except LeakedTracerError as exc:  # a closure's handle, of a level that has returned
+                raise NoGradientError(_CLOSED_OVER.format(name=name)) from exc
             if not isinstance(cotangents, tuple) or len(cotangents) != len(values):
                 count = len(cotangents) if isinstance(cotangents, tuple) else type(cotangents).__name__
                 msg = f"custom_vjp {name}: bwd must return a tuple of {len(values)} cotangents, got {count}"
                 raise StructureError(msg)
+            if box.level is not None and not any(type(v) is Traced and v.arena is box.level for v in values):
+                cotangents = _own_level_lowered(name, box.level, _has_traced(shaped_g), cotangents)
             box.keep(g, recording, cotangents)
             return cotangents
 
@@ -211,8 +312,40 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             args = self._positional(args, kwargs)
         if self._op is None or not any(_has_traced(a) for a in args):
             return self.fun(*args)
-        node = record(self._op, _Residuals(), *(pack(a) for a in args))
-        return view(node) if type(node) is Traced else node
+        packed = tuple(pack(a) for a in args)
+        marks = [(arena, len(arena._nodes)) for arena in {*entered_arenas(), *_arenas_of(packed)}]
+        box = _Residuals()
+        node = record(self._op, box, *packed)
+        if type(node) is not Traced:
+            return node
+        box.level = node.arena
+        captured = _captured(node.value, node.arena)
+        if captured is None:
+            captured = _captured(box.value, node.arena)
+        if captured is None:
+            return view(node)
+        # The function closes over a value traced at its own level: computed from the
+        # arguments' plain values, its output still depends on that value, which the rule
+        # (of the arguments only) cannot answer for. The call is made again below.
+        level = node.arena
+        for arena, size in marks:  # what the first call recorded is undone
+            arena._truncate(size)
+        if self._remake is not None and self._remake[0] is checkpoint:
+            return self.fun(*args)  # recorded as it is: right gradients, nothing rematerialised
+        return self._through_closure(level, packed)
+
+    def _through_closure(self, level: Arena, packed: tuple[Any, ...]) -> Any:
+        """The call of a function closing over values traced at ``level``: the rule gives the
+        arguments' cotangents, and the closed-over values are differentiated through
+        ``fwd`` as written (run once on the arguments' values, so their paths are recorded
+        with the arguments as constants); the two paths meet in one node."""
+        assert self._op is not None and self._rules is not None
+        name = getattr(self.fun, "__qualname__", "custom_vjp")
+        out, residuals = _fwd_result(name, self._rules[0](*(lower(p, level) for p in packed)))
+        box = _Residuals(given=lower(out, level), value=lower(residuals, level))
+        node = record(self._op, box, *packed)
+        box.level = level
+        return view(record(_THROUGH_CLOSURE, node, pack(out)))
 
     def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         """Keyword arguments bound to their positions (as JAX does): ``fwd`` and ``bwd``

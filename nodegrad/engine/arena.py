@@ -29,33 +29,14 @@ import numpy as np
 
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import lean_node
+from nodegrad.engine.record import SealedNodes, lean_node
 from nodegrad.engine.registry import INPUT, PARAM, Op
 from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced, describe
-from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError, user_location
+from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError
 
-__all__ = ["Arena", "Node", "current_arena", "nested_arena", "quiet_while_checking"]
-
-
-class _SealedNodes(list[Any]):
-    """The node list of an arena whose transform has returned. Its handles are leaked
-    tracers: an op on one fails here, where it would append, so recording pays nothing
-    for the check. (Sweeps still read it: a vjp's backward runs after its transform.)"""
-
-    __slots__ = ("finished_by",)
-
-    def __init__(self, nodes: list[Any], finished_by: str) -> None:
-        super().__init__(nodes)
-        self.finished_by = finished_by
-
-    def append(self, node: Any) -> None:
-        msg = (
-            f"{node[0].name}: an input is a traced value of {self.finished_by}, which has already returned (a leaked "
-            f"tracer): return what you need from the differentiated function instead [at {user_location()}]"
-        )
-        raise LeakedTracerError(msg)
+__all__ = ["Arena", "Node", "current_arena", "entered_arenas", "nested_arena", "quiet_while_checking"]
 
 
 @attrs.frozen
@@ -120,6 +101,12 @@ def current_arena() -> Arena | None:
     """The innermost arena entered with ``with`` in this thread, or ``None``."""
     stack = _state.stack
     return stack[-1] if stack else None
+
+
+def entered_arenas() -> tuple[Arena, ...]:
+    """Every arena entered in this thread, outermost first: those a function's closure can
+    hold handles of."""
+    return tuple(_state.stack)
 
 
 class Arena:
@@ -274,7 +261,7 @@ class Arena:
         on one of its handles (a leaked tracer) raises instead of recording."""
         self._finished_by = by
         if type(self._nodes) is list:
-            self._nodes = _SealedNodes(self._nodes, by)
+            self._nodes = SealedNodes(self._nodes, by)
 
     def input(self, value: Any) -> Traced:
         """Add a leaf holding data (any dtype: ops on it say what they cannot use); it is

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEAN_BYTES",
+    "SealedNodes",
     "call_atomically",
     "composite",
     "guarded",
@@ -48,6 +49,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 _ARG0 = (0,)
 _ARG1 = (1,)
 _ARG01 = (0, 1)
+
+
+class SealedNodes(list[Any]):
+    """The node list of an arena whose transform has returned. Its handles are leaked
+    tracers: an op on one fails here, where it would append, so recording pays nothing
+    for the check. (Sweeps still read it: a vjp's backward runs after its transform.)"""
+
+    __slots__ = ("finished_by", "open_for_sweep")
+
+    def __init__(self, nodes: list[Any], finished_by: str) -> None:
+        super().__init__(nodes)
+        self.finished_by = finished_by
+        self.open_for_sweep = False  # see nodegrad.engine.sweep.gradients
+
+    def append(self, node: Any) -> None:
+        if self.open_for_sweep:
+            super().append(node)
+            return
+        msg = (
+            f"{node[0].name}: an input is a traced value of {self.finished_by}, which has already returned (a leaked "
+            f"tracer): return what you need from the differentiated function instead [at {user_location()}]"
+        )
+        raise LeakedTracerError(msg)
 
 
 def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:

@@ -533,6 +533,12 @@ def gradients(
         nodes = arena._nodes
     size = len(arena._nodes)
     taken = {id(s) for s in seeds.values()}  # the seeds are the sweep's own: never handed back
+    # A rule closing over this arena's own handles (a custom_vjp's bwd) records as it runs,
+    # also into an arena whose transform has returned (a vjp's backward): allowed during
+    # the sweep, and undone after it unless the sweep is the recording.
+    sealed = getattr(arena._nodes, "finished_by", None) is not None
+    if sealed:
+        arena._nodes.open_for_sweep = True
     try:
         release = not (retain or create_graph)
         indices = [t.index for t in targets]
@@ -541,6 +547,11 @@ def gradients(
     except BaseException:
         arena._truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
         raise
+    finally:
+        if sealed:
+            arena._nodes.open_for_sweep = False
+    if not create_graph and len(arena._nodes) > size:
+        arena._truncate(size)
 
     arena._last_gradients = found if len(found) == len(targets) else {t.index: found.get(t.index) for t in targets}
     results = [_finished(arena, wrt, target, found.get(target.index), options, finish, taken) for target in targets]

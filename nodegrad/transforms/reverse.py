@@ -172,7 +172,7 @@ def value_and_grad(
         # checking arena, here or under debug_nans, keeps everything: it checks them all).
         arena._lean = not arena.check_finite
         positions = resolve_argnums(nums, len(args), fun)
-        if options is not None and not options.zero_missing_wrt:
+        if isinstance(options, GradOptions) and not options.zero_missing_wrt:  # others are refused by the sweep
             _refuse_integer_leaves(args, positions, names)
         call_args = list(args)
         leaves: list[Traced] = []  # every differentiated leaf, in order
