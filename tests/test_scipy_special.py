@@ -31,7 +31,7 @@ from tests.strategies import broadcastable_shapes, float_arrays, floats, shapes,
 sc = pytest.importorskip("scipy.special")
 special = pytest.importorskip("nodegrad.scipy.special")
 from nodegrad.numpy_api.special import scipy_ufuncs  # noqa: E402  (after the importorskip above)
-from tests.ops.specs_special import BINARY, IN_THE_POINT, UNARY  # noqa: E402
+from tests.ops.specs_special import BINARY, IN_THE_POINT, ORDERED, UNARY  # noqa: E402
 
 EXAMPLES = settings(max_examples=20, deadline=None)
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +46,7 @@ def _close(got: Any, expected: Any, rtol: float = 1e-12) -> None:
 
 
 def test_every_mapped_scipy_ufunc_is_tested_here() -> None:
-    tested = {getattr(sc, name) for name in [*UNARY, *BINARY, *IN_THE_POINT]}
+    tested = {getattr(sc, name) for name in [*UNARY, *BINARY, *IN_THE_POINT, *ORDERED, "gammasgn"]}
     mapped = scipy_ufuncs()
     assert set(mapped) == tested | {sc.psi}
     assert mapped[sc.psi] is special.digamma
@@ -96,6 +96,58 @@ def test_order_two_through_the_dispatch() -> None:
     check_grads(sc.kl_div, x, x[::-1], order=2)
 
 
+@pytest.mark.parametrize("name", sorted(ORDERED))
+def test_a_bessel_function_of_any_order_through_the_dispatch(name: str) -> None:
+    ufunc = getattr(sc, name)  # scipy's jn is its jv
+    x = np.array([0.4, 1.3, 2.5])
+    for order in (0, 1, 2) if name == "yn" else (0, 1, 2.5):
+        _close(ng.vjp(lambda x, n=order: ufunc(n, x), x)[0], ufunc(order, x), rtol=0)
+        check_grads(lambda x, n=order: ufunc(n, x), x, order=2)
+    if name != "yn":
+        with pytest.raises(NoGradientError, match=rf"'{name}' has no gradient rule for the order"):
+            ng.grad(lambda v: ufunc(v, 1.3))(1.5)
+
+
+def test_beta_rgamma_and_bessels_of_orders_0_and_1_to_order_two() -> None:
+    x = np.array([0.4, 1.3, 2.5])
+    for f in (sc.rgamma, sc.j0, sc.j1, sc.y0, sc.y1):
+        check_grads(f, x, order=2)
+    check_grads(sc.beta, x, x[::-1], order=2)
+    check_grads(sc.rgamma, np.array([-0.5, -1.5, -2.5]), order=2)  # off the poles, where gamma changes sign
+    np.testing.assert_allclose(ng.grad(lambda a: sc.beta(a, 2.0))(1.5), sc.beta(1.5, 2.0) * (sc.psi(1.5) - sc.psi(3.5)))
+
+
+def test_gammasgn_is_a_constant() -> None:
+    x = np.array([0.5, -0.5, -1.5, 3.0])
+    np.testing.assert_array_equal(special.gammasgn(x), sc.gammasgn(x))
+    grad = ng.grad(lambda x: ng.sum(sc.gammasgn(x) * sc.gamma(x)))(x)  # |gamma|' = gammasgn * gamma'
+    np.testing.assert_allclose(grad, sc.gammasgn(x) * sc.gamma(x) * sc.psi(x), rtol=1e-13)
+
+
+def test_autograds_special_functions_are_all_here_with_its_numbers() -> None:
+    autograd = pytest.importorskip("autograd")
+    asp = pytest.importorskip("autograd.scipy.special")
+    theirs = {n for n in dir(asp) if isinstance(getattr(asp, n), autograd.extend.primitive.__class__)}
+    functions = {n for n in dir(asp) if not n.startswith("_") and callable(getattr(asp, n))}
+    helpers = {"defjvp", "defvjp", "primitive", "repeat_to_match_shape", "unbroadcast_f"}
+    helpers |= {n for n in functions if n.startswith(("make_", "fwd_"))}
+    assert not functions - helpers - set(special.__all__) - set(theirs - functions)
+    x = np.array([0.4, 1.3, 2.5])
+    calls = {
+        "beta": lambda m, x: m.beta(x, 2.0),
+        "rgamma": lambda m, x: m.rgamma(x),
+        "jn": lambda m, x: m.jn(2, x),
+        "yn": lambda m, x: m.yn(2, x),
+        "iv": lambda m, x: m.iv(1.5, x),
+        "ive": lambda m, x: m.ive(1, x),
+        "y1": lambda m, x: m.y1(x),
+    }
+    for name, call in calls.items():
+        ours = ng.grad(lambda x, call=call: ng.sum(call(special, x)))(x)
+        expected = autograd.grad(lambda x, call=call: autograd.numpy.sum(call(asp, x)))(x)
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, err_msg=name)
+
+
 def test_np_i0_differentiates_through_scipy() -> None:
     x = np.array([-2.0, 0.0, 0.5, 3.0])
     np.testing.assert_allclose(ng.grad(lambda x: np.sum(np.i0(x)))(x), sc.i1(x), rtol=1e-14)
@@ -103,8 +155,8 @@ def test_np_i0_differentiates_through_scipy() -> None:
 
 
 def test_a_scipy_ufunc_without_a_rule_names_itself() -> None:
-    with pytest.raises(NoGradientError, match=r"^scipy\.special\.jv has no gradient rule"):
-        ng.grad(lambda x: sc.jv(1.0, x))(1.0)
+    with pytest.raises(NoGradientError, match=r"^scipy\.special\.kv has no gradient rule"):
+        ng.grad(lambda x: sc.kv(1.0, x))(1.0)
     with pytest.raises(NoGradientError, match=r"scipy\.special\.gammaln with keyword arguments \['out'\]"):
         ng.grad(lambda x: sc.gammaln(x, out=np.empty(2)))(np.ones(2))
     with pytest.raises(NoGradientError, match=r"^np\.add\.reduce"):

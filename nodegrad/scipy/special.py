@@ -1,8 +1,8 @@
 """``scipy.special`` for traced values: ``import nodegrad.scipy.special as special``.
 
 The special functions are the ops of :mod:`nodegrad.ops.special` under scipy's names
-(``gammaln``, ``digamma`` and ``psi``, ``polygamma``, ``erf``, ``ndtr``, ``log_ndtr``,
-``expit``, ``xlogy``, ``i0``, ``gammainc``, ...), differentiable to any order (the
+(``gammaln``, ``digamma`` and ``psi``, ``polygamma``, ``beta``, ``erf``, ``ndtr``,
+``log_ndtr``, ``expit``, ``xlogy``, ``i0``, ``jn``, ``iv``, ``gammainc``, ...), differentiable to any order (the
 incomplete gamma and beta functions and ``stdtr`` in their point only). Besides them:
 ``logsumexp`` with scipy's weights and sign, and ``softmax``, ``log_softmax``,
 ``softplus`` and ``multigammaln``, written with ops as scipy writes them, so their values
@@ -34,6 +34,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.special import (
+    beta,
     betainc,
     betaincc,
     betaln,
@@ -49,10 +50,16 @@ from nodegrad.ops.special import (
     gammainc,
     gammaincc,
     gammaln,
+    gammasgn,
     i0,
     i0e,
     i1,
     i1e,
+    iv,
+    ive,
+    j0,
+    j1,
+    jn,
     kl_div,
     log_expit,
     log_ndtr,
@@ -62,12 +69,17 @@ from nodegrad.ops.special import (
     ndtri,
     polygamma,
     rel_entr,
+    rgamma,
     stdtr,
     xlog1py,
     xlogy,
+    y0,
+    y1,
+    yn,
 )
 
 __all__ = [
+    "beta",
     "betainc",
     "betaincc",
     "betaln",
@@ -83,10 +95,16 @@ __all__ = [
     "gammainc",
     "gammaincc",
     "gammaln",
+    "gammasgn",
     "i0",
     "i0e",
     "i1",
     "i1e",
+    "iv",
+    "ive",
+    "j0",
+    "j1",
+    "jn",
     "kl_div",
     "log_expit",
     "log_ndtr",
@@ -99,11 +117,15 @@ __all__ = [
     "polygamma",
     "psi",
     "rel_entr",
+    "rgamma",
     "softmax",
     "softplus",
     "stdtr",
     "xlog1py",
     "xlogy",
+    "y0",
+    "y1",
+    "yn",
 ]
 
 #: scipy's other name for :func:`digamma`.

@@ -38,6 +38,11 @@ if special.HAVE_SCIPY:
         "gammaln": (special.gammaln, sc.gammaln, _OFF_POLES),
         "digamma": (special.digamma, sc.psi, _OFF_POLES),
         "gamma": (special.gamma, sc.gamma, _OFF_POLES),
+        "rgamma": (special.rgamma, sc.rgamma, _OFF_POLES),
+        "j0": (special.j0, sc.j0, floats()),
+        "j1": (special.j1, sc.j1, floats()),
+        "y0": (special.y0, sc.y0, _POSITIVE),  # -inf at 0, complex beyond
+        "y1": (special.y1, sc.y1, _POSITIVE),
         "erf": (special.erf, sc.erf, floats()),
         "erfc": (special.erfc, sc.erfc, floats()),
         "erfcx": (special.erfcx, sc.erfcx, floats(-2.0, 3.0)),
@@ -57,6 +62,7 @@ if special.HAVE_SCIPY:
     }
     BINARY: dict[str, tuple[Callable[..., Any], Callable[..., Any], Any, Any]] = {
         "betaln": (special.betaln, sc.betaln, _POSITIVE, _POSITIVE),
+        "beta": (special.beta, sc.beta, _POSITIVE, _POSITIVE),
         "xlogy": (special.xlogy, sc.xlogy, floats(), _POSITIVE),
         "xlog1py": (special.xlog1py, sc.xlog1py, floats(), floats(-0.8, 3.0)),
         "rel_entr": (special.rel_entr, sc.rel_entr, floats(0.1, 3.0), floats(0.1, 3.0)),
@@ -84,6 +90,23 @@ if special.HAVE_SCIPY:
         n = draw(st.integers(0, 3))
         x = draw_operand(draw, draw(shapes()), floats(0.3, 3.0))
         return Case(lambda x: special.polygamma(n, x), lambda x: sc.polygamma(n, x), (x,), (True,), (n,), f"n={n}")
+
+    # Functions of a constant order and a point: (ours, scipy's, orders, the point's domain).
+    ORDERED: dict[str, tuple[Callable[..., Any], Callable[..., Any], Any, Any]] = {
+        "jn": (special.jn, sc.jn, st.sampled_from([0, 1, 2, 3, 1.5, -0.5]), floats()),
+        "yn": (special.yn, sc.yn, st.integers(0, 3), _POSITIVE),
+        "iv": (special.iv, sc.iv, st.sampled_from([0.0, 1.0, 2.0, 0.5, 2.5]), _POSITIVE),
+        "ive": (special.ive, sc.ive, st.sampled_from([0, 1, 2]), away_from_zero()),  # a kink at 0
+    }
+
+    @st.composite
+    def _ordered_cases(draw: st.DrawFn, name: str) -> Case:
+        fn, ref, orders, domain = ORDERED[name]
+        n = draw(orders)
+        if isinstance(n, float) and n != int(n) and name == "jn":
+            domain = _POSITIVE  # a real order: real values for x > 0 only
+        x = draw_operand(draw, draw(shapes()), domain)
+        return Case(lambda x: fn(n, x), lambda x: ref(n, x), (x,), (True,), (n,), f"{name} order={n}")
 
     @st.composite
     def _binary_cases(
@@ -149,6 +172,7 @@ if special.HAVE_SCIPY:
         {
             **{name: _unary_cases(name) for name in UNARY},
             "polygamma": _polygamma_cases(),
+            **{name: _ordered_cases(name) for name in ORDERED},
             **{name: _binary_cases(name, broadcastable_shapes(2)) for name in BINARY},
             **{name: _in_the_point_cases(name, _in_the_point_shapes(name)) for name in IN_THE_POINT},
             "weighted_logsumexp": _logsumexp_cases(),
@@ -219,6 +243,12 @@ if special.HAVE_SCIPY:
             _bad("polygamma", (np.ones(2),), lambda x: special.polygamma(-1, x), ArgumentError, "n must be integers"),
             _bad("polygamma", (np.ones(2),), lambda x: special.polygamma(1.5, x), ArgumentError, "1.5"),
             _bad("polygamma", (_Z,), lambda x: special.polygamma(1, x), DtypeError, "complex"),
+            *(
+                _bad(name, (_Z,), lambda x, fn=fn: fn(1, x), DtypeError, "complex")
+                for name, (fn, *_) in ORDERED.items()
+            ),
+            _bad("yn", (np.ones(2),), lambda x: special.yn(1.5, x), ArgumentError, "the order must be integers"),
+            _bad("jn", (np.ones(2),), lambda x: special.jn("a", x), ArgumentError, "the order must be real numbers"),
             _bad(
                 "weighted_logsumexp",
                 (np.ones((2, 3)),),

@@ -1,10 +1,13 @@
 """The gamma function and its relatives: ``gammaln``, ``digamma``, ``polygamma``,
-``gamma`` and ``betaln``.
+``gamma``, ``rgamma``, ``gammasgn``, ``beta`` and ``betaln``.
 
 Each derivative is a function of this room, so every order is there:
 ``gammaln' = digamma``, ``digamma' = polygamma(1, x)``,
 ``polygamma(n, x)' = polygamma(n + 1, x)``, ``gamma' = gamma * digamma``, and
-``betaln(a, b) = gammaln(a) + gammaln(b) - gammaln(a + b)`` differentiates into digammas.
+``rgamma = 1 / gamma`` has ``rgamma' = -rgamma * digamma``,
+``betaln(a, b) = gammaln(a) + gammaln(b) - gammaln(a + b)`` differentiates into digammas
+and ``beta = exp(betaln)`` (with its sign) into ``beta`` times them. ``gammasgn``, the sign
+of the gamma function, is piecewise constant: a constant, with no gradient.
 Real values only: scipy's ``gamma`` and ``digamma`` take complex values, but the
 derivatives they lead to (``polygamma``) are real in scipy, so complex values are refused
 here rather than differentiated part of the way.
@@ -22,7 +25,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.special.base import FAMILY, binary, float_like, real_only, sc, unary
 
-__all__ = ["betaln", "digamma", "gamma", "gammaln", "polygamma"]
+__all__ = ["beta", "betaln", "digamma", "gamma", "gammaln", "gammasgn", "polygamma", "rgamma"]
 
 
 def _polygamma(x: Any, n: Any) -> Any:
@@ -72,6 +75,24 @@ BETALN = binary(
     _betaln_rule,
     lambda g, ans, a, b: _betaln_rule(g, ans, b, a),
     "log abs(B(a, b)) (real values)",
+)
+
+
+RGAMMA = unary(
+    "rgamma", sc.rgamma, lambda g, ans, x: -g * ans * record1(DIGAMMA, x), "1 / gamma(x), zero at the poles of gamma"
+)
+
+
+def _beta_rule(g: Any, ans: Any, a: Any, b: Any) -> Any:
+    return g * ans * (record1(DIGAMMA, a) - record1(DIGAMMA, a + b))
+
+
+BETA = binary(
+    "beta",
+    sc.beta,
+    _beta_rule,
+    lambda g, ans, a, b: _beta_rule(g, ans, b, a),
+    "the beta function B(a, b) = gamma(a) gamma(b) / gamma(a + b) (real values)",
 )
 
 
@@ -153,3 +174,45 @@ def betaln(a: Any, b: Any) -> Any:
     [-1.0, -1.0]
     """
     return record2(BETALN, a, b)
+
+
+def rgamma(x: Any) -> Any:
+    """The reciprocal of the gamma function, ``scipy.special.rgamma`` (0 at the poles of
+    gamma; its gradient, ``-rgamma * digamma``, is NaN exactly there).
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> from nodegrad.ops.special import rgamma
+    >>> round(float(ng.grad(rgamma)(1.0)), 6)  # Euler's constant
+    0.577216
+    """
+    return record1(RGAMMA, x)
+
+
+def beta(a: Any, b: Any) -> Any:
+    """The beta function ``gamma(a) gamma(b) / gamma(a + b)``, ``scipy.special.beta``;
+    differentiable in both arguments.
+
+    Examples
+    --------
+    >>> import nodegrad as ng
+    >>> from nodegrad.ops.special import beta
+    >>> [round(float(d), 6) for d in ng.grad(beta, argnums=(0, 1))(1.0, 2.0)]
+    [-0.75, -0.25]
+    """
+    return record2(BETA, a, b)
+
+
+def gammasgn(x: Any) -> Any:
+    """The sign of the gamma function, ``scipy.special.gammasgn``: piecewise constant, so a
+    plain value with no gradient (as autograd gives it), even of a traced ``x``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nodegrad.ops.special import gammasgn
+    >>> gammasgn(np.array([0.5, -0.5, -1.5]))
+    array([ 1., -1.,  1.])
+    """
+    return sc.gammasgn(unwrap(x))
