@@ -29,7 +29,7 @@ import numpy as np
 
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import SealedNodes, lean_node
+from nodegrad.engine.record import SealedNodes, lean_node, refuse_array_subclass
 from nodegrad.engine.registry import INPUT, PARAM, Op
 from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
@@ -206,10 +206,12 @@ class Arena:
             value = _as_float_array(value, name or "Arena.param")
         else:
             try:
-                if any(type(leaf) is Traced for leaf in leaves(value)):
+                if any(type(leaf) is Traced or _is_array_subclass(leaf) for leaf in leaves(value)):
                     for path, leaf in flatten_with_paths(value, name):
                         if type(leaf) is Traced:
                             self._check_enclosing(leaf, path)
+                        elif _is_array_subclass(leaf):
+                            refuse_array_subclass(leaf, path or "Arena.param")
             except RecursionError:
                 raise unwalkable("Arena.param", name, value) from None
         index = len(self._nodes)
@@ -564,11 +566,17 @@ def _holds_traced_or_nothing(value: Any) -> bool:
     return not found or any(type(leaf) is Traced for leaf in found)
 
 
+def _is_array_subclass(value: Any) -> bool:
+    return type(value) is not np.ndarray and isinstance(value, np.ndarray)
+
+
 def _as_float_array(value: Any, where: str) -> Any:
     if type(value) is float or type(value) is complex:
         # Kept a Python number: like a Python scalar in numpy, it is weakly typed, so
         # float32 arrays it meets stay float32. Its gradient is a 64-bit scalar.
         return value
+    if _is_array_subclass(value):
+        refuse_array_subclass(value, where)
     array = np.asarray(value)
     if array.dtype.kind not in "fc":
         hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""

@@ -11,6 +11,7 @@ all-or-nothing.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +21,7 @@ from nodegrad.engine.registry import ANS, Op
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
     ArenaError,
+    DtypeError,
     LeakedTracerError,
     StructureError,
     error_like,
@@ -41,6 +43,7 @@ __all__ = [
     "record",
     "record1",
     "record2",
+    "refuse_array_subclass",
     "stand_in",
 ]
 
@@ -153,10 +156,14 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             argnums: tuple[int, ...] = _ARG01
             nested = type(args[0]) is Traced or type(args[1]) is Traced
         else:
+            if type(y) is not float and type(y) is not _NDARRAY and isinstance(y, _NDARRAY):
+                refuse_array_subclass(y, f"{op.name}: a constant [recorded at {user_location()}]")
             args = (x.value, y, *static)
             parents, argnums = (x.index,), _ARG0
             nested = type(args[0]) is Traced
     elif type(y) is Traced:
+        if type(x) is not float and type(x) is not _NDARRAY and isinstance(x, _NDARRAY):
+            refuse_array_subclass(x, f"{op.name}: a constant [recorded at {user_location()}]")
         arena = y.arena
         args = (x, y.value, *static)
         parents, argnums = (y.index,), _ARG1
@@ -243,6 +250,8 @@ def record(op: Op, *args: Any) -> Any:
                 argnums.append(k)
             value = values[k] = a.value
             nested = nested or type(value) is Traced
+        elif type(a) is not _NDARRAY and isinstance(a, _NDARRAY):
+            refuse_array_subclass(a, f"{op.name}: a constant [recorded at {user_location()}]")
     frozen = tuple(values)
     # Traced at two levels (nested transforms): the enclosing one records first.
     out = record(op, *frozen) if nested else _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
@@ -277,6 +286,28 @@ def _record_across(op: Op, args: tuple[Any, ...]) -> Any:
     frozen = tuple(values)
     out = record(op, *frozen)  # records the enclosing levels' part, or runs the forward
     return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
+
+
+def refuse_array_subclass(value: Any, where: str) -> None:
+    """Refuse ``value`` if it is an array whose type changes what numpy computes: a masked
+    array (reductions skip its masked entries, which hold hidden values) or an
+    ``np.matrix`` (``*`` is a matrix product). Computed as a plain array it would give other
+    values, and gradients in which a masked entry's hidden value takes part, without a word."""
+    masked = sys.modules.get("numpy.ma")  # a masked array exists only once numpy.ma is imported
+    if masked is not None and isinstance(value, masked.MaskedArray):
+        msg = (
+            f"{where} is a numpy masked array (np.ma.MaskedArray): nodegrad does not differentiate numpy.ma's "
+            "semantics, and computing with its data would let the hidden values of masked entries into values and "
+            "gradients. Pass x.filled(fill) for an array of the same shape with the masked entries set to fill, or "
+            "x.compressed() for the unmasked entries only, and keep the mask as a boolean array (np.where(mask, ...))"
+        )
+        raise DtypeError(msg)
+    if isinstance(value, np.matrix):
+        msg = (
+            f"{where} is an np.matrix, for which * is a matrix product and every result stays 2-D: nodegrad computes "
+            "with plain arrays, whose results differ. Pass np.asarray(m) and write @ for the matrix product"
+        )
+        raise DtypeError(msg)
 
 
 def _arenas_in(values: Any) -> list[Arena]:

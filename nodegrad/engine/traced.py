@@ -95,6 +95,16 @@ def _foreign_message(frame: FrameType, what: str) -> str:
             f"{full} cannot see traced values: {what} pandas reads a traced operand as a list of values: take the "
             f"pandas object's values first, series.to_numpy() * x; or {detach}"
         )
+    if module.startswith("numpy.ma."):
+        return (
+            f"{full} cannot see traced values: {what} nodegrad does not differentiate numpy's masked arrays: pass "
+            f"m.filled(fill) or m.compressed(), and keep the mask as a boolean array (np.where(mask, ...)); or {detach}"
+        )
+    if module.startswith("numpy.matrixlib."):
+        return (
+            f"{full} cannot see traced values: {what} nodegrad does not differentiate np.matrix: pass np.asarray(m) "
+            f"and write @ for its matrix product; or {detach}"
+        )
     if module.startswith("numpy."):  # np.full and kin build plain arrays in Python code
         return f"{full} cannot see traced values: {what} {_NODEGRAD_NUMPY}, or {detach}"
     if not module.startswith("scipy."):
