@@ -422,9 +422,10 @@ def api_pages() -> list[ApiPage]:
         ),
         ApiPage(
             "scipy",
-            "`nodegrad.scipy`: special functions, linear algebra, ODEs",
-            "`scipy.special`, `scipy.linalg` and `scipy.integrate` with gradients (the `scipy` extra).",
-            tuple(_module_section(f"nodegrad.scipy.{m}") for m in ("special", "linalg", "integrate")),
+            "`nodegrad.scipy`: special functions, linear algebra, ODEs, convolution",
+            "`scipy.special`, `scipy.linalg`, `scipy.integrate` and `scipy.signal.convolve` with gradients "
+            "(the `scipy` extra).",
+            tuple(_module_section(f"nodegrad.scipy.{m}") for m in ("special", "linalg", "integrate", "signal")),
         ),
         ApiPage(
             "scipy-stats",

@@ -1,9 +1,10 @@
 """scipy's namespace for traced values: ``import nodegrad.scipy as scipy``.
 
 The parts of scipy that differentiable programs reach for, with gradients:
-:mod:`nodegrad.scipy.special`, :mod:`nodegrad.scipy.stats`, :mod:`nodegrad.scipy.linalg`
-and :mod:`nodegrad.scipy.integrate`, with scipy's names and signatures, so code written
-for ``autograd.scipy`` or ``jax.scipy`` runs after changing its import line. scipy's own
+:mod:`nodegrad.scipy.special`, :mod:`nodegrad.scipy.stats`, :mod:`nodegrad.scipy.linalg`,
+:mod:`nodegrad.scipy.integrate` and :mod:`nodegrad.scipy.signal` (``convolve``), with
+scipy's names and signatures, so code written for ``autograd.scipy`` or ``jax.scipy`` runs
+after changing its import line. scipy's own
 special-function ufuncs (``scipy.special.gammaln(x)``) also take traced values directly,
 through numpy's ufunc protocol.
 
@@ -26,13 +27,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
 from nodegrad.scipy import integrate, linalg
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__); declared for type checkers
+    from nodegrad.scipy import signal as signal
     from nodegrad.scipy import special as special
     from nodegrad.scipy import stats as stats
 
 __all__ = ["integrate", "linalg"]
 
 #: Loaded on first use as attributes (``nodegrad.scipy.stats.norm``), as scipy does.
-_ON_FIRST_USE = ("special", "stats")
+_ON_FIRST_USE = ("signal", "special", "stats")
 
 
 def __getattr__(name: str) -> ModuleType:
