@@ -105,6 +105,7 @@ __all__ = [
     "j0",
     "j1",
     "jn",
+    "jv",
     "kl_div",
     "log_expit",
     "log_ndtr",
@@ -130,6 +131,9 @@ __all__ = [
 
 #: scipy's other name for :func:`digamma`.
 psi = digamma
+
+#: scipy's other name for :func:`jn`: Bessel functions of the first kind of real order.
+jv = jn
 
 
 def _axes(name: str, x: Any, axis: Any) -> tuple[int, ...] | None:

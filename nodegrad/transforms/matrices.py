@@ -119,7 +119,10 @@ def _check_differentiable(where: str, value: Any, what: str) -> None:
     except RecursionError:
         raise unwalkable(where, what, value) from None
     if not found:
-        msg = f"{where}: {what} holds no floating-point value to differentiate"
+        msg = (
+            f"{where}: {what} holds no floating-point value to differentiate (integers are not differentiated: "
+            "write 3.0 for 3, or cast an integer array with x.astype(float))"
+        )
         raise DtypeError(msg)
 
 
