@@ -178,6 +178,28 @@ def test_dict_arguments_and_outputs() -> None:
     check_grads(loss, p, order=2, modes=BOTH)
 
 
+@primitive
+def products(xs: list[Any]) -> Any:
+    return [xs[0] * xs[1], onp.sum(xs[0])]
+
+
+defvjp(products, lambda ans, xs: lambda g: [g[0] * xs[1] + g[1] * np.ones_like(xs[0]), g[0] * xs[0]])
+
+
+def test_list_arguments_and_outputs() -> None:
+    xs = [onp.array([1.0, 2.0]), onp.array([3.0, -1.0])]
+
+    def loss(xs: Any) -> Any:
+        out = products(xs)
+        return np.sum(out[0] ** 2) + out[1] ** 2
+
+    g = ng.grad(loss)(xs)
+    assert isinstance(g, list)
+    onp.testing.assert_allclose(g[0], 2 * xs[0] * xs[1] ** 2 + 2 * onp.sum(xs[0]))
+    onp.testing.assert_allclose(g[1], 2 * xs[1] * xs[0] ** 2)
+    check_grads(loss, xs, order=2, modes=BOTH)
+
+
 # -- the other ways of giving rules --------------------------------------------------------------------
 
 
