@@ -166,7 +166,6 @@ def rerun_reporting_warnings(fn: Callable[..., Any], *args: Any, **kwargs: Any) 
             continue
         registry = frame.f_globals.setdefault("__warningregistry__", {})
         module = frame.f_globals.get("__name__", "<unknown>")
-        warnings.warn_explicit(
-            w.message, w.category, frame.f_code.co_filename, frame.f_lineno, module, registry, frame.f_globals
-        )
+        # No module globals: the line is read from the file (a loader may have no source to give).
+        warnings.warn_explicit(w.message, w.category, frame.f_code.co_filename, frame.f_lineno, module, registry)
     return out

@@ -1435,3 +1435,13 @@ def test_numpy_warnings_are_issued_from_the_users_line(tmp_path: Path) -> None:
         "RuntimeWarning True 11 divide by zero encountered in divide",
         "RuntimeWarning True 12 invalid value encountered in log",
     ]
+
+
+def test_a_warning_from_code_given_with_python_c_is_issued_there() -> None:
+    # `python -c` code has no source file: its line cannot be shown, but it is the line named.
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    code = "import numpy as np, nodegrad as ng\nprint(ng.log(np.array([-1.0])))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[nan]"
+    assert "<string>:2: RuntimeWarning: invalid value encountered in log" in done.stderr
