@@ -142,6 +142,11 @@ class primitive:  # noqa: N801  (a decorator, spelled as autograd spells it)
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"
 
+    def __reduce__(self) -> str:
+        # Pickled by reference, as a function is: a module-level ``@primitive`` is found
+        # again by its module and name, rules and all (its closures do not pickle).
+        return str(getattr(self, "__qualname__", self.name))
+
     def _forward(self, static: _Call, *args: Any) -> tuple[Any, Any]:
         # On traced arguments (the sweep recording itself, for a higher derivative) this
         # records the primitive again, so the rules see an ``ans`` that depends on them.

@@ -4,6 +4,7 @@ both modes), closures, structured values, and autograd itself on the same defini
 
 from __future__ import annotations
 
+import pickle
 import types
 from typing import Any
 
@@ -198,6 +199,13 @@ def test_list_arguments_and_outputs() -> None:
     onp.testing.assert_allclose(g[0], 2 * xs[0] * xs[1] ** 2 + 2 * onp.sum(xs[0]))
     onp.testing.assert_allclose(g[1], 2 * xs[1] * xs[0] ** 2)
     check_grads(loss, xs, order=2, modes=BOTH)
+
+
+def test_a_module_level_primitive_pickles_by_reference_with_its_rules() -> None:
+    again = pickle.loads(pickle.dumps(energy))  # as process pools and Dask ship functions
+    assert again is energy
+    p = {"a": onp.array([1.0, -2.0]), "b": onp.array([0.5])}
+    onp.testing.assert_allclose(ng.grad(lambda p: again(p)["quadratic"])(p)["a"], 2.0 * p["a"])
 
 
 # -- the other ways of giving rules --------------------------------------------------------------------
