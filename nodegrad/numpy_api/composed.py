@@ -19,6 +19,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import no_extras, read_keepdims
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.linalg import products
 
 __all__ = [
     "atleast_1d",
@@ -166,8 +167,8 @@ def ifftshift(x: Any, axes: Any = None) -> Any:
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
-    if axis is None:
-        a, axis = ops.ravel(a), 0
+    if axis is None or np.ndim(unwrap(a)) == 0:  # numpy reads a 0-d value as one of length 1
+        a, axis = ops.ravel(a), 0 if axis is None else axis
     axis = normalize_axis("repeat", axis, np.ndim(unwrap(a)))[0]  # type: ignore[index]
     n = np.shape(unwrap(a))[axis]
     return ops.gather(a, np.repeat(np.arange(n), repeats), axis)
@@ -323,22 +324,15 @@ def convolve(a: Any, v: Any, mode: str = "full") -> Any:
             f"{np.shape(unwrap(v))} [called at {user_location()}]"
         )
         raise ShapeError(msg)
-    if m > n:  # numpy swaps them: the longer one slides under the shorter
-        a, v, n, m = v, a, m, n
-    # full[k] = sum_j a[k - j] v[j]: gather a into a (n + m - 1, m) matrix, then a matmul.
-    k, j = np.arange(n + m - 1)[:, None], np.arange(m)[None, :]
-    inside = (k - j >= 0) & (k - j < n)
-    windows = ops.where(inside, ops.getitem(a, np.clip(k - j, 0, n - 1)), 0.0)
-    full = ops.matmul(windows, v)
+    if mode not in ("full", "same", "valid"):
+        msg = f"np.convolve: mode must be 'full', 'same' or 'valid', got {mode!r} [called at {user_location()}]"
+        raise ArgumentError(msg)
+    full = products.convolve(a, v)  # one op: its gradients are convolutions too, O(n + m) memory
     if mode == "full":
         return full
-    if mode == "same":
-        start = (m - 1) // 2
-        return ops.getitem(full, slice(start, start + n))
-    if mode == "valid":
-        return ops.getitem(full, slice(m - 1, n))
-    msg = f"np.convolve: mode must be 'full', 'same' or 'valid', got {mode!r} [called at {user_location()}]"
-    raise ArgumentError(msg)
+    n, m = max(n, m), min(n, m)  # numpy cuts around the longer one
+    start = (m - 1) // 2 if mode == "same" else m - 1
+    return ops.getitem(full, slice(start, start + (n if mode == "same" else n - m + 1)))
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:  # noqa: A002

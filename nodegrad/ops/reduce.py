@@ -189,7 +189,8 @@ def _prod_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     kept = [a for a in range(ndim) if a not in reduced]
     order = kept + list(reduced)
     moved = np.transpose(x, order)
-    flat = moved.reshape((*moved.shape[: len(kept)], -1))
+    # the reduced axes as one, sized explicitly: -1 is ambiguous when a kept axis is empty
+    flat = moved.reshape((*moved.shape[: len(kept)], math.prod(moved.shape[len(kept) :])))
     ones = np.ones_like(flat[..., :1])
     left = np.concatenate([ones, np.cumprod(flat, axis=-1)[..., :-1]], axis=-1)
     right = np.concatenate([np.cumprod(flat[..., ::-1], axis=-1)[..., :-1][..., ::-1], ones], axis=-1)

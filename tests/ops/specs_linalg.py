@@ -1,5 +1,6 @@
 """Specs for the linalg family: matmul, einsum, svdvals, eigvalsh, cholesky, inv, solve, det, logabsdet and
-signdet (slogdet); eigh_vectors, svd_u, svd_vh, qr_q, qr_r, pinv, eigvals, eig_vectors and roots; tensordot, dot,
+signdet (slogdet); eigh_vectors, svd_u, svd_vh, qr_q, qr_r, pinv, eigvals, eig_vectors, roots and
+convolve; tensordot, dot,
 outer, eigh, svd, qr, lstsq, matrix_power, tensorsolve, tensorinv and eig (composites); COMPLEX_CASES: every
 linalg op and numpy linalg function with complex operands, for test_linalg.py; and COMPLEX: the holomorphic ones,
 for test_complex.py too.
@@ -21,6 +22,7 @@ import nodegrad as ng
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, NonFiniteError, ShapeError
 from nodegrad.ops.linalg import roots, tensorinv, tensorsolve
+from nodegrad.ops.linalg.products import convolve
 from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, well_separated_matrices
 from tests.strategies import float_arrays, floats, grid, shapes
 
@@ -145,6 +147,13 @@ def _dot_cases(draw: st.DrawFn) -> Case:
 def _outer_cases(draw: st.DrawFn) -> Case:
     a, b = draw(float_arrays(shapes(max_dims=2))), draw(float_arrays(shapes(max_dims=2)))
     return Case(ng.outer, np.outer, (a, b), draw(diff_mask(2)), desc=f"outer {a.shape} {b.shape}")
+
+
+@st.composite
+def _convolve_cases(draw: st.DrawFn) -> Case:
+    a = draw(float_arrays(st.tuples(st.integers(1, 7))))
+    v = draw(float_arrays(st.tuples(st.integers(1, 7))))
+    return Case(convolve, np.convolve, (a, v), draw(diff_mask(2)), desc=f"convolve {a.shape} {v.shape}")
 
 
 @st.composite
@@ -572,6 +581,7 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "eigvals": _eig_cases(("values",), "eigvals"),
     "eig_vectors": _eig_cases(("moduli", "function"), "eig"),
     "roots": _roots_cases(),
+    "convolve": _convolve_cases(),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {
     "tensordot": _tensordot_cases(),
@@ -596,6 +606,8 @@ BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
 _M23, _M45 = np.ones((2, 3)), np.ones((4, 5))
 
 BAD_CALLS = [
+    BadCall("convolve", (_M23, np.ones(3)), convolve, ShapeError, ("1-D", "(2, 3)", "(3,)")),
+    BadCall("convolve", (np.ones(0), np.ones(3)), convolve, ShapeError, ("non-empty", "(0,)")),
     BadCall("matmul", (_M23, _M45), ng.matmul, ShapeError, ("[2, 3]", "[4, 5]")),
     BadCall("matmul", (_M23, np.array(2.0)), ng.matmul, ShapeError, ("[2, 3]", "float64[]")),
     BadCall("einsum", (_M23, _M45), lambda a, b: ng.einsum("ij,jk->ik", a, b), ShapeError, ("[2, 3]", "[4, 5]")),
@@ -917,3 +929,4 @@ COMPLEX: dict[str, ComplexSpec] = {
     for name in ("matmul", "einsum", "tensordot", "dot", "outer", "inv", "solve", "det", "matrix_power")
 }
 COMPLEX["eigvals"] = ComplexSpec(_complex_eig_values(), holomorphic=True, drawn_complex=True)
+COMPLEX["convolve"] = ComplexSpec(_convolve_cases(), holomorphic=True)

@@ -1,5 +1,6 @@
 """Matrix products: ``matmul`` (1-D, 2-D and batched, as ``np.matmul``), ``einsum`` and the
-products built on it (``tensordot``, ``dot``, ``outer``).
+products built on it (``tensordot``, ``dot``, ``outer``), and the full discrete
+``convolve`` of two vectors.
 
 Every contraction goes through :func:`_contract`, which lets ``np.einsum`` plan the order
 (and reach BLAS) once a contraction is large enough to pay for it."""
@@ -20,7 +21,7 @@ from nodegrad.ops.arguments import as_ints
 from nodegrad.ops.elementwise import multiply
 from nodegrad.ops.shape import reshape
 
-__all__ = ["dot", "einsum", "matmul", "outer", "tensordot"]
+__all__ = ["convolve", "dot", "einsum", "matmul", "outer", "tensordot"]
 
 
 def _dense(g: Any) -> Any:
@@ -144,7 +145,8 @@ def _einsum_rule(k: int, g: Any, ans: Any, spec: tuple[tuple[str, ...], str], *o
     sizes: dict[str, int] = {}
     for letters, operand in zip(inputs, operands, strict=True):
         for c, n in zip(letters, np.shape(operand), strict=True):
-            sizes[c] = max(sizes.get(c, 1), n)
+            if sizes.get(c, 1) == 1:  # a size-1 index broadcasts; any other size (0 too) is the index's
+                sizes[c] = n
     shape = tuple(np.shape(g_k)[kept.index(c)] if c in kept else 1 for c in distinct)
     g_k = np.broadcast_to(np.reshape(g_k, shape), tuple(sizes[c] for c in distinct))
     return g_k if distinct == mine else _onto_diagonals(g_k, distinct, mine, sizes)
@@ -287,3 +289,44 @@ def outer(a: Any, b: Any) -> Any:
     (2, 3)
     """
     return multiply(reshape(a, (-1, 1)), reshape(b, (1, -1)))
+
+
+# full[k] = sum_j a[k - j] v[j] is linear in each input; its transpose correlates the
+# cotangent with the other input: a's cotangent at i is sum_k g[k] v[k - i], the central
+# ("valid") part of np.correlate(g, v), which conjugates its second operand: the rule is the
+# transpose, with no conjugate, as every complex rule here, so it is undone. (np.correlate:
+# numpy's np.convolve of two long operands takes 3x longer on a reversed view.) Memory
+# O(n + m), as the forward; differentiated again, the rule's np.correlate records this op.
+# The shapes need no fitting, but a complex cotangent of a real input must lose its
+# imaginary part, traced too: broadcasts=True has the central fit_cotangent do that.
+CONVOLVE = defop(
+    "convolve",
+    lambda a, v: np.convolve(a, v),
+    lambda g, ans, a, v: np.correlate(g, np.conj(v), "valid"),
+    lambda g, ans, a, v: np.correlate(g, np.conj(a), "valid"),
+    family="linalg",
+    broadcasts=True,
+    doc="full discrete convolution of two 1-D arrays (np.convolve); its gradients are correlations, O(n + m) memory",
+)
+
+
+def convolve(a: Any, v: Any) -> Any:
+    """The full discrete convolution of two non-empty 1-D arrays, ``np.convolve(a, v)``
+    (length ``len(a) + len(v) - 1``), differentiable in both; real or complex.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> from nodegrad.ops.linalg.products import convolve
+    >>> convolve(np.array([1.0, 2.0]), np.array([1.0, 1.0, 1.0]))
+    array([1., 3., 3., 2.])
+    >>> ng.grad(lambda a: ng.sum(convolve(a, np.array([1.0, 1.0, 1.0]))))(np.array([1.0, 2.0]))
+    array([3., 3.])
+    """
+    shape_a, shape_v = np.shape(unwrap(a)), np.shape(unwrap(v))
+    if len(shape_a) != 1 or len(shape_v) != 1 or not shape_a[0] or not shape_v[0]:
+        msg = f"convolve: needs two non-empty 1-D arrays, got shapes {shape_a} and {shape_v}"
+        msg += f" [called at {user_location()}]"
+        raise ShapeError(msg)
+    return record(CONVOLVE, a, v)

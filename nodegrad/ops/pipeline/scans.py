@@ -145,6 +145,8 @@ CUMPROD = defop(
 def _scan_axis(op_name: str, x: Any, axis: int | None) -> tuple[Any, int]:
     if axis is None:
         return reshape(x, (-1,)), 0
+    if np.ndim(unwrap(x)) == 0:  # numpy scans a 0-d value as one of length 1 (axis 0 or -1)
+        return reshape(x, (1,)), normalize_axis(op_name, axis, 1)[0]  # type: ignore[index]
     return x, normalize_axis(op_name, axis, np.ndim(unwrap(x)))[0]  # type: ignore[index]
 
 
