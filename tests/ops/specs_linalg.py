@@ -19,9 +19,11 @@ import hypothesis.strategies as st
 import numpy as np
 
 import nodegrad as ng
+from nodegrad.engine.record import record
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, NonFiniteError, ShapeError
 from nodegrad.ops.linalg import roots, tensorinv, tensorsolve
+from nodegrad.ops.linalg.decompositions import READ_TRIANGLE
 from nodegrad.ops.linalg.products import convolve
 from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, well_separated_matrices
 from tests.strategies import float_arrays, floats, grid, shapes
@@ -190,36 +192,76 @@ def _logabsdet_cases(draw: st.DrawFn) -> Case:
     return Case(lambda x: ng.slogdet(x)[1], lambda x: np.linalg.slogdet(x)[1], (x,), (True,), desc=f"slogdet {x.shape}")
 
 
-def _symmetric(a: Any) -> Any:
-    return 0.5 * (a + np.swapaxes(a, -1, -2))
+def _unread(draw: st.DrawFn, sym: np.ndarray, lower: bool, hermitian: bool = False) -> np.ndarray:
+    """``sym`` with entries of its own added to the triangle numpy does not read (the upper
+    one when it reads the ``lower``), and for a ``hermitian`` (complex) matrix imaginary
+    parts on the diagonal, which LAPACK ignores: the function numpy evaluates does not
+    depend on them, and its gradient must be zero there."""
+    n = sym.shape[-1]
+    junk = draw(float_arrays(sym.shape))
+    if hermitian:
+        junk = junk + 1j * draw(float_arrays(sym.shape))
+    unread = np.triu(np.ones((n, n)), 1) if lower else np.tril(np.ones((n, n)), -1)
+    out = sym + junk * unread
+    if hermitian:
+        out = out + 1j * np.imag(junk) * np.eye(n)
+    return out
 
 
-def _symmetric_case(draw: st.DrawFn, ng_fn: Any, np_fn: Any, indefinite: bool, **kwargs: Any) -> Case:
+def _symmetric_case(draw: st.DrawFn, ng_fn: Any, np_fn: Any, indefinite: bool, lower: bool, **kwargs: Any) -> Case:
     """A symmetric U diag(e) U^T, |e| in [0.2, 3] and 0.2 apart: positive definite, or with
-    signs alternating (``indefinite``; the eigenvalues stay distinct). numpy reads one
-    triangle only and the gradient is the symmetric one, so both sides symmetrize first:
-    central differences then see the same function."""
+    signs alternating (``indefinite``; the eigenvalues stay distinct), with entries in the
+    triangle numpy does not read (see :func:`_unread`): central differences of numpy's
+    function see it reading the other, and the gradient must be that function's."""
     u, s, _ = np.linalg.svd(_square_stack(draw))
     if indefinite:
         s = s * np.where(np.arange(s.shape[-1]) % 2 == 0, 1.0, -1.0)
-    sym = np.matmul(u * s[..., None, :], np.swapaxes(u, -1, -2))
+    a = _unread(draw, np.matmul(u * s[..., None, :], np.swapaxes(u, -1, -2)), lower)
     return Case(
-        lambda a: ng_fn(_symmetric(a), **kwargs),
-        lambda a: np_fn(_symmetric(a), **kwargs),
-        (sym,),
+        lambda a: ng_fn(a, **kwargs),
+        lambda a: np_fn(a, **kwargs),
+        (a,),
         (True,),
-        desc=f"{np_fn.__name__} {sym.shape} {kwargs}",
+        desc=f"{np_fn.__name__} {a.shape} {kwargs}",
     )
 
 
 @st.composite
 def _cholesky_cases(draw: st.DrawFn) -> Case:
-    return _symmetric_case(draw, ng.cholesky, np.linalg.cholesky, False, upper=draw(st.booleans()))
+    upper = draw(st.booleans())
+    return _symmetric_case(draw, ng.cholesky, np.linalg.cholesky, False, not upper, upper=upper)
 
 
 @st.composite
 def _eigvalsh_cases(draw: st.DrawFn) -> Case:
-    return _symmetric_case(draw, ng.eigvalsh, np.linalg.eigvalsh, True, UPLO=draw(st.sampled_from(["L", "U"])))
+    uplo = draw(st.sampled_from(["L", "U"]))
+    return _symmetric_case(draw, ng.eigvalsh, np.linalg.eigvalsh, True, uplo == "L", UPLO=uplo)
+
+
+@st.composite
+def _read_triangle_cases(draw: st.DrawFn, complex_: bool = False) -> Case:
+    """The symmetric (or, of a complex matrix, Hermitian or complex symmetric) matrix read
+    from one triangle, against numpy's where of the triangle and its mirror."""
+    batch = draw(shapes(max_dims=1, max_side=2))
+    n = draw(st.integers(1, 4))
+    x = draw(float_arrays((*batch, n, n)))
+    if complex_:
+        x = x + 1j * draw(float_arrays((*batch, n, n)))
+    lower, hermitian = draw(st.booleans()), draw(st.booleans())
+
+    def ref(x: Any) -> Any:
+        flipped = np.swapaxes(np.conj(x) if hermitian else x, -1, -2)
+        kept = np.tri(n, dtype=bool) if lower else np.tri(n, dtype=bool).T
+        read = np.where(kept, x, flipped)
+        return np.where(np.eye(n, dtype=bool), np.real(read), read) if hermitian and complex_ else read
+
+    return Case(
+        lambda x: record(READ_TRIANGLE, x, lower, hermitian),
+        ref,
+        (x,),
+        (True,),
+        desc=f"read_triangle {x.shape} lower={lower} hermitian={hermitian}",
+    )
 
 
 @st.composite
@@ -241,16 +283,17 @@ def _solve_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
 
 @st.composite
 def _eigh_cases(draw: st.DrawFn, part: str = "both") -> Case:
-    """Of a symmetric matrix (symmetrized first, as for eigvalsh) with distinct eigenvalues:
-    the eigenvalues, the squares of the eigenvectors' entries or ``v diag(c) v^T``."""
-    a = _symmetric_case(draw, ng.eigvalsh, np.linalg.eigvalsh, True).values[0]
+    """Of a symmetric matrix with distinct eigenvalues, entries in the triangle not read
+    (as for eigvalsh): the eigenvalues, the squares of the eigenvectors' entries or
+    ``v diag(c) v^T``."""
     uplo = draw(st.sampled_from(["L", "U"]))
+    a = _symmetric_case(draw, ng.eigvalsh, np.linalg.eigvalsh, True, uplo == "L").values[0]
     kind = draw(st.sampled_from(["squares", "weighted outer"] if part == "vectors" else ["squares", "values"]))
     c = draw(float_arrays((a.shape[-1],)))
 
     def of(eigh: Any) -> Any:
         def fn(x: Any) -> Any:
-            w, v = eigh(_symmetric(x), UPLO=uplo)
+            w, v = eigh(x, UPLO=uplo)
             if kind == "values":
                 return w
             if kind == "squares":
@@ -572,6 +615,7 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "cholesky": _cholesky_cases(),
     "eigvalsh": _eigvalsh_cases(),
     "eigh_vectors": _eigh_cases("vectors"),
+    "read_triangle": _read_triangle_cases(),
     "svd_u": _svd_cases("u"),
     "svd_vh": _svd_cases("vh"),
     "qr_q": _qr_cases("q"),
@@ -625,6 +669,8 @@ BAD_CALLS = [
     BadCall("cholesky", (_M23,), ng.cholesky, ShapeError, ("square", "(2, 3)")),
     BadCall("eigvalsh", (_M23,), ng.eigvalsh, ShapeError, ("square", "(2, 3)")),
     BadCall("eigvalsh", (np.eye(2),), lambda x: ng.eigvalsh(x, UPLO="X"), ShapeError, ("UPLO", "'X'")),
+    # Reached through eigvalsh, eigh and cholesky only, which check the matrix first.
+    BadCall("read_triangle", (_M23,), ng.eigh, ShapeError, ("square", "(2, 3)"), "eigh"),
     BadCall("logabsdet", (_M23,), lambda x: ng.slogdet(x), ShapeError, ("square",), "slogdet"),
     BadCall("solve", (_M23, np.ones(2)), ng.solve, ShapeError, ("square", "(2, 3)")),
     BadCall("solve", (np.eye(2), np.ones(3)), ng.solve, ShapeError, ("float64[2, 2]", "float64[3]")),
@@ -689,12 +735,6 @@ def _square(draw: st.DrawFn, max_batch: int = 1, n: int | None = None) -> np.nda
     batch = draw(shapes(max_dims=max_batch, max_side=2))
     n = draw(st.integers(1, 4)) if n is None else n
     return complex_matrices(draw, (*batch, n, n))
-
-
-def _hermitized(a: Any) -> Any:
-    """numpy reads one triangle of a Hermitian matrix, and the gradient is the Hermitian
-    one: finite differences must see a Hermitian matrix too."""
-    return 0.5 * (a + np.conj(np.swapaxes(a, -1, -2)))
 
 
 def _one(fn: Any, ref: Any, x: Any, desc: str, modes: tuple[str, ...] = _BOTH) -> ComplexCase:
@@ -771,32 +811,29 @@ def _rectangular(draw: st.DrawFn, name: str) -> ComplexCase:
 
 @st.composite
 def _hermitian_cases(draw: st.DrawFn, name: str) -> ComplexCase:
-    """cholesky, eigvalsh and eigh of a Hermitian matrix (Hermitized first); for eigh also
-    functions of the vectors that do not depend on their phases: ``|v|^2``, ``V diag(c) V^H``."""
+    """cholesky, eigvalsh and eigh of a Hermitian matrix with entries in the triangle not
+    read and imaginary parts on the diagonal (see :func:`_unread`); for eigh also functions
+    of the vectors that do not depend on their phases: ``|v|^2``, ``V diag(c) V^H``."""
     definite = name == "cholesky"
     a = hermitian_matrices(draw, (*draw(shapes(max_dims=1, max_side=2)), *[draw(st.integers(1, 4))] * 2), definite)
     uplo = draw(st.sampled_from(["L", "U"]))
     if name == "cholesky":
         upper = draw(st.booleans())
         return _one(
-            lambda a: ng.cholesky(_hermitized(a), upper=upper),
-            lambda a: np.linalg.cholesky(_hermitized(a), upper=upper),
-            a,
+            lambda a: ng.cholesky(a, upper=upper),
+            lambda a: np.linalg.cholesky(a, upper=upper),
+            _unread(draw, a, not upper, hermitian=True),
             f"cholesky {a.shape} upper={upper}",
         )
+    a = _unread(draw, a, uplo == "L", hermitian=True)
     if name == "eigvalsh":
-        return _one(
-            lambda a: ng.eigvalsh(_hermitized(a), uplo),
-            lambda a: np.linalg.eigvalsh(_hermitized(a), uplo),
-            a,
-            "eigvalsh",
-        )
+        return _one(lambda a: ng.eigvalsh(a, uplo), lambda a: np.linalg.eigvalsh(a, uplo), a, f"eigvalsh UPLO={uplo}")
     kind = draw(st.sampled_from(["values", "moduli", "weighted projectors"]))
     c = draw(float_arrays((a.shape[-1],)))
 
     def of(eigh: Any) -> Any:
         def fn(a: Any) -> Any:
-            w, v = eigh(_hermitized(a), UPLO=uplo)
+            w, v = eigh(a, UPLO=uplo)
             if kind == "values":
                 return w
             if kind == "moduli":
@@ -915,6 +952,7 @@ COMPLEX_CASES: dict[str, st.SearchStrategy[ComplexCase]] = {
     "cholesky": _hermitian_cases("cholesky"),
     "eigvalsh": _hermitian_cases("eigvalsh"),
     "eigh": _hermitian_cases("eigh"),
+    "read_triangle": _read_triangle_cases(complex_=True).map(lambda case: (case, _BOTH)),
     "svd": _complex_svd_cases(),
     "norm and cond": _norm_cases(),
     "eig": _complex_eig_cases(),

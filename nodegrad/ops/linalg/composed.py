@@ -16,8 +16,9 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.ops.elementwise import conj, real, where
-from nodegrad.ops.linalg.decompositions import SVDVALS, inv, lapack_ready, solve
+from nodegrad.ops.linalg.decompositions import inv, lapack_ready, solve
 from nodegrad.ops.linalg.products import matmul
+from nodegrad.ops.linalg.singular import SVDVALS
 from nodegrad.ops.shape import reshape, transpose
 
 __all__ = ["lstsq", "matrix_power", "pinv", "tensorinv", "tensorsolve"]

@@ -1,12 +1,13 @@
-"""Matrix functions built on a factorisation (LAPACK through ``np.linalg``): singular
-values, symmetric eigenvalues, Cholesky factors, inverses, linear solves and
-determinants of a square matrix or of each matrix of a stack (the last two axes).
+"""Matrix functions built on a factorisation (LAPACK through ``np.linalg``): inverses,
+linear solves, determinants and Cholesky factors of a square matrix or of each matrix of a
+stack (the last two axes); and what the decompositions share: the check that a matrix is
+finite before LAPACK sees it, and the Hermitian matrix read from one triangle.
 
 Complex matrices follow nodegrad's convention (a rule is the transpose of the derivative
 for the pairing ``Re(sum(u * v))``): the holomorphic ones (``inv``, ``solve``, ``det``)
-keep the real formulas with plain transposes; singular values, Hermitian eigenvalues,
-Cholesky factors and the sign of the determinant are not holomorphic, and their rules
-conjugate where the derivation puts a conjugate transpose."""
+keep the real formulas with plain transposes; Cholesky factors and the sign of the
+determinant are not holomorphic, and their rules conjugate where the derivation puts a
+conjugate transpose."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record, record2
+from nodegrad.engine.record import composite, record, record2
 from nodegrad.engine.registry import PerCotangent, defop
-from nodegrad.engine.traced import unwrap
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 
-__all__ = ["cholesky", "det", "eigvalsh", "inv", "slogdet", "solve", "svdvals"]
+__all__ = ["cholesky", "det", "inv", "slogdet", "solve"]
 
-# -- singular values ----------------------------------------------------------------------------
+# -- what the decompositions share -------------------------------------------------------------------
 
 
 def lapack_ready(op_name: str, x: Any) -> Any:
@@ -37,54 +38,61 @@ def lapack_ready(op_name: str, x: Any) -> Any:
     return x
 
 
-def _svdvals_rule(g: Any, ans: Any, x: Any) -> Any:
-    # d(s_i) = Re(u_i^H dX v_i) for each simple singular value, so the VJP is
-    # conj(U diag(g) Vh) (U diag(g) V^T for real x). The phases of a singular pair cancel in
-    # u_i v_i^H; the decomposition is redone here rather than kept from the forward, which
-    # needs the values only.
-    u, _, vh = np.linalg.svd(lapack_ready("svdvals", x), full_matrices=False)
-    if np.iscomplexobj(u):
-        u, vh = u.conj(), vh.conj()
-    return np.matmul(u * g[..., None, :], vh)
+def check_uplo(name: str, uplo: Any) -> str:
+    """``uplo``, checked to be ``'L'`` or ``'U'`` (numpy's ``UPLO``)."""
+    if uplo not in ("L", "U"):
+        msg = f"{name}: UPLO must be 'L' or 'U', got {uplo!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    return str(uplo)
 
 
-SVDVALS = defop(
-    "svdvals",
-    lambda x: np.linalg.svd(lapack_ready("svdvals", x), compute_uv=False),
-    _svdvals_rule,
+def _triangle_mask(n: int, lower: bool, dtype: Any) -> np.ndarray:
+    """The strict ``lower`` (else upper) triangle of an ``n`` by ``n`` matrix, as 0.0 and 1.0."""
+    ones = np.ones((n, n), dtype=dtype)
+    return np.tril(ones, -1) if lower else np.triu(ones, 1)
+
+
+def _read_triangle_forward(x: np.ndarray, lower: bool, hermitian: bool) -> np.ndarray:
+    strict = np.tril(x, -1) if lower else np.triu(x, 1)
+    conjugated = hermitian and np.iscomplexobj(x)
+    mirrored = np.swapaxes(np.conjugate(strict) if conjugated else strict, -1, -2)
+    diagonal = np.real(x) if conjugated else x
+    return strict + mirrored + diagonal * np.eye(x.shape[-1], dtype=diagonal.dtype)
+
+
+def _read_triangle_rule(g: Any, ans: Any, x: Any, lower: Any, hermitian: Any) -> Any:
+    """tril(g + g^H, -1) + diag(Re(diag(g))): each entry read gets the cotangents of the
+    entries it fills (conj(g_ji) for the mirrored one), the diagonal its real part"""
+    conjugated = hermitian and np.iscomplexobj(unwrap(x))
+    mirrored = np.swapaxes(np.conjugate(g) if conjugated else g, -1, -2)
+    n = np.shape(g)[-1]
+    real = np.finfo(np.result_type(unwrap(x))).dtype
+    diagonal = np.real(g) if conjugated else g
+    return (g + mirrored) * _triangle_mask(n, bool(lower), real) + diagonal * np.eye(n, dtype=real)
+
+
+READ_TRIANGLE = defop(
+    "read_triangle",
+    _read_triangle_forward,
+    _read_triangle_rule,
+    None,
+    None,
     family="linalg",
-    doc="singular values of the last two axes, largest first",
-    first_order=True,
+    doc="the symmetric (Hermitian) matrix LAPACK reads from one triangle of a matrix",
 )
 
 
-def svdvals(x: Any) -> Any:
-    """The singular values of a matrix, or of each matrix of a stack (the last two axes),
-    largest first, as ``np.linalg.svdvals``.
-
-    The gradient of each singular value ``s_i`` is ``u_i v_i^T`` (``conj(u_i v_i^H)`` for a
-    complex matrix), exact where ``s_i`` is simple; for sums over repeated values (the
-    nuclear norm) it is still the gradient. It is first order only: forward mode (``jvp``)
-    works through it, and a second derivative raises
-    :class:`~nodegrad.errors.NoGradientError` naming the op.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import nodegrad as ng
-    >>> ng.svdvals(np.diag([3.0, -4.0]))
-    array([4., 3.])
-    >>> ng.grad(lambda m: ng.svdvals(m)[0])(np.diag([3.0, -4.0]))
-    array([[ 0.,  0.],
-           [ 0., -1.]])
-    """
-    if np.ndim(unwrap(x)) < 2:
-        msg = (
-            f"svdvals: needs a matrix or a stack of them, got an array of shape {np.shape(unwrap(x))} [called at "
-            f"{user_location()}]"
-        )
-        raise ShapeError(msg)
-    return record(SVDVALS, x)
+def read_triangle(x: Any, lower: bool, hermitian: bool = True) -> Any:
+    """The symmetric (``hermitian``: Hermitian) matrix that LAPACK reads from the ``lower``
+    (else upper) triangle of ``x``, as an op, so that a decomposition of it differentiates
+    as the function numpy evaluates: not at all in the other triangle, and with the
+    cotangent of each entry read folded onto it (the off-diagonal cotangent of the
+    symmetric matrix counts twice). A Hermitian matrix has a real diagonal: LAPACK takes
+    the real part. A plain ``x`` is returned as it is (LAPACK reads it itself); on a traced
+    one the values read are the same, bit for bit."""
+    if type(x) is not Traced:
+        return x
+    return record(READ_TRIANGLE, x, bool(lower), bool(hermitian))
 
 
 # -- inverse, solve and determinants ---------------------------------------------------------------
@@ -199,52 +207,6 @@ SIGNDET = defop(
 )
 
 
-def _eigvalsh_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
-    # d(w_i) = v_i^H dA v_i for each simple eigenvalue: conj(V) diag(g) V^T, Hermitian
-    # (symmetric for a real x: numpy reads one triangle of a matrix it takes as Hermitian).
-    _, v = np.linalg.eigh(lapack_ready("eigvalsh", x), UPLO=uplo)
-    left = v.conj() if np.iscomplexobj(v) else v
-    return np.matmul(left * g[..., None, :], _transposed(v))
-
-
-EIGVALSH = defop(
-    "eigvalsh",
-    lambda x, uplo: np.linalg.eigvalsh(lapack_ready("eigvalsh", x), UPLO=uplo),
-    _eigvalsh_rule,
-    None,
-    family="linalg",
-    doc="eigenvalues of a symmetric matrix, ascending",
-    first_order=True,
-)
-
-
-def eigvalsh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
-    """The eigenvalues of a symmetric matrix (of each in a stack), in ascending order, as
-    ``np.linalg.eigvalsh``, which reads the ``UPLO`` triangle only.
-
-    The gradient of each eigenvalue ``w_i`` is ``v_i v_i^T``: symmetric, the gradient with
-    respect to a symmetric argument, exact where ``w_i`` is simple. A complex ``x`` is read
-    as Hermitian (the imaginary part of its diagonal ignored, as LAPACK does), and the
-    gradient ``conj(v_i v_i^H)`` is Hermitian. First order only: forward mode works through
-    it, a second derivative raises naming the op.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import nodegrad as ng
-    >>> ng.eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
-    array([1., 3.])
-    >>> ng.grad(lambda a: ng.eigvalsh(a)[1])(np.array([[2.0, 1.0], [1.0, 2.0]]))
-    array([[0.5, 0.5],
-           [0.5, 0.5]])
-    """
-    _square("eigvalsh", x)
-    if UPLO not in ("L", "U"):
-        msg = f"eigvalsh: UPLO must be 'L' or 'U', got {UPLO!r} [called at {user_location()}]"
-        raise ShapeError(msg)
-    return record(EIGVALSH, x, UPLO)
-
-
 def _phi(x: Any) -> Any:
     """The lower triangle of ``x`` with its diagonal halved (a constant mask, so that the
     product records itself)."""
@@ -252,36 +214,56 @@ def _phi(x: Any) -> Any:
     return x * (np.tril(np.ones((n, n)), -1) + 0.5 * np.eye(n))
 
 
-def _cholesky_rule(g: Any, ans: Any, x: Any) -> Any:
+def _adjoint(x: Any) -> Any:
+    return np.conjugate(_transposed(x)) if np.iscomplexobj(unwrap(x)) else _transposed(x)
+
+
+def _cholesky_rule(g: Any, ans: Any, x: Any, upper: Any) -> Any:
     # With a = L L^H, dL = L phi(L^-1 da L^-H) (phi: the lower triangle, the diagonal
     # halved; it is real, as L's is). Its transpose: s = L^-T phi(L^T g) conj(L^-1), made
-    # Hermitian (symmetric for a real a), because a is read as Hermitian (numpy reads its
-    # lower triangle only).
+    # Hermitian (symmetric for a real a): the cotangent of the Hermitian matrix the factor
+    # is of (the triangle numpy reads is folded onto by read_triangle). The upper factor
+    # U = L^H has the rule of L, with g^H for L's cotangent.
+    if upper:
+        ans, g = _adjoint(ans), _adjoint(g)
     inverse = np.linalg.inv(ans)
     right = np.conjugate(inverse) if np.iscomplexobj(unwrap(ans)) else inverse
     s = np.matmul(np.matmul(_transposed(inverse), _phi(np.matmul(_transposed(ans), g))), right)
-    s_h = _transposed(np.conjugate(s)) if np.iscomplexobj(unwrap(ans)) else _transposed(s)
-    return 0.5 * (s + s_h)
+    return 0.5 * (s + _adjoint(s))
+
+
+def _cholesky_forward(x: np.ndarray, upper: bool) -> np.ndarray:
+    if not upper:
+        return np.linalg.cholesky(x)
+    # numpy >= 2 has upper=True; the upper factor of the upper triangle is the adjoint of
+    # the lower factor of the adjoint, which reads the same entries.
+    return _adjoint(np.linalg.cholesky(_adjoint(x)))
 
 
 CHOLESKY = defop(
     "cholesky",
-    np.linalg.cholesky,
+    _cholesky_forward,
     _cholesky_rule,
+    None,
     family="linalg",
-    doc="the lower Cholesky factor L of a symmetric positive-definite matrix, a = L @ L.T",
+    doc="the Cholesky factor of a symmetric positive-definite matrix: lower L with a = L @ L.T, reading the lower "
+    "triangle (upper: U = L.T, reading the upper one)",
 )
 
 
+@composite
 def cholesky(x: Any, upper: bool = False) -> Any:
     """The Cholesky factor of a symmetric (Hermitian) positive-definite matrix, or of each
     in a stack, as ``np.linalg.cholesky``: lower triangular ``L`` with ``x = L @ L.T``
-    (``L @ L.conj().T`` for a complex ``x``), or with ``upper=True`` its (conjugate)
-    transpose.
+    (``L @ L.conj().T`` for a complex ``x``), or with ``upper=True`` upper triangular
+    ``U = L.T`` (``L.conj().T``).
 
-    numpy reads only the lower triangle of ``x``; the gradient treats ``x`` as symmetric
-    (Hermitian) and is itself symmetric (Hermitian), as in JAX and PyTorch, which is the
-    gradient with respect to a symmetric (Hermitian) argument. Differentiable to any order.
+    Like numpy, it reads only the lower triangle of ``x`` (with ``upper=True`` the upper
+    one), and a complex diagonal's real part; its gradient is the derivative of that
+    function: zero in the triangle not read, the cotangent of each off-diagonal entry of
+    the symmetric matrix counted twice on the entry read. (JAX and PyTorch give the
+    symmetric gradient instead, ``(G + G.T) / 2``; the two agree along symmetric
+    directions.) Differentiable to any order.
 
     Examples
     --------
@@ -292,14 +274,11 @@ def cholesky(x: Any, upper: bool = False) -> Any:
     array([[2.        , 0.        ],
            [1.        , 1.41421356]])
     >>> ng.grad(lambda a: ng.sum(ng.cholesky(a)[:, 0]))(a)
-    array([[0.125, 0.25 ],
-           [0.25 , 0.   ]])
+    array([[0.125, 0.   ],
+           [0.5  , 0.   ]])
     """
     _square("cholesky", x)
-    lower = record(CHOLESKY, x)
-    if not upper:
-        return lower
-    return np.conjugate(_transposed(lower)) if np.iscomplexobj(unwrap(x)) else _transposed(lower)
+    return record(CHOLESKY, read_triangle(x, lower=not upper), bool(upper))
 
 
 def inv(x: Any) -> Any:

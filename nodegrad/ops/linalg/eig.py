@@ -22,6 +22,9 @@ the functions that do not depend on them.
 Where eigenvalues repeat (closer than ``sqrt(eps) * max|w|``) a single eigenvalue and the
 vectors have no derivative: a cotangent that needs one raises
 :class:`~nodegrad.errors.NoGradientError` naming the op.
+
+Each rule is written with recorded operations, the decomposition it needs included (the
+other factor's op): differentiated again, it differentiates through them, to any order.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
+    cannot_tell,
     inverse_gaps,
+    refuse_again_at_repeated,
     refuse_phase_dependence,
     refuse_undefined,
     repeated_pairs,
@@ -51,39 +56,43 @@ def _transposed(x: Any) -> Any:
     return np.swapaxes(x, -1, -2)
 
 
-def _decomposition(name: str, x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.linalg.eig(x)``, its eigenpairs in the order of ``values`` (the forward's own
-    eigenvalues: ``np.linalg.eigvals`` may order them otherwise, in principle)."""
-    w, v = np.linalg.eig(lapack_ready(name, x))
-    if w.shape == values.shape and np.array_equal(w, values):
+def _decomposition(name: str, x: Any, values: Any) -> tuple[Any, Any]:
+    """The eigenpairs of ``x`` for a rule, in the order of ``values`` (the forward's own
+    eigenvalues: ``np.linalg.eigvals`` may order them otherwise than ``np.linalg.eig``, in
+    principle): numpy's on a plain matrix, the ops' on a traced one."""
+    if type(x) is Traced:
+        w, v = record(EIGVALS, x, True), record(EIG_VECTORS, x, True)  # V^-T diag(g) V^T: any phases
+    else:
+        w, v = np.linalg.eig(lapack_ready(name, x))
+    if np.shape(w) == np.shape(values) and np.array_equal(unwrap(w), unwrap(values)):
         return w, v
-    order = np.argmin(np.abs(values[..., :, None] - w[..., None, :]), axis=-1)
+    order = np.argmin(np.abs(unwrap(values)[..., :, None] - unwrap(w)[..., None, :]), axis=-1)
     return np.take_along_axis(w, order, -1), np.take_along_axis(v, order[..., None, :], -1)
 
 
 def _real_if_real(grad: Any, x: Any) -> Any:
     """A real matrix's cotangent: the real part (the transpose of its inclusion in the
     complex matrices)."""
-    return grad if np.iscomplexobj(x) else np.real(grad)
+    return grad if np.iscomplexobj(unwrap(x)) else np.real(grad)
 
 
 # -- eigenvalues ------------------------------------------------------------------------------------
 
 
-def _refuse_defective(name: str, w: np.ndarray, v: np.ndarray, g: Any) -> None:
+def _refuse_defective(name: str, w: Any, v: Any, g: Any) -> None:
     """Repeated eigenvalues have no derivative one by one: a cotangent must treat each
     cluster alike (its sum is smooth), and even then the eigenvectors must span the space
     (a defective matrix has no such basis, and its eigenvalues move like square roots)."""
     repeated = repeated_pairs(w)
     if not np.any(repeated):
         return
-    if type(g) is Traced:
+    if cannot_tell(g):
         msg = (
             f"{name}: repeated eigenvalues (closer than sqrt(eps) * max|w|) have no derivative one by one, and "
             "forward mode (jvp) cannot tell whether the function of them treats them alike, so it refuses"
         )
         raise NoGradientError(msg)
-    plain = np.asarray(g)
+    w, v, plain = unwrap(w), unwrap(v), np.asarray(unwrap(g))
     differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
     used = np.broadcast_to((plain != 0)[..., :, None], repeated.shape)
     scale = np.max(np.abs(plain)) if plain.size else 0.0
@@ -107,6 +116,7 @@ def _eigvals_rule(g: Any, ans: Any, x: Any, paired: Any) -> Any:
     name = "eig" if paired else "eigvals"
     w, v = _decomposition(name, x, ans)
     _refuse_defective(name, w, v, g)
+    refuse_again_at_repeated(name, "eigenvalues", repeated_pairs(w), g)
     grad = np.linalg.solve(_transposed(v), np.expand_dims(g, -1) * _transposed(v))
     return _real_if_real(grad, x)
 
@@ -122,39 +132,45 @@ EIGVALS = defop(
     None,
     family="linalg",
     doc="the eigenvalues of a square matrix (np.linalg.eigvals, or np.linalg.eig's first part)",
-    first_order=True,
 )
 
 
 # -- eigenvectors ------------------------------------------------------------------------------------
 
 
-def _eig_vectors_rule(g: Any, ans: Any, x: Any) -> Any:
+def _eig_vectors_rule(g: Any, ans: Any, x: Any, invariant: Any) -> Any:
     """V^-T (F * (V^T g - V^T conj(V) diag(Re(diag(V^T g))))) V^T, F_ij = 1 / (w_j - w_i)"""
-    w, v = np.linalg.eig(lapack_ready("eig", x))  # the forward's own call: the same vectors
+    if np.shape(ans)[-1] == 1:  # numpy's eigenvector of a 1 x 1 matrix is 1, whatever the matrix
+        return _real_if_real(np.zeros(np.shape(ans), np.result_type(unwrap(ans), unwrap(g))), x)
+    if type(x) is Traced:
+        w, v = record(EIGVALS, x, True), ans
+    else:
+        w, v = np.linalg.eig(lapack_ready("eig", x))  # the forward's own call: the same vectors
     c = np.matmul(_transposed(v), g)
-    if np.iscomplexobj(v):
+    diagonal = np.diagonal(c, 0, -2, -1)
+    if np.iscomplexobj(unwrap(v)):
         # numpy's real matrices have real eigenvectors for real eigenvalues: only the others
         # have a phase of numpy's choice.
-        free = np.ones(w.shape, bool) if np.iscomplexobj(x) else np.imag(w) != 0
-        refuse_phase_dependence("eig", "eigenvector", np.where(free, np.imag(np.diagonal(unwrap(c), 0, -2, -1)), 0), g)
-        overlaps = np.matmul(_transposed(v), v.conj())
-        c = c - overlaps * np.expand_dims(np.real(np.diagonal(c, 0, -2, -1)), -2)
+        free = np.ones(np.shape(w), bool) if np.iscomplexobj(unwrap(x)) else np.imag(unwrap(w)) != 0
+        if not invariant:
+            refuse_phase_dependence("eig", "eigenvector", np.where(free, np.imag(unwrap(diagonal)), 0), g)
+        c = c - np.matmul(_transposed(v), np.conjugate(v)) * np.expand_dims(np.real(diagonal), -2)
     else:
-        c = c - np.matmul(_transposed(v), v) * np.expand_dims(np.diagonal(c, 0, -2, -1), -2)
+        c = c - np.matmul(_transposed(v), v) * np.expand_dims(diagonal, -2)
     repeated = repeated_pairs(w)
-    refuse_undefined("eig", "eigenvectors of repeated eigenvalues", repeated, unwrap(c), g)
+    refuse_again_at_repeated("eig", "eigenvalues", repeated, g, ans, x)
+    refuse_undefined("eig", "eigenvectors of repeated eigenvalues", repeated, c, g)
     grad = np.linalg.solve(_transposed(v), np.matmul(c * inverse_gaps(w, repeated), _transposed(v)))
     return _real_if_real(grad, x)
 
 
 EIG_VECTORS = defop(
     "eig_vectors",
-    lambda x: np.linalg.eig(lapack_ready("eig", x))[1],
+    lambda x, invariant: np.linalg.eig(lapack_ready("eig", x))[1],
     _eig_vectors_rule,
+    None,
     family="linalg",
     doc="the eigenvectors (the columns, unit 2-norm) of a square matrix: np.linalg.eig's second part",
-    first_order=True,
 )
 
 
@@ -184,8 +200,9 @@ def eig(a: Any) -> Any:
     complex eigenvectors, as it cannot tell. Repeated eigenvalues (closer than
     ``sqrt(eps) * max|w|``) have no derivative one by one, nor do their eigenvectors: a
     function that needs one raises; the sum of a cluster of them, at a matrix that is not
-    defective, has its gradient. First order only: forward mode works through the
-    eigenvalues, a second derivative raises naming the op. For a Hermitian matrix,
+    defective, has its gradient. Differentiable to any order (forward mode through the
+    eigenvalues, and the eigenvectors of a real matrix with real eigenvalues). For a
+    Hermitian matrix,
     :func:`eigh` is faster and differentiable in its eigenvectors' phases too.
 
     Examples
@@ -204,14 +221,14 @@ def eig(a: Any) -> Any:
            [-0.32868051, -0.12030541]])
     """
     _square("eig", a)
-    return _EigResult(record(EIGVALS, a, True), record(EIG_VECTORS, a))
+    return _EigResult(record(EIGVALS, a, True), record(EIG_VECTORS, a, False))
 
 
 def eigvals(a: Any) -> Any:
     """The eigenvalues of a square matrix, or of each matrix of a stack, as
     ``np.linalg.eigvals``: complex in general (real when every eigenvalue of a real matrix
     is). Differentiable where they are simple, as for :func:`eig`, with the gradient
-    ``V^-T diag(g) V^T``; first order only (forward mode works through it).
+    ``V^-T diag(g) V^T``; differentiable to any order.
 
     Examples
     --------
@@ -239,10 +256,10 @@ def _roots_rule(g: Any, ans: Any, p: Any) -> Any:
         return None
     roots = unwrap(ans)
     repeated = np.any(repeated_pairs(roots), axis=-1)
-    if np.any(repeated) and (type(g) is Traced or np.any(unwrap(g)[repeated] != 0)):
+    if np.any(repeated) and (cannot_tell(g) or np.any(unwrap(g)[repeated] != 0)):
         msg = (
             "roots: repeated roots (closer than sqrt(eps) * max|r|) have no derivative, and the function "
-            "differentiated uses one" + (" (forward mode cannot tell which are used)" if type(g) is Traced else "")
+            "differentiated uses one" + (" (forward mode cannot tell which are used)" if cannot_tell(g) else "")
         )
         raise NoGradientError(msg)
     columns: list[Any] = [np.ones(np.shape(roots), np.result_type(roots))]

@@ -13,6 +13,13 @@ Complex vectors have one more freedom: each may be multiplied by any phase ``e^{
 (numpy promises unit vectors, not which of them). A function of them that does not depend
 on the phases (``abs(v)``, the projector ``v v^H``, ``v_k^H w``...) has a cotangent ``g``
 with ``Im(v_k^T g_k) = 0`` for every vector ``k``: that is the test for it.
+
+The tests read the cotangent's value. Differentiated again (a rule running on traced
+values, its cotangent traced too), they read the value of the cotangent at hand; forward
+mode's cotangent is symbolic (its value is zero: a traced cotangent with no nonzero value
+cannot tell), so forward mode refuses wherever a test would be needed. The gaps and
+reciprocals the rules multiply by are written with recorded arithmetic, so that a rule on
+traced values differentiates again; what counts as repeated is read from the values.
 """
 
 from __future__ import annotations
@@ -21,46 +28,65 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError
 
 __all__ = [
+    "cannot_tell",
     "inverse_gaps",
     "reciprocal",
+    "refuse_again_at_repeated",
     "refuse_phase_dependence",
+    "refuse_split_values",
     "refuse_undefined",
     "repeated_pairs",
     "tolerance",
 ]
 
 
-def tolerance(values: np.ndarray) -> np.ndarray:
+def cannot_tell(g: Any) -> bool:
+    """Whether the cotangent ``g`` is forward mode's symbolic one: traced, with no nonzero
+    value (a traced cotangent of a second derivative holds the cotangent's value)."""
+    return type(g) is Traced and not np.any(unwrap(g))
+
+
+def tolerance(values: Any) -> np.ndarray:
     """How close two values (or a value and zero) must be to count as repeated, for each
     matrix of the stack: ``sqrt(eps) * max|value|``, shaped ``(..., 1)``."""
+    values = unwrap(values)
     scale = np.max(np.abs(values), axis=-1, keepdims=True) if values.shape[-1] else np.zeros((*values.shape[:-1], 1))
     return np.sqrt(np.finfo(values.dtype).eps) * scale
 
 
-def repeated_pairs(values: np.ndarray) -> np.ndarray:
+def repeated_pairs(values: Any) -> np.ndarray:
     """The pairs ``(i, j)``, ``i != j``, of values closer than the tolerance."""
+    values = unwrap(values)
     n = values.shape[-1]
     gaps = np.abs(values[..., None, :] - values[..., :, None])
     return (gaps <= tolerance(values)[..., None]) & ~np.eye(n, dtype=bool)
 
 
-def inverse_gaps(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
-    """``1 / (values_j - values_i)`` at ``(i, j)``, 0 on the diagonal and where ``skip`` is set."""
-    skip = skip | np.eye(values.shape[-1], dtype=bool)
-    return np.where(skip, 0, 1 / np.where(skip, 1, values[..., None, :] - values[..., :, None]))
+def _mask(skip: np.ndarray, values: Any) -> np.ndarray:
+    """``skip`` as 0.0 and 1.0 of the real dtype of ``values`` (float32 stays float32)."""
+    return skip.astype(np.finfo(np.result_type(unwrap(values))).dtype)
 
 
-def reciprocal(values: np.ndarray, skip: np.ndarray) -> np.ndarray:
-    """``1 / values``, 0 where ``skip`` is set."""
-    return np.where(skip, 0, 1 / np.where(skip, 1, values))
+def inverse_gaps(values: Any, skip: np.ndarray) -> Any:
+    """``1 / (values_j - values_i)`` at ``(i, j)``, 0 on the diagonal and where ``skip`` is set
+    (traced ``values`` give a traced result)."""
+    skipped = _mask(skip | np.eye(np.shape(values)[-1], dtype=bool), values)
+    return (1 - skipped) / (values[..., None, :] - values[..., :, None] + skipped)
+
+
+def reciprocal(values: Any, skip: np.ndarray) -> Any:
+    """``1 / values``, 0 where ``skip`` is set (traced ``values`` give a traced result)."""
+    skipped = _mask(skip, values)
+    return (1 - skipped) / (values + skipped)
 
 
 def _too_large(share: Any, g: Any) -> bool:
     """Whether ``share`` (a plain array) holds more than rounding of the cotangent ``g``."""
+    g = unwrap(g)
     scale = np.max(np.abs(g)) if np.size(g) else 0.0
     return bool(np.any(np.abs(share) > np.sqrt(np.finfo(np.result_type(share)).eps) * scale))
 
@@ -69,11 +95,11 @@ def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any
     """Raise :class:`NoGradientError` if the cotangent ``g`` has a nonzero ``share`` (an
     array shaped like ``where``) anywhere ``where`` flags a repeated (or zero) value.
 
-    A traced ``g`` is the symbolic cotangent of forward mode: its values are not known, so
-    any flagged place refuses."""
+    Forward mode's symbolic cotangent (see :func:`cannot_tell`) refuses at any flagged place."""
     if not np.any(where):
         return
-    if type(g) is Traced:
+    share = unwrap(share)
+    if cannot_tell(g):
         msg = (
             f"{name}: the derivative of the {what} is undefined (the vectors are not unique there); forward mode "
             "(jvp) cannot tell whether the function of them is unaffected, so it refuses"
@@ -88,19 +114,58 @@ def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any
         raise NoGradientError(msg)
 
 
+def refuse_split_values(name: str, what: str, repeated: np.ndarray, g: Any) -> None:
+    """Raise :class:`NoGradientError` if the cotangent ``g`` of the values tells repeated
+    ones apart (``repeated`` flags the pairs): repeated values have no derivative one by
+    one, only functions that treat them alike (their sum) do. Forward mode's cotangent
+    (see :func:`cannot_tell`) refuses at any repeated pair."""
+    if not np.any(repeated):
+        return
+    if cannot_tell(g):
+        msg = (
+            f"{name}: repeated {what} (closer than sqrt(eps) * max) have no derivative one by one, and forward "
+            "mode (jvp) cannot tell whether the function of them treats them alike, so it refuses"
+        )
+        raise NoGradientError(msg)
+    plain = np.asarray(unwrap(g))
+    differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
+    if _too_large(differences[repeated], plain):
+        msg = (
+            f"{name}: repeated {what} (closer than sqrt(eps) * max) have no derivative one by one, and the function "
+            "differentiated tells them apart; a function of them that treats them alike (their sum) has one"
+        )
+        raise NoGradientError(msg)
+
+
+def refuse_again_at_repeated(name: str, what: str, repeated: np.ndarray, g: Any, *values: Any) -> None:
+    """Raise :class:`NoGradientError` if a rule that leaves out the pairs of repeated values
+    (``repeated``) is itself being differentiated (its cotangent ``g`` or one of ``values``
+    traced): the terms it leaves out are limits ``0 / 0`` whose derivatives need not be
+    zero. Forward mode's cotangent (see :func:`cannot_tell`) is left to the tests that
+    follow, which refuse it at repeated values anyway."""
+    again = (type(g) is Traced and not cannot_tell(g)) or any(type(v) is Traced for v in values)
+    if np.any(repeated) and again:
+        msg = (
+            f"{name}: a second derivative at repeated {what} (closer than sqrt(eps) * max) is not defined by the "
+            "decomposition (the vectors of a repeated value are any basis of its space); first derivatives of "
+            "functions that do not depend on that choice are"
+        )
+        raise NoGradientError(msg)
+
+
 def refuse_phase_dependence(name: str, what: str, phase_share: Any, g: Any) -> None:
     """Raise :class:`NoGradientError` if the cotangent ``g`` of complex vectors depends on
     their phases: ``phase_share`` holds ``Im(v_k^T g_k)`` for each vector ``k``.
 
-    Forward mode (a traced ``g``) cannot see what follows the vectors, so it refuses."""
-    if type(g) is Traced:
+    Forward mode (see :func:`cannot_tell`) cannot see what follows the vectors, so it refuses."""
+    if cannot_tell(g):
         msg = (
             f"{name}: the phase of each complex {what} is arbitrary, and forward mode (jvp) cannot tell whether "
             "the function of them depends on it, so it refuses; reverse mode (grad, vjp) differentiates functions "
             "that do not (abs(v), v v^H)"
         )
         raise NoGradientError(msg)
-    if _too_large(phase_share, g):
+    if _too_large(unwrap(phase_share), g):
         msg = (
             f"{name}: the phase of each complex {what} is arbitrary (numpy promises unit vectors, not which), and "
             "the function differentiated depends on it, so it has no gradient; functions of them that do not "

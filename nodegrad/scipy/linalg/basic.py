@@ -3,8 +3,9 @@
 
 scipy reads only what its ``assume_a`` says it may: one triangle for ``'sym'``, ``'her'``
 and ``'pos'``, the diagonal for ``'diagonal'``, three diagonals for ``'tridiagonal'``. So do
-these, and their values are scipy's. A matrix read as symmetric (Hermitian) gets a
-symmetric (Hermitian) gradient, the gradient with respect to a symmetric argument, as
+these, and their values are scipy's; their gradients are the derivatives of what scipy
+evaluates, zero where it does not read (of a matrix read from one triangle, the cotangent
+of the symmetric matrix is folded onto the triangle read), as
 :func:`nodegrad.scipy.linalg.cholesky` does.
 """
 
@@ -22,8 +23,8 @@ from nodegrad.ops import det as _det
 from nodegrad.ops import einsum, pad
 from nodegrad.ops import inv as _inv
 from nodegrad.ops import solve as _solve
+from nodegrad.ops.linalg.decompositions import read_triangle
 from nodegrad.scipy.linalg._common import (
-    adjoint,
     as_operand,
     is_traced,
     refuse_nonfinite,
@@ -73,18 +74,18 @@ def _kind(name: str, assume_a: Any, allowed: tuple[str, ...]) -> str:
 
 
 def _symmetric(a: Any, lower: bool, hermitian: bool) -> Any:
-    """The symmetric (Hermitian) matrix scipy reads from one triangle of ``a``, with the
-    gradient of ``(a + a.T) / 2`` (``(a + a^H) / 2``): symmetric, like ``cholesky``'s."""
-    a_value = unwrap(a)
+    """The symmetric (Hermitian) matrix scipy reads from one triangle of ``a``: recorded
+    from that triangle alone for a traced ``a``."""
+    if is_traced(a):
+        return read_triangle(a, lower, hermitian)
+    a_value = a
     n = np.shape(a_value)[-1]
     flip = np.conj if hermitian else (lambda x: x)
     kept = triangle(n, lower)
     read = np.where(kept, a_value, flip(np.swapaxes(a_value, -1, -2)))
     if hermitian and np.iscomplexobj(read):  # LAPACK takes the diagonal as real
         read = read - 1j * np.imag(read) * np.eye(n, dtype=bool)
-    mirror = adjoint(a) if hermitian else _transposed(a)
-    centre = (a + mirror) * 0.5
-    return centre + (read - unwrap(centre))  # the difference is a constant: no gradient
+    return read
 
 
 def _band(a: Any) -> Any:
@@ -116,8 +117,8 @@ def solve(
     definite); the diagonal, the three central diagonals or one triangle for
     ``'diagonal'``, ``'tridiagonal'`` and ``'upper triangular'`` / ``'lower triangular'``.
     Differentiable in ``a`` and ``b`` to any order, through :func:`nodegrad.solve`,
-    :func:`cholesky` or :func:`solve_triangular`; a matrix read as symmetric gets a
-    symmetric gradient. Batch axes broadcast.
+    :func:`cholesky` or :func:`solve_triangular`; the gradient is zero where ``a`` is not
+    read. Batch axes broadcast.
 
     Parameters
     ----------

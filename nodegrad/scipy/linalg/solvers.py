@@ -25,7 +25,6 @@ from nodegrad.ops import cholesky as _lower_cholesky
 from nodegrad.ops import matmul, where
 from nodegrad.scipy.linalg._common import (
     FAMILY,
-    adjoint,
     as_operand,
     is_traced,
     refuse_nonfinite,
@@ -411,10 +410,10 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
     ``scipy.linalg.cholesky``: upper triangular ``U`` with ``a = U.conj().T @ U``, or with
     ``lower=True`` lower triangular ``L`` with ``a = L @ L.conj().T``.
 
-    Like scipy, it reads only the triangle it returns. The gradient is that of
-    :func:`nodegrad.cholesky`: symmetric (Hermitian), the gradient with respect to a
-    symmetric argument, as in JAX and PyTorch. Differentiable to any order; stacks of
-    matrices work too.
+    Like scipy, it reads only the triangle it returns (and of a complex diagonal the real
+    part). The gradient is that of :func:`nodegrad.cholesky`: the derivative of that
+    function, zero in the other triangle. Differentiable to any order; stacks of matrices
+    work too.
 
     Parameters
     ----------
@@ -439,13 +438,12 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False, check_finit
     >>> sla.cholesky(a)
     array([[2., 1.],
            [0., 2.]])
-    >>> ng.grad(lambda a: sla.cholesky(a)[1, 1])(a)
-    array([[ 0.0625, -0.125 ],
-           [-0.125 ,  0.25  ]])
+    >>> ng.grad(lambda a: ng.sum(sla.cholesky(a)))(a)  # the lower triangle is not read
+    array([[0.1875, 0.25  ],
+           [0.    , 0.25  ]])
     """
     a = square_operand("cholesky", a, check_finite)
-    # numpy reads the lower triangle; the upper triangle of a is the lower one of a^H.
-    return _lower_cholesky(a) if lower else _lower_cholesky(adjoint(a), upper=True)
+    return _lower_cholesky(a, upper=not lower)
 
 
 @guarded
@@ -455,7 +453,7 @@ def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False, check_fin
     triangle holds ``a``'s own entries there (scipy leaves them; :func:`cho_solve` does not
     read them).
 
-    Differentiable in ``a`` to any order: through the factor (a symmetric gradient, as
+    Differentiable in ``a`` to any order: through the factor (from the triangle read, as
     :func:`cholesky`) and through the entries passed on.
 
     Parameters
