@@ -175,7 +175,7 @@ def jacobian(
         positions = resolve_argnums(nums, len(args), fun)
         chosen = tuple(args[k] for k in positions)
         for k, value in zip(positions, chosen, strict=True):
-            _check_differentiable("jacobian", value, f"argument {k}")
+            _check_differentiable("jacobian", value, f"args[{k}]")
         if holomorphic:
             check_holomorphic_inputs("jacobian", chosen)
         elif mode == "fwd":
