@@ -86,6 +86,8 @@ CONSTRUCTOR_CALLS: dict[str, Callable[[Any], Any]] = {
     "full_like": lambda x: np.full_like(numpy.zeros(3), x[1]),
     "asarray_chkfinite": lambda x: np.asarray_chkfinite([x[0], x[1] * x[0]]),
     "require": lambda x: np.require((x[1], x[0] ** 2.0), np.float64, "CAO"),
+    "r_": lambda x: np.r_[x[0], x * 2.0, 3.0, 0:2, [x[1], 1.0]],
+    "c_": lambda x: np.c_[x, [x[1] ** 2.0, 1.0], numpy.ones((2, 2))],
 }
 
 

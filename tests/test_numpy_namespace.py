@@ -9,6 +9,7 @@ differences.
 from __future__ import annotations
 
 import importlib
+import pickle
 from typing import Any
 
 import hypothesis.strategies as st
@@ -19,19 +20,30 @@ from hypothesis import given
 import nodegrad as ng
 import nodegrad.numpy as np
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError
+from nodegrad.numpy_api import catalog
 from nodegrad.testing import check_grads
 from tests.strategies import float_arrays, floats
 
 # -- the namespace ------------------------------------------------------------------------------
 
 
+def _passes_through(ours: Any, numpys: Any) -> bool:
+    """numpy's own object, or numpy's function taking lists of traced values too (a
+    function numpy dispatches, wrapped: it runs as numpy's own)."""
+    if ours is numpys:
+        return True
+    wraps_numpys = getattr(ours, "__wrapped__", None) is numpys
+    return catalog.is_dispatched(numpys) and not isinstance(numpys, numpy.ufunc) and wraps_numpys
+
+
 def test_every_public_numpy_name_is_there_and_is_numpys_own_unless_replaced() -> None:
     missing = [name for name in numpy.__all__ if not hasattr(np, name)]
     assert missing == []
     assert set(np.__all__) == set(numpy.__all__)
-    replaced = sorted(name for name in numpy.__all__ if getattr(np, name) is not getattr(numpy, name))
+    replaced = sorted(name for name in numpy.__all__ if not _passes_through(getattr(np, name), getattr(numpy, name)))
     assert replaced == sorted(np.REPLACED | np.SUBMODULES.keys())
     assert set(numpy.__all__) >= np.REPLACED  # every replacement stands for a numpy name
+    assert np.exp is numpy.exp and np.sum is not numpy.sum  # ufuncs stay numpy's objects
 
 
 @pytest.mark.parametrize("name", ["linalg", "fft", "random"])
@@ -40,7 +52,16 @@ def test_the_submodules_import_and_pass_numpys_names_through(name: str) -> None:
     original = getattr(numpy, name)
     assert getattr(np, name) is module
     assert set(module.__all__) == set(original.__all__)
-    assert all(getattr(module, n) is getattr(original, n) for n in original.__all__)
+    assert all(_passes_through(getattr(module, n), getattr(original, n)) for n in original.__all__)
+
+
+@pytest.mark.parametrize("name", ["sum", "linalg.norm", "fft.fft", "concatenate"])
+def test_a_wrapped_function_keeps_numpys_name_and_docs_and_pickles_by_name(name: str) -> None:
+    ours, numpys = np, numpy
+    for part in name.split("."):
+        ours, numpys = getattr(ours, part), getattr(numpys, part)
+    assert ours.__name__ == numpys.__name__ and ours.__doc__ == numpys.__doc__
+    assert pickle.loads(pickle.dumps(ours)) is ours
 
 
 def test_constants_dtypes_and_index_tricks_pass_through() -> None:

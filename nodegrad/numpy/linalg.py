@@ -1,11 +1,14 @@
 """``numpy.linalg``, as numpy has it (its functions take traced values through numpy's
-dispatch): importable as ``nodegrad.numpy.linalg``."""
+dispatch, and lists holding them through :mod:`nodegrad.numpy.lists`): importable as
+``nodegrad.numpy.linalg``."""
 
 from typing import Any
 
 import numpy.linalg as _linalg
 
-globals().update({name: getattr(_linalg, name) for name in _linalg.__all__})
+from nodegrad.numpy.lists import with_lists
+
+globals().update(with_lists(_linalg, list(_linalg.__all__), "linalg"))
 
 __all__ = list(_linalg.__all__)
 

@@ -29,7 +29,14 @@ from nodegrad.engine.record import call_atomically, record1
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping, special
-from nodegrad.numpy_api.arguments import forward_values, no_extras, read_keepdims
+from nodegrad.numpy_api.arguments import (
+    array_likes,
+    forward_values,
+    has_sequence,
+    no_extras,
+    public_name,
+    read_keepdims,
+)
 from nodegrad.numpy_api.composed import (
     atleast_1d,
     atleast_2d,
@@ -349,11 +356,6 @@ VALUE_FUNCTIONS = {
 }  # fmt: skip
 
 
-def _public_name(func: Any) -> str:
-    """``np.linalg.norm``: how messages name a numpy function."""
-    return f"{getattr(func, '__module__', 'numpy').replace('numpy', 'np', 1)}.{func.__name__}"
-
-
 # np.sum(x) and np.mean(x) of one traced array, the commonest calls of all (a loss): one
 # node over every axis, recorded directly.
 _WHOLE_REDUCTIONS = {np.sum: reduce.SUM, np.mean: reduce.MEAN}
@@ -367,12 +369,17 @@ def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         return func(*forward_values(args), **forward_values(kwargs))
     impl = FUNCTIONS.get(func) or _REFUSED.get(func)
     if impl is None:
-        msg = f"{_public_name(func)} has no gradient rule for traced values [called at {user_location()}]"
+        msg = f"{public_name(func)} has no gradient rule for traced values [called at {user_location()}]"
         raise NoGradientError(msg)
+    if has_sequence(args, kwargs):
+        # A list or tuple holding traced values where numpy takes an array-like
+        # (np.sum([x, 2 * x])) becomes one traced array before the function reads it: read
+        # as a list, it could even be wrong without an error (a list times 2 repeats it).
+        args, kwargs = array_likes(func, args, kwargs)
     try:
         return call_atomically(impl, args, kwargs)
     except DtypeError as exc:
-        name = _public_name(func)
+        name = public_name(func)
         if name in str(exc):
             raise
         # An op the function is built from refused a dtype (a cast of complex values to
