@@ -150,6 +150,11 @@ _SUBCLASS_CONSTANTS: list[tuple[str, Callable[[Any], Any], str]] = [
     ("x * matrix", lambda x: np.sum(x[:2] * _MATRIX), r"multiply: a constant .* " + _MATRIX_ADVICE),
     ("matrix * x", lambda x: np.sum(_MATRIX * x[:2]), r"multiply: a constant .* " + _MATRIX_ADVICE),
     ("matrix + x", lambda x: np.sum(_MATRIX + x[:2]), r"add: a constant .* " + _MATRIX_ADVICE),
+    ("x @ masked", lambda x: x @ _MASKED, r"matmul: a constant .* " + _MASKED_ADVICE),
+    ("np.dot", lambda x: np.dot(_MASKED, x), r"matmul: a constant .* " + _MASKED_ADVICE),
+    ("matrix @ x", lambda x: np.sum(_MATRIX @ x[:2]), r"matmul: a constant .* " + _MATRIX_ADVICE),
+    ("tensordot", lambda x: np.tensordot(x, _MASKED, 1), r"einsum: a constant .* " + _MASKED_ADVICE),
+    ("einsum", lambda x: np.einsum("i,i", _MASKED, x), r"einsum: a constant .* " + _MASKED_ADVICE),
 ]
 
 

@@ -94,8 +94,13 @@ def matmul(x: Any, y: Any) -> Any:
     array([[1., 2., 3.],
            [1., 2., 3.]])
     """
-    # Constants become arrays once here, so the rules can read .ndim directly.
-    return record2(MATMUL, x if type(x) is Traced else np.asarray(x), y if type(y) is Traced else np.asarray(y))
+    # Constants become arrays once here, so the rules can read .ndim directly (an array of a
+    # subclass is left as it is, for the recording to refuse a masked array or a matrix).
+    return record2(MATMUL, _operand(x), _operand(y))
+
+
+def _operand(v: Any) -> Any:
+    return v if type(v) is Traced or isinstance(v, np.ndarray) else np.asarray(v)
 
 
 # -- einsum and the products built on it ------------------------------------------------------------
