@@ -344,3 +344,11 @@ def test_a_ragged_or_non_numeric_list_is_a_clear_error_naming_the_function() -> 
         ng.grad(lambda x: np.sum([x, "a"]))(0.5)
     with pytest.raises(ArenaError, match="cannot become a plain numpy array"):  # a list of plain numpy's own
         ng.grad(lambda x: numpy.sum([x, 1.0]))(0.5)
+
+
+def test_a_ufunc_given_a_list_of_traced_values_says_to_make_it_one_array_first() -> None:
+    expected = r"a ufunc reads a list holding traced values .*np\.exp\(np\.array\(\[x, 1\.0\]\)\)"
+    with pytest.raises(ArenaError, match=expected):
+        ng.grad(lambda x: np.sum(np.exp([x, 1.0])))(0.5)
+    # what the message says to write
+    assert ng.grad(lambda x: np.sum(np.exp(np.array([x, 1.0]))))(0.5) == pytest.approx(numpy.exp(0.5))

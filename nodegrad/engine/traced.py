@@ -283,8 +283,9 @@ class Traced:
         if library is not None:
             raise ArenaError(_foreign_message(library, what))
         msg = (
-            f"{what} Use a nodegrad op or a numpy function with a registered op. {_NODEGRAD_NUMPY}. Call "
-            "nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+            f"{what} Use a nodegrad op or a numpy function with a registered op. {_NODEGRAD_NUMPY}; a ufunc reads a "
+            "list holding traced values as plain numbers even there: make it one array first, "
+            "np.exp(np.array([x, 1.0])). Call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
         )
         raise ArenaError(msg)
 
