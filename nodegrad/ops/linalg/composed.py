@@ -16,16 +16,13 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.ops.elementwise import conj, real, where
+from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.decompositions import inv, lapack_ready, solve
 from nodegrad.ops.linalg.products import matmul
 from nodegrad.ops.linalg.singular import SVDVALS
 from nodegrad.ops.shape import reshape, transpose
 
 __all__ = ["lstsq", "matrix_power", "pinv", "tensorinv", "tensorsolve"]
-
-
-def _transposed(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
 
 
 # -- pinv ------------------------------------------------------------------------------------------
@@ -37,7 +34,7 @@ def _pinv_rule(g: Any, ans: Any, x: Any, rcond: Any, hermitian: Any) -> Any:
     # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P.
     if np.iscomplexobj(unwrap(ans)):
         return _complex_pinv_rule(g, ans, x)
-    p_t, g_t = _transposed(ans), _transposed(g)
+    p_t, g_t = transposed(ans), transposed(g)
     first = -np.matmul(np.matmul(p_t, g), p_t)
     left = np.matmul(g_t, np.matmul(ans, p_t))
     right = np.matmul(np.matmul(p_t, ans), g_t)
@@ -48,8 +45,8 @@ def _complex_pinv_rule(g: Any, ans: Any, x: Any) -> Any:
     """-P^T g P^T + conj((I - A P) g^T P P^H + P^H P g^T (I - P A))"""
     # The first term of dP is holomorphic (plain transposes); the two in dA^H transpose, for
     # Re(sum(u * v)), to the conjugates of the real formula's terms with P^H for P^T.
-    p_t, p_h = _transposed(ans), np.conjugate(_transposed(ans))
-    g_t = _transposed(g)
+    p_t, p_h = transposed(ans), np.conjugate(transposed(ans))
+    g_t = transposed(g)
     first = -np.matmul(np.matmul(p_t, g), p_t)
     left = np.matmul(g_t, np.matmul(ans, p_h))
     right = np.matmul(np.matmul(p_h, ans), g_t)

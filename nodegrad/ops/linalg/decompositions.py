@@ -19,6 +19,7 @@ from nodegrad.engine.record import composite, record, record2
 from nodegrad.engine.registry import PerCotangent, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
+from nodegrad.ops.linalg.axes import transposed
 
 __all__ = ["cholesky", "det", "inv", "slogdet", "solve"]
 
@@ -100,10 +101,6 @@ def read_triangle(x: Any, lower: bool, hermitian: bool = True) -> Any:
 # inv), so they differentiate again.
 
 
-def _transposed(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
-
-
 def _square(name: str, x: Any) -> None:
     shape = np.shape(unwrap(x))
     if len(shape) < 2 or shape[-1] != shape[-2]:
@@ -114,7 +111,7 @@ def _square(name: str, x: Any) -> None:
 INV = defop(
     "inv",
     np.linalg.inv,
-    lambda g, ans, x: -np.matmul(np.matmul(_transposed(ans), g), _transposed(ans)),
+    lambda g, ans, x: -np.matmul(np.matmul(transposed(ans), g), transposed(ans)),
     family="linalg",
     doc="the inverse of a square matrix (of each in a stack)",
 )
@@ -129,7 +126,7 @@ def _solve_for(a: Any, g: Any, vector: bool) -> Any:
     solved = _SOLVED.get(g, a)
     if solved is None:
         columns = g[..., None] if vector else g
-        solved = np.linalg.solve(_transposed(a), columns)
+        solved = np.linalg.solve(transposed(a), columns)
         solved = solved[..., 0] if vector else solved
         _SOLVED.put(g, a, solved)
     return solved
@@ -139,7 +136,7 @@ def _solve_rule_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
     g_b = _solve_for(a, g, np.ndim(b) == 1)
     if np.ndim(b) == 1:
         return -(g_b[..., :, None] * ans[..., None, :])
-    return -np.matmul(g_b, _transposed(ans))
+    return -np.matmul(g_b, transposed(ans))
 
 
 SOLVE = defop(
@@ -172,7 +169,7 @@ def _det_rule(g: Any, ans: Any, x: Any) -> Any:
     if type(x) is np.ndarray:
         return g[..., None, None] * _cofactors(x)
     # Differentiated again: ans * inv(x)^T records itself (and needs x nonsingular).
-    return (g * ans)[..., None, None] * _transposed(np.linalg.inv(x))
+    return (g * ans)[..., None, None] * transposed(np.linalg.inv(x))
 
 
 DET = defop(
@@ -186,7 +183,7 @@ DET = defop(
 LOGABSDET = defop(
     "logabsdet",
     lambda x: np.linalg.slogdet(x)[1],
-    lambda g, ans, x: g[..., None, None] * _transposed(np.linalg.inv(x)),
+    lambda g, ans, x: g[..., None, None] * transposed(np.linalg.inv(x)),
     family="linalg",
     doc="log |det x|: the second part of np.linalg.slogdet",
 )
@@ -195,7 +192,7 @@ LOGABSDET = defop(
 def _sign_rule(g: Any, ans: Any, x: Any) -> Any:
     # sign = det / |det| = exp(1j * theta), d theta = Im(tr(x^-1 dx)), so d sign = 1j sign
     # Im(tr(x^-1 dx)); its transpose for Re(sum(u * v)) is 1j Im(g sign) x^-T.
-    return np.expand_dims(1j * np.imag(g * ans), (-2, -1)) * _transposed(np.linalg.inv(x))
+    return np.expand_dims(1j * np.imag(g * ans), (-2, -1)) * transposed(np.linalg.inv(x))
 
 
 SIGNDET = defop(
@@ -215,7 +212,7 @@ def _phi(x: Any) -> Any:
 
 
 def _adjoint(x: Any) -> Any:
-    return np.conjugate(_transposed(x)) if np.iscomplexobj(unwrap(x)) else _transposed(x)
+    return np.conjugate(transposed(x)) if np.iscomplexobj(unwrap(x)) else transposed(x)
 
 
 def _cholesky_rule(g: Any, ans: Any, x: Any, upper: Any) -> Any:
@@ -228,7 +225,7 @@ def _cholesky_rule(g: Any, ans: Any, x: Any, upper: Any) -> Any:
         ans, g = _adjoint(ans), _adjoint(g)
     inverse = np.linalg.inv(ans)
     right = np.conjugate(inverse) if np.iscomplexobj(unwrap(ans)) else inverse
-    s = np.matmul(np.matmul(_transposed(inverse), _phi(np.matmul(_transposed(ans), g))), right)
+    s = np.matmul(np.matmul(transposed(inverse), _phi(np.matmul(transposed(ans), g))), right)
     return 0.5 * (s + _adjoint(s))
 
 

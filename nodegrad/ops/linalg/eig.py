@@ -37,6 +37,7 @@ from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
     cannot_tell,
@@ -50,10 +51,6 @@ from nodegrad.ops.linalg.refusals import (
 __all__ = ["eig", "eigvals", "roots"]
 
 _EigResult = type(np.linalg.eig(np.eye(1)))
-
-
-def _transposed(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
 
 
 def _decomposition(name: str, x: Any, values: Any) -> tuple[Any, Any]:
@@ -117,7 +114,7 @@ def _eigvals_rule(g: Any, ans: Any, x: Any, paired: Any) -> Any:
     w, v = _decomposition(name, x, ans)
     _refuse_defective(name, w, v, g)
     refuse_again_at_repeated(name, "eigenvalues", repeated_pairs(w), g)
-    grad = np.linalg.solve(_transposed(v), np.expand_dims(g, -1) * _transposed(v))
+    grad = np.linalg.solve(transposed(v), np.expand_dims(g, -1) * transposed(v))
     return _real_if_real(grad, x)
 
 
@@ -146,7 +143,7 @@ def _eig_vectors_rule(g: Any, ans: Any, x: Any, invariant: Any) -> Any:
         w, v = record(EIGVALS, x, True), ans
     else:
         w, v = np.linalg.eig(lapack_ready("eig", x))  # the forward's own call: the same vectors
-    c = np.matmul(_transposed(v), g)
+    c = np.matmul(transposed(v), g)
     diagonal = np.diagonal(c, 0, -2, -1)
     if np.iscomplexobj(unwrap(v)):
         # numpy's real matrices have real eigenvectors for real eigenvalues: only the others
@@ -154,13 +151,13 @@ def _eig_vectors_rule(g: Any, ans: Any, x: Any, invariant: Any) -> Any:
         free = np.ones(np.shape(w), bool) if np.iscomplexobj(unwrap(x)) else np.imag(unwrap(w)) != 0
         if not invariant:
             refuse_phase_dependence("eig", "eigenvector", np.where(free, np.imag(unwrap(diagonal)), 0), g)
-        c = c - np.matmul(_transposed(v), np.conjugate(v)) * np.expand_dims(np.real(diagonal), -2)
+        c = c - np.matmul(transposed(v), np.conjugate(v)) * np.expand_dims(np.real(diagonal), -2)
     else:
-        c = c - np.matmul(_transposed(v), v) * np.expand_dims(diagonal, -2)
+        c = c - np.matmul(transposed(v), v) * np.expand_dims(diagonal, -2)
     repeated = repeated_pairs(w)
     refuse_again_at_repeated("eig", "eigenvalues", repeated, g, ans, x)
     refuse_undefined("eig", "eigenvectors of repeated eigenvalues", repeated, c, g)
-    grad = np.linalg.solve(_transposed(v), np.matmul(c * inverse_gaps(w, repeated), _transposed(v)))
+    grad = np.linalg.solve(transposed(v), np.matmul(c * inverse_gaps(w, repeated), transposed(v)))
     return _real_if_real(grad, x)
 
 

@@ -17,14 +17,11 @@ from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
+from nodegrad.ops.linalg.axes import transposed
 
 __all__ = ["qr"]
 
 _QRResult = type(np.linalg.qr(np.eye(1)))
-
-
-def _transposed(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
 
 
 def _copy_upper(x: Any) -> Any:
@@ -34,14 +31,14 @@ def _copy_upper(x: Any) -> Any:
     if np.iscomplexobj(unwrap(x)):
         real = np.finfo(unwrap(x).dtype).dtype
         upper = x * np.triu(np.ones((n, n), dtype=real), 1)
-        return upper + np.conjugate(_transposed(upper)) + np.real(x) * np.eye(n, dtype=real)
+        return upper + np.conjugate(transposed(upper)) + np.real(x) * np.eye(n, dtype=real)
     ones = np.ones((n, n), dtype=unwrap(x).dtype)
-    return x * np.triu(ones) + _transposed(x * np.triu(ones, 1))
+    return x * np.triu(ones) + transposed(x * np.triu(ones, 1))
 
 
 def _times_inverse_transposed(y: Any, r: Any) -> Any:
     """``y R^-T``."""
-    return _transposed(np.linalg.solve(r, _transposed(y)))
+    return transposed(np.linalg.solve(r, transposed(y)))
 
 
 def _full_column_rank(r: Any) -> None:
@@ -56,17 +53,17 @@ def _full_column_rank(r: Any) -> None:
 def _qr_q_rule(g: Any, ans: Any, x: Any) -> Any:
     """(g - conj(Q) sym(Q^T g)) R^-T, sym() copying the upper triangle; R = Q^H a"""
     conj_q = np.conjugate(ans) if np.iscomplexobj(unwrap(ans)) else ans
-    r = np.matmul(_transposed(conj_q), x)
+    r = np.matmul(transposed(conj_q), x)
     _full_column_rank(r)
-    return _times_inverse_transposed(g - np.matmul(conj_q, _copy_upper(np.matmul(_transposed(ans), g))), r)
+    return _times_inverse_transposed(g - np.matmul(conj_q, _copy_upper(np.matmul(transposed(ans), g))), r)
 
 
 def _qr_r_rule(g: Any, ans: Any, x: Any) -> Any:
     """conj(Q) sym(g R^T) R^-T, sym() copying the upper triangle; Q = a R^-1"""
     _full_column_rank(ans)
-    q = _transposed(np.linalg.solve(_transposed(ans), _transposed(x)))
+    q = transposed(np.linalg.solve(transposed(ans), transposed(x)))
     conj_q = np.conjugate(q) if np.iscomplexobj(unwrap(q)) else q
-    return _times_inverse_transposed(np.matmul(conj_q, _copy_upper(np.matmul(g, _transposed(ans)))), ans)
+    return _times_inverse_transposed(np.matmul(conj_q, _copy_upper(np.matmul(g, transposed(ans)))), ans)
 
 
 QR_Q = defop(

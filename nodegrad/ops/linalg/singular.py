@@ -29,6 +29,7 @@ from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
     cannot_tell,
@@ -47,16 +48,12 @@ __all__ = ["svd", "svdvals"]
 _SVDResult = type(np.linalg.svd(np.eye(1)))
 
 
-def _transposed(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
-
-
 def _is_complex(x: Any) -> bool:
     return np.iscomplexobj(unwrap(x))
 
 
 def _adjoint(x: Any) -> Any:
-    return np.conjugate(_transposed(x)) if _is_complex(x) else _transposed(x)
+    return np.conjugate(transposed(x)) if _is_complex(x) else transposed(x)
 
 
 def _factors(x: Any, full: bool, u: Any = None, s: Any = None, vh: Any = None) -> tuple[Any, Any, Any]:
@@ -165,7 +162,7 @@ def _left_vectors_rule(u: Any, s: Any, vh: Any, g: Any, side: str, relative_phas
     on the diagonal. Vh's rule is this one for ``a^H = V diag(s) U^H``."""
     complex_ = _is_complex(u)
     left, right = (np.conjugate(u), np.conjugate(vh)) if complex_ else (u, vh)
-    j = np.matmul(_transposed(u), g)
+    j = np.matmul(transposed(u), g)
     skew = j - _adjoint(j)
     repeated = repeated_pairs(s)
     zero = _zero(s)
@@ -201,7 +198,7 @@ def _svd_u_rule(g: Any, ans: Any, x: Any, full: Any, invariant: Any) -> Any:
     u, s, vh = _factors(x, full, u=ans)
     g = _without_extra(g, np.shape(s)[-1], -1, "columns of U")
     if _is_complex(u) and not invariant:  # the common phase of each pair, Vh's share of it included
-        share = np.imag(np.diagonal(unwrap(np.matmul(_transposed(u), g)), 0, -2, -1))
+        share = np.imag(np.diagonal(unwrap(np.matmul(transposed(u), g)), 0, -2, -1))
         refuse_phase_dependence("svd", "pair of singular vectors", share, g)
     return _left_vectors_rule(u, s, vh, g, "left", relative_phase=False)
 

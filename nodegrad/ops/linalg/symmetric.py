@@ -29,6 +29,7 @@ from nodegrad.engine.record import composite, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
+from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.decompositions import check_uplo, lapack_ready, read_triangle
 from nodegrad.ops.linalg.refusals import (
     inverse_gaps,
@@ -42,10 +43,6 @@ from nodegrad.ops.linalg.refusals import (
 __all__ = ["eigh", "eigvalsh"]
 
 _EighResult = type(np.linalg.eigh(np.eye(1)))
-
-
-def _transposed(x: Any) -> Any:
-    return np.swapaxes(x, -1, -2)
 
 
 def _eigenvalues(x: Any, uplo: Any) -> Any:
@@ -70,7 +67,7 @@ def _eigvalsh_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
     refuse_again_at_repeated("eigvalsh", "eigenvalues", repeated, g)
     v = _eigenvectors(x, uplo)
     left = np.conjugate(v) if np.iscomplexobj(unwrap(v)) else v
-    return np.matmul(left * np.expand_dims(g, -2), _transposed(v))
+    return np.matmul(left * np.expand_dims(g, -2), transposed(v))
 
 
 def _eigh_vectors_rule(g: Any, ans: Any, x: Any, uplo: Any, invariant: Any) -> Any:
@@ -80,17 +77,17 @@ def _eigh_vectors_rule(g: Any, ans: Any, x: Any, uplo: Any, invariant: Any) -> A
     if np.shape(ans)[-1] == 1:  # numpy's eigenvector of a 1 x 1 matrix is 1, whatever the matrix
         return np.zeros(np.shape(ans), np.result_type(unwrap(ans), unwrap(g)))
     w = _eigenvalues(x, uplo)
-    c = np.matmul(_transposed(ans), g)
+    c = np.matmul(transposed(ans), g)
     if np.iscomplexobj(unwrap(ans)):
         if not invariant:
             refuse_phase_dependence("eigh", "eigenvector", np.imag(np.diagonal(unwrap(c), 0, -2, -1)), g)
-        skew, left = 0.5 * (c - np.conjugate(_transposed(c))), np.conjugate(ans)
+        skew, left = 0.5 * (c - np.conjugate(transposed(c))), np.conjugate(ans)
     else:
-        skew, left = 0.5 * (c - _transposed(c)), ans
+        skew, left = 0.5 * (c - transposed(c)), ans
     repeated = repeated_pairs(w)
     refuse_again_at_repeated("eigh", "eigenvalues", repeated, g, ans, x)
     refuse_undefined("eigh", "eigenvectors of repeated eigenvalues", repeated, skew, g)
-    return np.matmul(np.matmul(left, skew * inverse_gaps(w, repeated)), _transposed(ans))
+    return np.matmul(np.matmul(left, skew * inverse_gaps(w, repeated)), transposed(ans))
 
 
 EIGVALSH = defop(
