@@ -157,6 +157,10 @@ class Arena:
         # Set by a transform that sweeps this arena once, without recording the sweep: its
         # nodes keep only the values a rule reads (see nodegrad.engine.record.lean_node).
         self._lean = False
+        #: Set by forward mode on the arena whose one leaf is its stand-in cotangent, drawn at
+        #: random (see nodegrad.transforms.forward): a rule reading a cotangent traced only
+        #: there reads a random point of a linear map, which shows what the map does.
+        self.cotangent_probe = False
 
     # -- recording ---------------------------------------------------------------------
     def param(self, value: Any, *, name: str = "") -> Any:

@@ -45,6 +45,7 @@ __all__ = [
     "lower",
     "name_of",
     "normalize_argnums",
+    "probe_cotangent",
     "rebuild",
     "resolve_argnums",
     "same_shapes",
@@ -303,6 +304,31 @@ def zero_tangent(value: Any, where: str = "jvp") -> Any:
         msg = f"{where}: the output must hold floating-point values, got {type(value).__name__}"
         raise DtypeError(msg)
     return zeros_like(value)
+
+
+def probe_cotangent(value: Any, where: str = "jvp") -> Any:
+    """Values drawn from a fixed seed in every float slot of ``value`` (same dtypes, complex
+    parts in both), ``None`` elsewhere: the point at which forward mode's stand-in cotangent
+    is swept back.
+
+    The JVP does not depend on that point (a VJP is linear in its cotangent), but the rules
+    that test what follows their output (the phases of complex eigenvectors, repeated
+    singular values) read the cotangent's value: a random point shows them whether the
+    function depends on the choice, as reverse mode's cotangent does, where zeros would
+    hide it. The seed is fixed, so a computation repeats exactly."""
+    zero_tangent(value, where)
+    rng = np.random.default_rng(0x6E67)
+
+    def draw(x: Any) -> Any:
+        if not is_differentiable_leaf(x):
+            return None
+        shape, dtype = np.shape(x), np.result_type(x)
+        drawn = rng.standard_normal(shape)
+        if np.issubdtype(dtype, np.complexfloating):
+            drawn = drawn + 1j * rng.standard_normal(shape)
+        return type(x)(drawn) if isinstance(x, float) else np.asarray(drawn, dtype=dtype)
+
+    return map_unless_static(draw, value)
 
 
 def traced_leaves(value: Any) -> list[Traced]:

@@ -21,6 +21,7 @@ from nodegrad.transforms.common import (
     like_argument,
     lower,
     name_of,
+    probe_cotangent,
     same_shapes,
     snapshot,
     traced_leaves,
@@ -136,8 +137,9 @@ def _linearized(fun: Callable[..., Any], primals: tuple[Any, ...], name: str) ->
                 zeros = zero_tangent(value, name)
                 return value, lambda tangents: zeros
             with nested_arena() as dual:
+                dual.cotangent_probe = True
                 try:
-                    u = dual.param(zero_tangent(value, name), name="cotangent")
+                    u = dual.param(probe_cotangent(value, name), name="cotangent")
                     pulled = gradients(arena, out, wrt, seed=u)
                 finally:
                     dual._finish(name)

@@ -7,10 +7,9 @@ An op of the linalg family has a decomposition unless it is one of the products 
 einsum and those built on them, in ``nodegrad/ops/linalg/products.py``): LU (inv, solve,
 det, slogdet), Cholesky, QR, the SVD, eigendecompositions, the pseudo-inverse, roots. Each
 is drawn by its specs (tests/ops/specs_linalg.py) and checked with
-``check_grads(order=2)`` in both modes. The one exception is forward mode through complex
-eigenvectors and singular vectors (a function of them that does not depend on their
-arbitrary phases, ``|v|^2``, ``V diag(c) V^H``): forward mode cannot tell whether the
-function that follows depends on them, so it refuses, and the test checks that it does.
+``check_grads(order=2)`` in both modes, complex eigenvectors and singular vectors
+included (through functions of them that do not depend on their arbitrary phases,
+``|v|^2``, ``V diag(c) V^H``).
 """
 
 from __future__ import annotations
@@ -93,18 +92,13 @@ def test_second_derivatives_of_a_complex_matrix(name: str, data: st.DataObject) 
     case, modes = data.draw(COMPLEX_BY_OP[name], label="case")
     # The test for the phases of complex vectors reads the cotangent's value: where the
     # function is constant (weights drawn equal or zero: V diag(c) V^H = c I) the cotangents
-    # of its derivative are rounding alone, which the test cannot tell from a dependence (a
-    # traced cotangent that is exactly zero even looks like forward mode's, see
-    # nodegrad.ops.linalg.refusals.cannot_tell), so those functions would be refused.
+    # of its derivative are rounding alone, which the test cannot tell from a dependence,
+    # so those functions would be refused.
     out, back = ng.vjp(case.of_args(), *case.args)
     cotangent = np.random.default_rng(0).standard_normal(np.shape(out)).astype(np.result_type(out))
     assume(all(np.max(np.abs(g), initial=0.0) > 1e-8 for g in back(cotangent)))
+    assert modes == ("rev", "fwd")
     check_grads(case.fn, *case.values, argnums=case.argnums, order=2, modes=modes)
-    if "fwd" not in modes and min(np.shape(case.values[0])[-2:]) > 1:
-        # Complex vectors: forward mode refuses, saying why (numpy's vectors of a 1 x n
-        # matrix have no phase of their choosing, and need no test).
-        with pytest.raises(NoGradientError, match=r"forward mode \(jvp\) cannot tell"):
-            check_grads(case.fn, *case.values, argnums=case.argnums, modes=("fwd",))
 
 
 # -- degenerate spectra: an error, never a NaN -----------------------------------------------------
@@ -213,13 +207,11 @@ def test_one_triangle_is_read_and_differentiated(what: str, ng_fn: Any, np_fn: A
     # Second order: the derivative of the gradient along a direction (forward mode through
     # the recorded backward sweep) against differences of the gradient; check_grads then
     # tests both modes of both orders against differences of the function.
-    modes = ("rev",) if complex_ and what == "eigh |v|^2" else ("rev", "fwd")
-    if "fwd" in modes:
-        rng = np.random.default_rng(8)
-        t = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if complex_ else 0)
-        eps = 1e-5
-        grad = ng.grad(loss)
-        np.testing.assert_allclose(
-            ng.jvp(grad, (a,), (t,))[1], (grad(a + eps * t) - grad(a - eps * t)) / (2 * eps), rtol=1e-5, atol=1e-7
-        )
-    check_grads(lambda a: ng_fn(a, uplo), a, order=2, modes=modes)
+    rng = np.random.default_rng(8)
+    t = rng.standard_normal(a.shape) + (1j * rng.standard_normal(a.shape) if complex_ else 0)
+    eps = 1e-5
+    grad = ng.grad(loss)
+    np.testing.assert_allclose(
+        ng.jvp(grad, (a,), (t,))[1], (grad(a + eps * t) - grad(a - eps * t)) / (2 * eps), rtol=1e-5, atol=1e-7
+    )
+    check_grads(lambda a: ng_fn(a, uplo), a, order=2, modes=("rev", "fwd"))

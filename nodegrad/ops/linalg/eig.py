@@ -40,7 +40,6 @@ from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
-    cannot_tell,
     inverse_gaps,
     refuse_again_at_repeated,
     refuse_phase_dependence,
@@ -83,12 +82,6 @@ def _refuse_defective(name: str, w: Any, v: Any, g: Any) -> None:
     repeated = repeated_pairs(w)
     if not np.any(repeated):
         return
-    if cannot_tell(g):
-        msg = (
-            f"{name}: repeated eigenvalues (closer than sqrt(eps) * max|w|) have no derivative one by one, and "
-            "forward mode (jvp) cannot tell whether the function of them treats them alike, so it refuses"
-        )
-        raise NoGradientError(msg)
     w, v, plain = unwrap(w), unwrap(v), np.asarray(unwrap(g))
     differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
     used = np.broadcast_to((plain != 0)[..., :, None], repeated.shape)
@@ -193,12 +186,10 @@ def eig(a: Any) -> Any:
     The phase of each complex eigenvector is numpy's arbitrary choice: functions of the
     vectors that do not depend on it have a gradient (``abs(v)``, projectors ``v v^H``,
     ``V diag(f(w)) V^-1``, ``v_k^H b``... ), others raise
-    :class:`~nodegrad.errors.NoGradientError`, and so does forward mode (``jvp``) for
-    complex eigenvectors, as it cannot tell. Repeated eigenvalues (closer than
+    :class:`~nodegrad.errors.NoGradientError`, in both modes. Repeated eigenvalues (closer than
     ``sqrt(eps) * max|w|``) have no derivative one by one, nor do their eigenvectors: a
     function that needs one raises; the sum of a cluster of them, at a matrix that is not
-    defective, has its gradient. Differentiable to any order (forward mode through the
-    eigenvalues, and the eigenvectors of a real matrix with real eigenvalues). For a
+    defective, has its gradient. Differentiable to any order, in both modes. For a
     Hermitian matrix,
     :func:`eigh` is faster and differentiable in its eigenvectors' phases too.
 
@@ -253,10 +244,10 @@ def _roots_rule(g: Any, ans: Any, p: Any) -> Any:
         return None
     roots = unwrap(ans)
     repeated = np.any(repeated_pairs(roots), axis=-1)
-    if np.any(repeated) and (cannot_tell(g) or np.any(unwrap(g)[repeated] != 0)):
+    if np.any(repeated) and np.any(unwrap(g)[repeated] != 0):
         msg = (
             "roots: repeated roots (closer than sqrt(eps) * max|r|) have no derivative, and the function "
-            "differentiated uses one" + (" (forward mode cannot tell which are used)" if cannot_tell(g) else "")
+            "differentiated uses one"
         )
         raise NoGradientError(msg)
     columns: list[Any] = [np.ones(np.shape(roots), np.result_type(roots))]

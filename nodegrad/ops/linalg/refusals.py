@@ -14,12 +14,12 @@ Complex vectors have one more freedom: each may be multiplied by any phase ``e^{
 on the phases (``abs(v)``, the projector ``v v^H``, ``v_k^H w``...) has a cotangent ``g``
 with ``Im(v_k^T g_k) = 0`` for every vector ``k``: that is the test for it.
 
-The tests read the cotangent's value. Differentiated again (a rule running on traced
-values, its cotangent traced too), they read the value of the cotangent at hand; forward
-mode's cotangent is symbolic (its value is zero: a traced cotangent with no nonzero value
-cannot tell), so forward mode refuses wherever a test would be needed. The gaps and
-reciprocals the rules multiply by are written with recorded arithmetic, so that a rule on
-traced values differentiates again; what counts as repeated is read from the values.
+The tests read the cotangent's value, in forward mode too: ``jvp`` sweeps the function
+back with a stand-in cotangent drawn at random (see
+:func:`nodegrad.transforms.common.probe_cotangent`), whose share is zero exactly when the
+function that follows does not depend on the choice. The gaps and reciprocals the rules
+multiply by are written with recorded arithmetic, so that a rule on traced values
+differentiates again; what counts as repeated is read from the values.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError
 
 __all__ = [
-    "cannot_tell",
     "inverse_gaps",
     "reciprocal",
     "refuse_again_at_repeated",
@@ -42,12 +41,6 @@ __all__ = [
     "repeated_pairs",
     "tolerance",
 ]
-
-
-def cannot_tell(g: Any) -> bool:
-    """Whether the cotangent ``g`` is forward mode's symbolic one: traced, with no nonzero
-    value (a traced cotangent of a second derivative holds the cotangent's value)."""
-    return type(g) is Traced and not np.any(unwrap(g))
 
 
 def tolerance(values: Any) -> np.ndarray:
@@ -93,18 +86,10 @@ def _too_large(share: Any, g: Any) -> bool:
 
 def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any) -> None:
     """Raise :class:`NoGradientError` if the cotangent ``g`` has a nonzero ``share`` (an
-    array shaped like ``where``) anywhere ``where`` flags a repeated (or zero) value.
-
-    Forward mode's symbolic cotangent (see :func:`cannot_tell`) refuses at any flagged place."""
+    array shaped like ``where``) anywhere ``where`` flags a repeated (or zero) value."""
     if not np.any(where):
         return
     share = unwrap(share)
-    if cannot_tell(g):
-        msg = (
-            f"{name}: the derivative of the {what} is undefined (the vectors are not unique there); forward mode "
-            "(jvp) cannot tell whether the function of them is unaffected, so it refuses"
-        )
-        raise NoGradientError(msg)
     if _too_large(np.broadcast_to(share, where.shape)[where], g):
         msg = (
             f"{name}: the gradient of the {what} is undefined (the vectors are not unique there, any rotation of "
@@ -117,16 +102,9 @@ def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any
 def refuse_split_values(name: str, what: str, repeated: np.ndarray, g: Any) -> None:
     """Raise :class:`NoGradientError` if the cotangent ``g`` of the values tells repeated
     ones apart (``repeated`` flags the pairs): repeated values have no derivative one by
-    one, only functions that treat them alike (their sum) do. Forward mode's cotangent
-    (see :func:`cannot_tell`) refuses at any repeated pair."""
+    one, only functions that treat them alike (their sum) do."""
     if not np.any(repeated):
         return
-    if cannot_tell(g):
-        msg = (
-            f"{name}: repeated {what} (closer than sqrt(eps) * max) have no derivative one by one, and forward "
-            "mode (jvp) cannot tell whether the function of them treats them alike, so it refuses"
-        )
-        raise NoGradientError(msg)
     plain = np.asarray(unwrap(g))
     differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
     if _too_large(differences[repeated], plain):
@@ -137,14 +115,23 @@ def refuse_split_values(name: str, what: str, repeated: np.ndarray, g: Any) -> N
         raise NoGradientError(msg)
 
 
+def _differentiated(g: Any) -> bool:
+    """Whether the cotangent ``g`` is traced by a level other than forward mode's stand-in
+    cotangent. A rule is linear in that one, which is drawn at random: what the tests read
+    of its value holds for the linear map, so it needs no refusal of its own."""
+    while type(g) is Traced:
+        if not g.arena.cotangent_probe:
+            return True
+        g = g.value
+    return False
+
+
 def refuse_again_at_repeated(name: str, what: str, repeated: np.ndarray, g: Any, *values: Any) -> None:
     """Raise :class:`NoGradientError` if a rule that leaves out the pairs of repeated values
     (``repeated``) is itself being differentiated (its cotangent ``g`` or one of ``values``
     traced): the terms it leaves out are limits ``0 / 0`` whose derivatives need not be
-    zero. Forward mode's cotangent (see :func:`cannot_tell`) is left to the tests that
-    follow, which refuse it at repeated values anyway."""
-    again = (type(g) is Traced and not cannot_tell(g)) or any(type(v) is Traced for v in values)
-    if np.any(repeated) and again:
+    zero. Forward mode's stand-in cotangent alone is fine (see :func:`_differentiated`)."""
+    if np.any(repeated) and (_differentiated(g) or any(type(v) is Traced for v in values)):
         msg = (
             f"{name}: a second derivative at repeated {what} (closer than sqrt(eps) * max) is not defined by the "
             "decomposition (the vectors of a repeated value are any basis of its space); first derivatives of "
@@ -155,16 +142,7 @@ def refuse_again_at_repeated(name: str, what: str, repeated: np.ndarray, g: Any,
 
 def refuse_phase_dependence(name: str, what: str, phase_share: Any, g: Any) -> None:
     """Raise :class:`NoGradientError` if the cotangent ``g`` of complex vectors depends on
-    their phases: ``phase_share`` holds ``Im(v_k^T g_k)`` for each vector ``k``.
-
-    Forward mode (see :func:`cannot_tell`) cannot see what follows the vectors, so it refuses."""
-    if cannot_tell(g):
-        msg = (
-            f"{name}: the phase of each complex {what} is arbitrary, and forward mode (jvp) cannot tell whether "
-            "the function of them depends on it, so it refuses; reverse mode (grad, vjp) differentiates functions "
-            "that do not (abs(v), v v^H)"
-        )
-        raise NoGradientError(msg)
+    their phases: ``phase_share`` holds ``Im(v_k^T g_k)`` for each vector ``k``."""
     if _too_large(unwrap(phase_share), g):
         msg = (
             f"{name}: the phase of each complex {what} is arbitrary (numpy promises unit vectors, not which), and "

@@ -32,7 +32,6 @@ from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
-    cannot_tell,
     inverse_gaps,
     reciprocal,
     refuse_again_at_repeated,
@@ -139,11 +138,10 @@ def _without_extra(g: Any, k: int, axis: int, what: str) -> Any:
     if np.shape(g)[axis] == k:
         return g
     extra = g[..., :, k:] if axis == -1 else g[..., k:, :]
-    if cannot_tell(g) or np.any(unwrap(extra) != 0):
+    if np.any(unwrap(extra) != 0):
         msg = (
             f"svd: with full_matrices=True the {what} beyond the first min(m, n) are not unique (any orthonormal "
             "basis of the rest of the space is as good), so a function of them has no gradient"
-            + (" (forward mode cannot tell whether they are used)" if cannot_tell(g) else "")
             + "; pass full_matrices=False"
         )
         raise NoGradientError(msg)
@@ -207,8 +205,6 @@ def _svd_vh_rule(g: Any, ans: Any, x: Any, u_full: Any, full: Any, invariant: An
     """the rule of U for a^H = V S U^H, with g^H for U's g, conjugate-transposed"""
     u, s, vh = _factors(x, full, u=u_full, vh=ans)
     g = _without_extra(g, np.shape(s)[-1], -2, "rows of Vh")
-    if _is_complex(u) and cannot_tell(g) and not invariant:
-        refuse_phase_dependence("svd", "pair of singular vectors", None, g)
     return _adjoint(_left_vectors_rule(_adjoint(vh), s, _adjoint(u), _adjoint(g), "right", relative_phase=True))
 
 
@@ -220,8 +216,13 @@ def _svd_vh_phase_rule(g: Any, ans: Any, x: Any, u_full: Any, full: Any, invaria
         return None
     share = np.imag(np.sum(g[..., :k, :] * ans[..., :k, :], axis=-1))
     plain = unwrap(share)
-    significant = np.abs(plain) > np.sqrt(np.finfo(plain.dtype).eps) * np.max(np.abs(unwrap(g)))
-    if not np.any(significant):  # none, or rounding alone
+    # Rounding alone is left out (a function of Vh alone that does not depend on the phases
+    # would otherwise hand U's test a cotangent made of rounding, with nothing to measure
+    # it against); anything above it goes on whole, as U's share of the same phase may
+    # cancel it (a function of the pairs u_k v_k^H) however small it is beside Vh's scale.
+    rounding = 8 * np.shape(g)[-1] * np.finfo(plain.dtype).eps * np.max(np.abs(unwrap(g)))
+    significant = np.abs(plain) > rounding
+    if not np.any(significant):
         return None
     if type(share) is not Traced:
         share = np.where(significant, share, 0)
@@ -279,8 +280,7 @@ def svd(a: Any, full_matrices: bool = True) -> Any:
 
     Complex singular vectors take any common phase ``(u_k e^{i phi}, v_k e^{i phi})``:
     functions that do not depend on it (``abs(U)``, ``u_k v_k^H`` and so ``U @ diag(s) @
-    Vh``) have a gradient, judged for ``U`` and ``Vh`` together; others raise, and so does
-    forward mode, which cannot tell.
+    Vh``) have a gradient, judged for ``U`` and ``Vh`` together; others raise, in both modes.
 
     Examples
     --------

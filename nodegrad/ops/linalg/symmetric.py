@@ -166,9 +166,7 @@ def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
     eigenvalues repeat (closer than ``sqrt(eps) * max|w|``) so is the basis of their
     eigenvectors: the gradient of a function of the vectors that depends on that choice is
     undefined and raises :class:`~nodegrad.errors.NoGradientError`; a function that does
-    not (``abs(v)``, the projector ``v v^H`` onto their subspace) gets its gradient. In
-    forward mode any repeated eigenvalue whose vectors are used raises, and so do complex
-    eigenvectors (forward mode cannot tell whether a function depends on their phases).
+    not (``abs(v)``, the projector ``v v^H`` onto their subspace) gets its gradient, in both modes.
 
     Examples
     --------
