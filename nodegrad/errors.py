@@ -115,6 +115,15 @@ def user_location() -> str:
     return "<unknown>"
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning point at the first caller outside nodegrad,
+    for ``warnings.warn`` called in the function that calls this one."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    return level
+
+
 def _user_frame() -> FrameType | None:
     frame: FrameType | None = sys._getframe(2)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):

@@ -19,6 +19,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.numpy_api.arguments import refusal
 from nodegrad.numpy_api.composed import diff
 
 __all__ = ["gradient", "linspace", "partition"]
@@ -95,10 +96,6 @@ def linspace(
 # -- gradient ----------------------------------------------------------------------------------
 
 
-def _fail(what: str) -> ShapeError:
-    return ShapeError(f"np.gradient: {what} [called at {user_location()}]")
-
-
 def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
     """numpy's normalize_axis_tuple: in the order given, each once."""
     given = axis if isinstance(axis, (tuple, list)) else (axis,)
@@ -107,12 +104,12 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
         try:
             a = operator.index(a)
         except TypeError:
-            raise _fail(f"axis must be an int or a tuple of ints, got {axis!r}") from None
+            raise refusal("gradient", f"axis must be an int or a tuple of ints, got {axis!r}") from None
         if not -ndim <= a < ndim:
-            raise _fail(f"axis {a} is out of bounds for an array of dimension {ndim}")
+            raise refusal("gradient", f"axis {a} is out of bounds for an array of dimension {ndim}")
         out.append(a % ndim)
     if len(set(out)) != len(out):
-        raise _fail(f"repeated axis in {axis!r}")
+        raise refusal("gradient", f"repeated axis in {axis!r}")
     return tuple(out)
 
 
@@ -135,9 +132,9 @@ def _spacings(varargs: tuple[Any, ...], shape: tuple[int, ...], axes: tuple[int,
             out.append(distances)
             continue
         if ndim != 1:
-            raise _fail("distances must be either scalars or 1d")
+            raise refusal("gradient", "distances must be either scalars or 1d")
         if np.shape(unwrap(distances))[0] != shape[ax]:
-            raise _fail("when 1d, distances must match the length of the corresponding dimension")
+            raise refusal("gradient", "when 1d, distances must match the length of the corresponding dimension")
         if type(distances) is Traced:  # always the general steps: exact gradients for the coordinates
             out.append(diff(distances))
             continue
@@ -218,9 +215,10 @@ def gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = 1) -> An
     out = []
     for ax, spacing in zip(axes, spacings, strict=True):
         if shape[ax] < edge_order + 1:
-            raise _fail(
+            raise refusal(
+                "gradient",
                 "Shape of array too small to calculate a numerical gradient, at least (edge_order + 1) elements "
-                "are required."
+                "are required.",
             )
         derivative = _along(f, spacing, ax, edge_order)
         out.append(derivative if np.result_type(unwrap(derivative)) == dtype else ops.astype(derivative, dtype))

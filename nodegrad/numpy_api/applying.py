@@ -18,14 +18,10 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.numpy_api.arguments import refusal
 from nodegrad.ops.arguments import normalize_axis
 
 __all__ = ["apply_along_axis", "apply_over_axes"]
-
-
-def _fail(name: str, what: str) -> ShapeError:
-    return ShapeError(f"np.{name}: {what} [called at {user_location()}]")
 
 
 def _as_result(value: Any) -> Any:
@@ -40,14 +36,14 @@ def apply_along_axis(func1d: Callable[..., Any], axis: Any, arr: Any, *args: Any
     moved = ops.transpose(arr, (*rest, axis))
     outer = tuple(shape[a] for a in rest)
     if 0 in outer:
-        raise _fail("apply_along_axis", "Cannot apply_along_axis when any iteration dimensions are 0")
+        raise refusal("apply_along_axis", "Cannot apply_along_axis when any iteration dimensions are 0")
     results = [
         _as_result(func1d(ops.getitem(moved, (*index, Ellipsis)), *args, **kwargs))
         for index in itertools.product(*map(range, outer))
     ]
     shapes = {np.shape(unwrap(r)) for r in results}
     if len(shapes) > 1:
-        raise _fail("apply_along_axis", f"the function returned results of different shapes {sorted(shapes)}")
+        raise refusal("apply_along_axis", f"the function returned results of different shapes {sorted(shapes)}")
     result_ndim = len(shapes.pop())
     if not any(type(r) is Traced for r in results):
         stacked: Any = np.stack(results)
@@ -69,6 +65,6 @@ def apply_over_axes(func: Callable[..., Any], a: Any, axes: Any) -> Any:
         if np.ndim(unwrap(result)) != np.ndim(unwrap(value)):
             result = ops.expand_dims(result, axis)
             if np.ndim(unwrap(result)) != np.ndim(unwrap(value)):
-                raise _fail("apply_over_axes", "function is not returning an array of the correct shape")
+                raise refusal("apply_over_axes", "function is not returning an array of the correct shape")
         value = result
     return value

@@ -23,18 +23,30 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
+from nodegrad.errors import DtypeError, NodegradError, NoGradientError, ShapeError, user_location
 
 __all__ = [
     "array_likes",
+    "as_operand",
     "forward_values",
     "has_sequence",
     "holds_traced",
     "no_extras",
     "public_name",
     "read_keepdims",
+    "refusal",
     "traced_array",
 ]
+
+
+def refusal(name: str, what: str, kind: type[NodegradError] = ShapeError) -> NodegradError:
+    """The error to raise for ``np.{name}``: ``kind`` saying ``what``, at the caller's line."""
+    return kind(f"np.{name}: {what} [called at {user_location()}]")
+
+
+def as_operand(a: Any) -> Any:
+    """A traced value as it is; anything else (lists, scalars) as numpy reads it."""
+    return a if type(a) is Traced else np.asarray(a)
 
 
 def no_extras(name: str, **extras: Any) -> None:

@@ -17,7 +17,8 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, user_location
+from nodegrad.numpy_api.arguments import refusal
 from nodegrad.numpy_api.composed import diagonal as composed_diagonal
 from nodegrad.numpy_api.shaping import cross as shaping_cross
 from nodegrad.ops.arguments import normalize_axis
@@ -40,13 +41,9 @@ def _shape(x: Any) -> tuple[int, ...]:
     return np.shape(unwrap(x))
 
 
-def _fail(name: str, what: str) -> ShapeError:
-    return ShapeError(f"np.{name}: {what} [called at {user_location()}]")
-
-
 def _matrices(name: str, x: Any) -> None:
     if len(_shape(x)) < 2:
-        raise _fail(name, f"needs at least two dimensions, got shape {_shape(x)}")
+        raise refusal(name, f"needs at least two dimensions, got shape {_shape(x)}")
 
 
 def matmul(x1: Any, x2: Any, /) -> Any:
@@ -56,7 +53,7 @@ def matmul(x1: Any, x2: Any, /) -> Any:
 def outer(x1: Any, x2: Any, /) -> Any:
     if len(_shape(x1)) != 1 or len(_shape(x2)) != 1:
         ndims = f"x1.ndim={len(_shape(x1))} and x2.ndim={len(_shape(x2))}"
-        raise _fail("linalg.outer", f"Input arrays must be one-dimensional, but they are {ndims}.")
+        raise refusal("linalg.outer", f"Input arrays must be one-dimensional, but they are {ndims}.")
     return ops.outer(x1, x2)
 
 
@@ -82,12 +79,12 @@ def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     for x in (x1, x2):
         if not _shape(x):
-            raise _fail("linalg.cross", "At least one array has zero dimension")
+            raise refusal("linalg.cross", "At least one array has zero dimension")
         normalize_axis("np.linalg.cross", axis, len(_shape(x)))
     n1, n2 = _shape(x1)[axis], _shape(x2)[axis]
     if n1 != 3 or n2 != 3:
         what = f"but they are {n1} and {n2} dimensional instead."
-        raise _fail("linalg.cross", f"Both input arrays must be (arrays of) 3-dimensional vectors, {what}")
+        raise refusal("linalg.cross", f"Both input arrays must be (arrays of) 3-dimensional vectors, {what}")
     return shaping_cross(x1, x2, axis=axis)
 
 
@@ -95,19 +92,19 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     moved = []
     for x in (x1, x2):
         if not _shape(x):
-            raise _fail("linalg.vecdot", "the operands need at least one dimension, got a scalar")
+            raise refusal("linalg.vecdot", "the operands need at least one dimension, got a scalar")
         ax = normalize_axis("np.linalg.vecdot", axis, len(_shape(x)))[0]  # type: ignore[index]
         moved.append(ops.moveaxis(x, ax, -1))
     n, m = _shape(moved[0])[-1], _shape(moved[1])[-1]
     if n != m:
-        raise _fail("linalg.vecdot", f"the vectors have {n} and {m} entries")
+        raise refusal("linalg.vecdot", f"the vectors have {n} and {m} entries")
     first = ops.conj(moved[0]) if np.iscomplexobj(unwrap(moved[0])) else moved[0]  # numpy conjugates x1
     return ops.sum(ops.multiply(first, moved[1]), -1)
 
 
 def matrix_transpose(x: Any, /) -> Any:
     if len(_shape(x)) < 2:
-        raise _fail("matrix_transpose", "Input array must be at least 2-dimensional")
+        raise refusal("matrix_transpose", "Input array must be at least 2-dimensional")
     return ops.swapaxes(x, -1, -2)
 
 
@@ -117,7 +114,7 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
         raise ArgumentError(msg)
     arrays = list(arrays)
     if len(arrays) < 2:
-        raise _fail("linalg.multi_dot", "Expecting at least two arrays.")
+        raise refusal("linalg.multi_dot", "Expecting at least two arrays.")
     if len(arrays) == 2:
         return ops.dot(arrays[0], arrays[1])
     first, last = len(_shape(arrays[0])), len(_shape(arrays[-1]))
@@ -127,7 +124,8 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
         arrays[-1] = ops.reshape(arrays[-1], (-1, 1))
     for a in arrays:
         if len(_shape(a)) != 2:
-            raise _fail("linalg.multi_dot", f"{len(_shape(a))}-dimensional array given. Array must be two-dimensional")
+            what = f"{len(_shape(a))}-dimensional array given. Array must be two-dimensional"
+            raise refusal("linalg.multi_dot", what)
     result = arrays[0]
     for a in arrays[1:]:
         result = ops.matmul(result, a)
@@ -139,12 +137,12 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
 def cond(x: Any, p: Any = None) -> Any:
     _matrices("linalg.cond", x)
     if 0 in _shape(x)[-2:]:
-        raise _fail("linalg.cond", "cond is not defined on empty arrays")
+        raise refusal("linalg.cond", "cond is not defined on empty arrays")
     if p is None or p in (2, -2):
         s = ops.svdvals(x)
         largest, smallest = ops.getitem(s, (Ellipsis, 0)), ops.getitem(s, (Ellipsis, -1))
         return smallest / largest if p == -2 else largest / smallest
     rows, cols = _shape(x)[-2:]
     if rows != cols:
-        raise _fail("linalg.cond", "Last 2 dimensions of the array must be square")
+        raise refusal("linalg.cond", "Last 2 dimensions of the array must be square")
     return ops.norm(x, p, (-2, -1)) * ops.norm(ops.inv(x), p, (-2, -1))

@@ -21,7 +21,8 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError
+from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import atleast_1d, convolve
 from nodegrad.ops import linalg
 
@@ -41,16 +42,8 @@ __all__ = [
 ]
 
 
-def _operand(a: Any) -> Any:
-    return a if type(a) is Traced else np.asarray(a)
-
-
 def _shape(a: Any) -> tuple[int, ...]:
     return np.shape(unwrap(a))
-
-
-def _fail(name: str, what: str, error: type[Exception] = ShapeError) -> Exception:
-    return error(f"np.{name}: {what} [called at {user_location()}]")
 
 
 def _zeros_before(name: str, a: Any, count: int) -> Any:
@@ -58,13 +51,13 @@ def _zeros_before(name: str, a: Any, count: int) -> Any:
     if count == 0:
         return a
     if len(_shape(a)) != 1:
-        raise _fail(name, f"coefficients of shape {_shape(a)} can't be padded: a polynomial is 1-D")
+        raise refusal(name, f"coefficients of shape {_shape(a)} can't be padded: a polynomial is 1-D")
     return ops.cat([np.zeros(count, np.result_type(unwrap(a))), a], 0)
 
 
 def _combine(name: str, combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def combined(a1: Any, a2: Any) -> Any:
-        a1, a2 = atleast_1d(_operand(a1)), atleast_1d(_operand(a2))
+        a1, a2 = atleast_1d(as_operand(a1)), atleast_1d(as_operand(a2))
         longer = max(_shape(a1)[0], _shape(a2)[0])
         return combine(_zeros_before(name, a1, longer - _shape(a1)[0]), _zeros_before(name, a2, longer - _shape(a2)[0]))
 
@@ -78,9 +71,9 @@ polysub = _combine("polysub", ops.subtract)
 def _trimmed(name: str, a: Any) -> Any:
     """``a`` as ``np.poly1d`` reads it: 1-D, without leading zero coefficients (``[0.]`` if
     every coefficient is zero)."""
-    a = atleast_1d(_operand(a))
+    a = atleast_1d(as_operand(a))
     if len(_shape(a)) != 1:
-        raise _fail(name, "Polynomial must be 1d only.")
+        raise refusal(name, "Polynomial must be 1d only.")
     nonzero = np.flatnonzero(unwrap(a))
     if not nonzero.size:
         return ops.where(np.zeros(1, bool), ops.getitem(a, slice(0, 1)), 0.0) if _shape(a)[0] else np.zeros(1)
@@ -94,14 +87,14 @@ def polymul(a1: Any, a2: Any) -> Any:
 def _order(name: str, m: Any, what: str) -> int:
     m = int(m)
     if m < 0:
-        raise _fail(name, f"Order of {what} must be positive (see {'polyint' if what == 'derivative' else 'polyder'})",
-                    ArgumentError)  # fmt: skip
+        other = "polyint" if what == "derivative" else "polyder"
+        raise refusal(name, f"Order of {what} must be positive (see {other})", ArgumentError)
     return m
 
 
 def polyder(p: Any, m: Any = 1) -> Any:
     m = _order("polyder", m, "derivative")
-    p = _operand(p)
+    p = as_operand(p)
     for _ in range(m):
         n = len(unwrap(p)) - 1
         p = ops.getitem(p, slice(None, -1)) * np.arange(n, 0, -1)
@@ -110,12 +103,12 @@ def polyder(p: Any, m: Any = 1) -> Any:
 
 def polyint(p: Any, m: Any = 1, k: Any = None) -> Any:
     m = _order("polyint", m, "integral")
-    constants = atleast_1d(_operand(np.zeros(m) if k is None else k))
+    constants = atleast_1d(as_operand(np.zeros(m) if k is None else k))
     if _shape(constants)[0] == 1 and m > 1:
         constants = ops.getitem(constants, slice(0, 1)) * np.ones(m)
     if _shape(constants)[0] < m:
-        raise _fail("polyint", "k must be a scalar or a rank-1 array of length 1 or >m.", ArgumentError)
-    p = _operand(p)
+        raise refusal("polyint", "k must be a scalar or a rank-1 array of length 1 or >m.", ArgumentError)
+    p = as_operand(p)
     for i in range(m):
         constant = ops.reshape(ops.getitem(constants, i), (1,))
         p = ops.cat([p / np.arange(len(unwrap(p)), 0, -1), constant], 0)
@@ -124,9 +117,9 @@ def polyint(p: Any, m: Any = 1, k: Any = None) -> Any:
 
 def polydiv(u: Any, v: Any) -> Any:
     # numpy's long division, one step per power of the quotient: r[k:k + n + 1] -= d * v.
-    u, v = atleast_1d(_operand(u)), atleast_1d(_operand(v))
+    u, v = atleast_1d(as_operand(u)), atleast_1d(as_operand(v))
     if len(_shape(u)) != 1 or len(_shape(v)) != 1:
-        raise _fail("polydiv", f"needs 1-D coefficients, got shapes {_shape(u)} and {_shape(v)}")
+        raise refusal("polydiv", f"needs 1-D coefficients, got shapes {_shape(u)} and {_shape(v)}")
     zero = np.zeros((), np.result_type(unwrap(u), unwrap(v), 1.0))  # numpy's common dtype, complex or float
     u, v = u + zero, v + zero
     m, n = _shape(u)[0] - 1, _shape(v)[0] - 1
@@ -147,12 +140,12 @@ def polydiv(u: Any, v: Any) -> Any:
 
 
 def poly(seq_of_zeros: Any) -> Any:
-    zeros = atleast_1d(_operand(seq_of_zeros))
+    zeros = atleast_1d(as_operand(seq_of_zeros))
     shape = _shape(zeros)
     if len(shape) == 2 and shape[0] == shape[1] and shape[0] != 0:
         return _characteristic(zeros)
     if len(shape) != 1:
-        raise _fail("poly", "input must be 1d or non-empty square 2d array.")
+        raise refusal("poly", "input must be 1d or non-empty square 2d array.")
     if shape[0] == 0:
         return 1.0
     zeros = ops.astype(zeros, np.float64) if np.result_type(unwrap(zeros)).kind in "biu" else zeros
@@ -190,9 +183,9 @@ def _characteristic(a: Any) -> Any:
 
 
 def vander(x: Any, N: Any = None, increasing: bool = False) -> Any:  # noqa: N803  (numpy's name)
-    x = _operand(x)
+    x = as_operand(x)
     if len(_shape(x)) != 1:
-        raise _fail("vander", "x must be a one-dimensional array or sequence.")
+        raise refusal("vander", "x must be a one-dimensional array or sequence.")
     length = _shape(x)[0]
     columns = length if N is None else int(N)
     dtype = np.promote_types(np.result_type(unwrap(x)), int)
@@ -208,9 +201,9 @@ def vander(x: Any, N: Any = None, increasing: bool = False) -> Any:  # noqa: N80
 
 def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: bool = False, w: Any = None, cov: Any = False) -> Any:
     order = int(deg) + 1
-    x, y = _operand(x), _operand(y)
+    x, y = as_operand(x), as_operand(y)
     if deg < 0:
-        raise _fail("polyfit", "expected deg >= 0", ArgumentError)
+        raise refusal("polyfit", "expected deg >= 0", ArgumentError)
     # numpy's TypeErrors (DtypeError is one) for operands of the wrong shapes.
     for wrong, what in (
         (len(_shape(x)) != 1, "expected 1D vector for x"),
@@ -218,22 +211,22 @@ def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: bool = False, w: 
         (len(_shape(y)) not in (1, 2), "expected 1D or 2D array for y"),
     ):
         if wrong:
-            raise _fail("polyfit", what, DtypeError)
+            raise refusal("polyfit", what, DtypeError)
     if _shape(x)[0] != _shape(y)[0]:
-        raise _fail("polyfit", "expected x and y to have same length", DtypeError)
+        raise refusal("polyfit", "expected x and y to have same length", DtypeError)
     if w is not None and len(_shape(w)) != 1:
-        raise _fail("polyfit", "expected a 1-d array for weights", DtypeError)
+        raise refusal("polyfit", "expected a 1-d array for weights", DtypeError)
     if w is not None and _shape(w)[0] != _shape(y)[0]:
-        raise _fail("polyfit", "expected w and y to have the same length", DtypeError)
+        raise refusal("polyfit", "expected w and y to have the same length", DtypeError)
     if cov and cov != "unscaled" and _shape(x)[0] <= order and not full:
-        raise _fail("polyfit", "the number of data points must exceed order to scale the covariance matrix",
+        raise refusal("polyfit", "the number of data points must exceed order to scale the covariance matrix",
                     ArgumentError)  # fmt: skip
     x, y = x + 0.0, y + 0.0
     if rcond is None:
         rcond = len(unwrap(x)) * np.finfo(np.result_type(unwrap(x))).eps
     lhs, rhs = vander(x, order), y
     if w is not None:
-        w = _operand(w) + 0.0
+        w = as_operand(w) + 0.0
         lhs = lhs * ops.reshape(w, (-1, 1))
         rhs = rhs * (ops.reshape(w, (-1, 1)) if len(_shape(y)) == 2 else w)
     scale = ops.sqrt(ops.sum(lhs * lhs, 0))
@@ -257,9 +250,9 @@ def polyfit(x: Any, y: Any, deg: Any, rcond: Any = None, full: bool = False, w: 
 
 
 def roots(p: Any) -> Any:
-    p = atleast_1d(_operand(p))
+    p = atleast_1d(as_operand(p))
     if len(_shape(p)) != 1:
-        raise _fail("roots", "Input must be a rank-1 array.")
+        raise refusal("roots", "Input must be a rank-1 array.")
     if np.result_type(unwrap(p)).kind not in "fc":
         p = ops.astype(p, np.float64)
     return linalg.roots(p)
@@ -268,10 +261,10 @@ def roots(p: Any) -> Any:
 def sort_complex(a: Any) -> Any:
     # numpy sorts complex values by their real parts, then their imaginary parts, along the
     # last axis, and returns complex values: the gradient follows the permutation.
-    a = _operand(a)
+    a = as_operand(a)
     value = unwrap(a)
     if not np.ndim(value):
-        raise _fail("sort_complex", "needs an array of at least one dimension, got a scalar")
+        raise refusal("sort_complex", "needs an array of at least one dimension, got a scalar")
     order = np.argsort(value, axis=-1, kind="stable")
     out = ops.take_along_axis(a, order, -1)
     if np.iscomplexobj(value):

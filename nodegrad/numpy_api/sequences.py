@@ -27,6 +27,7 @@ from nodegrad.engine.traced import Traced, describe
 from nodegrad.engine.traced import unwrap as _value
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.along_axis import linspace
+from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import convolve, diag
 
 __all__ = [
@@ -59,12 +60,7 @@ __all__ = [
 
 def _fail(name: str, exc: Exception) -> Exception:
     """numpy's own complaint, naming the function and the caller's line."""
-    kind = DtypeError if isinstance(exc, TypeError) else ShapeError
-    return kind(f"np.{name}: {exc} [called at {user_location()}]")
-
-
-def _operand(a: Any) -> Any:
-    return a if type(a) is Traced else np.asarray(a)
+    return refusal(name, str(exc), DtypeError if isinstance(exc, TypeError) else ShapeError)
 
 
 def _ids(a: Any, first: int = 0) -> np.ndarray:
@@ -81,7 +77,7 @@ def _read(flat: Any, ids: np.ndarray) -> Any:
 
 
 def delete(arr: Any, obj: Any, axis: Any = None) -> Any:
-    arr = _operand(arr)
+    arr = as_operand(arr)
     try:
         ids = np.delete(_ids(arr), obj, axis)
     except (IndexError, ValueError, TypeError) as exc:
@@ -90,7 +86,7 @@ def delete(arr: Any, obj: Any, axis: Any = None) -> Any:
 
 
 def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
-    arr, values = _operand(arr), _operand(values)
+    arr, values = as_operand(arr), as_operand(values)
     n = math.prod(np.shape(_value(arr)))
     try:  # values' entries numbered after arr's: numpy broadcasts and places them
         ids = np.insert(_ids(arr), obj, _ids(values, n), axis)
@@ -111,7 +107,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
 def compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Any:
     if out is not None:
         raise ArgumentError(f"np.compress: out= is not supported on traced values [called at {user_location()}]")
-    a = _operand(a)
+    a = as_operand(a)
     try:
         ids = np.compress(np.asarray(_value(condition)), _ids(a), axis)
     except (IndexError, ValueError, TypeError) as exc:
@@ -120,7 +116,7 @@ def compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Any:
 
 
 def extract(condition: Any, arr: Any) -> Any:
-    arr = _operand(arr)
+    arr = as_operand(arr)
     try:
         ids = np.extract(np.asarray(_value(condition)), _ids(arr))
     except (IndexError, ValueError, TypeError) as exc:
@@ -129,7 +125,7 @@ def extract(condition: Any, arr: Any) -> Any:
 
 
 def resize(a: Any, new_shape: Any) -> Any:
-    a = _operand(a)
+    a = as_operand(a)
     try:
         ids = np.resize(_ids(a), new_shape)
     except (IndexError, ValueError, TypeError) as exc:
@@ -144,7 +140,7 @@ def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
         raise ArgumentError(f"np.choose: out= is not supported on traced values [called at {user_location()}]")
     if type(a) is Traced:
         raise DtypeError(f"np.choose: a must hold integer indices, not traced values [called at {user_location()}]")
-    picks = [_operand(c) for c in choices]
+    picks = [as_operand(c) for c in choices]
     try:
         shape = np.broadcast_shapes(np.shape(a), *(np.shape(_value(c)) for c in picks))
         size = math.prod(shape)
@@ -170,7 +166,7 @@ def _nesting(arrays: Any, first: list[int]) -> Any:
 def _leaves(arrays: Any) -> list[Any]:
     if isinstance(arrays, list):
         return [leaf for x in arrays for leaf in _leaves(x)]
-    return [_operand(arrays)]
+    return [as_operand(arrays)]
 
 
 def block(arrays: Any) -> Any:
@@ -243,7 +239,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         )
     ndim = len(xi)
     ones = (1,) * ndim
-    out = [ops.reshape(_operand(x), (*ones[:i], -1, *ones[i + 1 :])) for i, x in enumerate(xi)]
+    out = [ops.reshape(as_operand(x), (*ones[:i], -1, *ones[i + 1 :])) for i, x in enumerate(xi)]
     if indexing == "xy" and ndim > 1:
         out[0] = ops.reshape(out[0], (1, -1, *ones[2:]))
         out[1] = ops.reshape(out[1], (-1, 1, *ones[2:]))
@@ -257,16 +253,16 @@ def vdot(a: Any, b: Any, /) -> Any:
     if np.size(_value(a)) != np.size(_value(b)):
         msg = f"np.vdot: vectors have different lengths {np.size(_value(a))} and {np.size(_value(b))}"
         raise ShapeError(f"{msg} [called at {user_location()}]")
-    a = _operand(a)
+    a = as_operand(a)
     if np.iscomplexobj(_value(a)):  # numpy conjugates the first vector
         a = ops.conj(a)
-    return ops.dot(ops.ravel(a), ops.ravel(_operand(b)))
+    return ops.dot(ops.ravel(a), ops.ravel(as_operand(b)))
 
 
 def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
     # sum_n a[n + k] conj(v[n]): the convolution with v reversed and conjugated, cut as
     # numpy cuts it.
-    a, v = _operand(a), _operand(v)
+    a, v = as_operand(a), as_operand(v)
     if np.iscomplexobj(_value(v)):
         v = ops.conj(v)
     n, m = np.size(_value(a)), np.size(_value(v))
@@ -287,11 +283,11 @@ def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
 
 
 def diagflat(v: Any, k: int = 0) -> Any:
-    return diag(ops.ravel(_operand(v)), k)
+    return diag(ops.ravel(as_operand(v)), k)
 
 
 def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
-    flat = ops.ravel(_operand(ary))
+    flat = ops.ravel(as_operand(ary))
     dtype = np.result_type(_value(flat))
     parts = [ops.getitem(flat, slice(1, None)) - ops.getitem(flat, slice(None, -1))]
     for extra, front in ((to_begin, True), (to_end, False)):
@@ -300,7 +296,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
         if not np.can_cast(np.result_type(_value(extra)), dtype, "same_kind"):
             msg = f"np.ediff1d: dtype of `{'to_begin' if front else 'to_end'}` must be compatible with input `ary`"
             raise DtypeError(f"{msg} under the `same_kind` rule. [called at {user_location()}]")
-        piece = ops.ravel(_operand(extra))
+        piece = ops.ravel(as_operand(extra))
         if np.result_type(_value(piece)) != dtype:
             piece = ops.astype(piece, dtype)
         parts.insert(0, piece) if front else parts.append(piece)
@@ -356,7 +352,7 @@ def logspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, base: 
     if type(base) is not Traced and not isinstance(base, (float, int)) and np.ndim(base):
         ndmax = np.broadcast(_value(start), _value(stop), np.asarray(base)).ndim
         start, stop = (ops.reshape(a, (1,) * (ndmax - np.ndim(_value(a))) + np.shape(_value(a))) for a in (
-            _operand(start), _operand(stop)))  # fmt: skip
+            as_operand(start), as_operand(stop)))  # fmt: skip
         base = np.expand_dims(np.asarray(base).reshape((1,) * (ndmax - np.ndim(base)) + np.shape(base)), axis)
     elif type(base) is Traced and np.ndim(_value(base)):
         raise ArgumentError(f"np.logspace: a traced base must be a scalar [called at {user_location()}]")
@@ -374,8 +370,8 @@ def geomspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, dtype
     dt = np.result_type(start_value, stop_value, float(num), np.zeros((), dtype))
     if dt.kind == "c":
         raise DtypeError(f"np.geomspace: complex values are not supported yet [called at {user_location()}]")
-    start = ops.astype(_operand(start), dt) if np.result_type(start_value) != dt else _operand(start)
-    stop = ops.astype(_operand(stop), dt) if np.result_type(stop_value) != dt else _operand(stop)
+    start = ops.astype(as_operand(start), dt) if np.result_type(start_value) != dt else as_operand(start)
+    stop = ops.astype(as_operand(stop), dt) if np.result_type(stop_value) != dt else as_operand(stop)
     sign = np.sign(start_value).astype(dt)  # piecewise constant: no gradient
     start, stop = start / sign, stop / sign
     result = logspace(ops.log10(start), ops.log10(stop), num=num, endpoint=endpoint, base=10.0, dtype=dt)
@@ -409,7 +405,7 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
     if xps.ndim != 1 or fps.ndim != 1 or xps.shape != fps.shape or not xps.size:
         msg = f"fp and xp are not of the same length, or not 1-D and non-empty: {xps.shape} and {fps.shape}"
         raise ShapeError(f"np.interp: {msg} [called at {user_location()}]")
-    x, xp, fp = _operand(x), _operand(xp), _operand(fp)
+    x, xp, fp = as_operand(x), as_operand(xp), as_operand(fp)
     if fps.dtype != wide:
         fp = ops.astype(fp, wide) if type(fp) is Traced else fps.astype(wide)
     if xs.dtype != np.result_type(_value(x)):
@@ -426,8 +422,8 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         slope = (y1 - y0) / (x1 - x0)
         inside = slope * (x - x0) + y0
         inside = ops.where(xs == xps[-1], ops.broadcast_to(ops.getitem(fp, n - 1), xs.shape), inside)
-    low = ops.getitem(fp, 0) if left is None else _operand(left)
-    high = ops.getitem(fp, n - 1) if right is None else _operand(right)
+    low = ops.getitem(fp, 0) if left is None else as_operand(left)
+    high = ops.getitem(fp, n - 1) if right is None else as_operand(right)
     # Through x even where x picks no slope (one sample, outside): a zero gradient, still traced.
     result = ops.where(xs < xps[0], low, ops.where(xs > xps[-1], high, ops.where(np.isnan(xs), x, inside)))
     return result if np.shape(_value(result)) == xs.shape else ops.broadcast_to(result, xs.shape)
@@ -439,7 +435,7 @@ def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np.
         unwrapped = np.unwrap(value, discont, axis, period=period)
     except (IndexError, ValueError, TypeError) as exc:
         raise _fail("unwrap", exc) from None
-    p = _operand(p)
+    p = as_operand(p)
     if np.result_type(_value(p)) != unwrapped.dtype:
         p = ops.astype(p, unwrapped.dtype)
     return p + (unwrapped - value)
@@ -449,7 +445,7 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     """numpy's steps: each function (or constant) fills the entries its condition selects,
     later conditions over earlier ones; entries no condition selects are 0. The gradient
     reaches x through the functions called on the selected entries."""
-    x = _operand(x)
+    x = as_operand(x)
     value = np.asanyarray(_value(x))
     n2 = len(funclist)
     if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and value.ndim != 0):
@@ -466,7 +462,7 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     for cond, func in zip(conditions, funclist, strict=True):
         cond = np.broadcast_to(cond, value.shape)
         if not callable(func):
-            y = ops.where(cond, _operand(func), y) if type(func) is Traced or type(y) is Traced else np.where(
+            y = ops.where(cond, as_operand(func), y) if type(func) is Traced or type(y) is Traced else np.where(
                 cond, func, y)  # fmt: skip
             continue
         if not cond.any():

@@ -11,8 +11,6 @@ The function table (:mod:`nodegrad.numpy_api.functions`) maps numpy's functions 
 from __future__ import annotations
 
 import operator
-import os
-import sys
 import warnings
 from typing import Any
 
@@ -20,7 +18,8 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import DtypeError, ShapeError, user_location
+from nodegrad.errors import DtypeError, user_location, user_stacklevel
+from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import atleast_3d
 
 __all__ = [
@@ -39,17 +38,6 @@ __all__ = [
     "vsplit",
 ]
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _fail(name: str, what: str) -> ShapeError:
-    return ShapeError(f"np.{name}: {what} [called at {user_location()}]")
-
-
-def _operand(a: Any) -> Any:
-    """A traced value as it is; anything else as numpy reads it."""
-    return a if type(a) is Traced else np.asarray(a)
-
 
 def _shape(a: Any) -> tuple[int, ...]:
     return np.shape(unwrap(a))
@@ -60,18 +48,10 @@ def _axis(name: str, axis: Any, ndim: int, what: str = "axis") -> int:
     try:
         value = operator.index(axis)
     except TypeError:
-        raise _fail(name, f"{what} must be an int, got {axis!r}") from None
+        raise refusal(name, f"{what} must be an int, got {axis!r}") from None
     if not -ndim <= value < ndim:
-        raise _fail(name, f"{what} {value} is out of bounds for an array of dimension {ndim}")
+        raise refusal(name, f"{what} {value} is out of bounds for an array of dimension {ndim}")
     return value % ndim
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning point at the first caller outside nodegrad."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
-        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
-    return level
 
 
 # -- splits ------------------------------------------------------------------------------------
@@ -81,12 +61,12 @@ def _pieces(name: str, ary: Any, indices_or_sections: Any, axis: Any, equal: boo
     """The pieces of ``ary`` along ``axis``: numpy splits the positions, each piece is a slice."""
     shape = _shape(ary)
     if not shape:
-        raise _fail(name, "cannot split an array of dimension 0")
+        raise refusal(name, "cannot split an array of dimension 0")
     axis = _axis(name, axis, len(shape))
     try:
         positions = (np.split if equal else np.array_split)(np.arange(shape[axis]), indices_or_sections)
     except (ValueError, TypeError) as exc:
-        raise _fail(name, f"{exc} (axis {axis} of shape {shape})") from exc
+        raise refusal(name, f"{exc} (axis {axis} of shape {shape})") from exc
     before = (slice(None),) * axis
     # A piece of the positions is a run start..end: that slice, whatever order the split points are in.
     return [ops.getitem(ary, (*before, slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0))) for p in positions]
@@ -100,7 +80,7 @@ def _split_along(name: str, min_ndim: int, axis_of: Any) -> Any:
     def split_along(ary: Any, indices_or_sections: Any) -> list[Any]:
         ndim = len(_shape(ary))
         if ndim < min_ndim:
-            raise _fail(name, f"{name} only works on arrays of {min_ndim} or more dimensions")
+            raise refusal(name, f"{name} only works on arrays of {min_ndim} or more dimensions")
         return _pieces(name, ary, indices_or_sections, axis_of(ndim), equal=True)
 
     return split_along
@@ -116,17 +96,17 @@ dsplit = _split_along("dsplit", 3, lambda ndim: 2)
 
 def column_stack(tup: Any) -> Any:
     # 0-D and 1-D arrays become columns, (n,) -> (n, 1); the others join as they are.
-    arrays = [_operand(v) for v in tup]
+    arrays = [as_operand(v) for v in tup]
     columns = [ops.reshape(a, (-1, 1)) if len(_shape(a)) < 2 else a for a in arrays]
     return ops.cat(columns, 1)
 
 
 def dstack(tup: Any) -> Any:
-    return ops.cat([atleast_3d(_operand(a)) for a in tup], 2)
+    return ops.cat([atleast_3d(as_operand(a)) for a in tup], 2)
 
 
 def append(arr: Any, values: Any, axis: Any = None) -> Any:
-    arr, values = _operand(arr), _operand(values)
+    arr, values = as_operand(arr), as_operand(values)
     if axis is None:  # both flattened, joined end to end
         if len(_shape(arr)) != 1:
             arr = ops.ravel(arr)
@@ -141,9 +121,9 @@ def _weak(value: Any) -> Any:
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     if len(condlist) != len(choicelist):
-        raise _fail("select", "list of cases must be same length as list of conditions")
+        raise refusal("select", "list of cases must be same length as list of conditions")
     if len(condlist) == 0:
-        raise _fail("select", "select with an empty condition list is not possible")
+        raise refusal("select", "select with an empty condition list is not possible")
     choices = [_weak(c) for c in choicelist]
     fallback = _weak(default)
     try:
@@ -161,7 +141,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
             *(c.shape for c in conditions), *(np.shape(unwrap(c)) for c in (*choices, fallback))
         )
     except ValueError as exc:
-        raise _fail("select", str(exc)) from None
+        raise refusal("select", str(exc)) from None
     if type(fallback) is Traced:
         result = ops.broadcast_to(ops.astype(fallback, dtype) if fallback.dtype != dtype else fallback, shape)
     else:
@@ -178,12 +158,12 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
 def rot90(m: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
     axes = tuple(axes)
     if len(axes) != 2:
-        raise _fail("rot90", "len(axes) must be 2.")
+        raise refusal("rot90", "len(axes) must be 2.")
     ndim = len(_shape(m))
     if axes[0] == axes[1] or abs(axes[0] - axes[1]) == ndim:
-        raise _fail("rot90", "Axes must be different.")
+        raise refusal("rot90", "Axes must be different.")
     if not (-ndim <= axes[0] < ndim and -ndim <= axes[1] < ndim):
-        raise _fail("rot90", f"Axes={axes} out of range for array of ndim={ndim}.")
+        raise refusal("rot90", f"Axes={axes} out of range for array of ndim={ndim}.")
     k %= 4
     if k == 0:
         return m
@@ -198,13 +178,13 @@ def rot90(m: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
 
 def fliplr(m: Any) -> Any:
     if len(_shape(m)) < 2:
-        raise _fail("fliplr", "Input must be >= 2-d.")
+        raise refusal("fliplr", "Input must be >= 2-d.")
     return ops.getitem(m, (slice(None), slice(None, None, -1)))
 
 
 def flipud(m: Any) -> Any:
     if len(_shape(m)) < 1:
-        raise _fail("flipud", "Input must be >= 1-d.")
+        raise refusal("flipud", "Input must be >= 1-d.")
     return ops.getitem(m, slice(None, None, -1))
 
 
@@ -215,7 +195,7 @@ def rollaxis(a: Any, axis: Any, start: Any = 0) -> Any:
     if start < 0:
         start += n
     if not 0 <= start < n + 1:
-        raise _fail("rollaxis", f"'start' arg requires {-n} <= start < {n + 1}")
+        raise refusal("rollaxis", f"'start' arg requires {-n} <= start < {n + 1}")
     if axis < start:
         start -= 1
     if axis == start:
@@ -231,20 +211,20 @@ def rollaxis(a: Any, axis: Any, start: Any = 0) -> Any:
 def cross(a: Any, b: Any, axisa: Any = -1, axisb: Any = -1, axisc: Any = -1, axis: Any = None) -> Any:
     if axis is not None:
         axisa = axisb = axisc = axis
-    a, b = _operand(a), _operand(b)
+    a, b = as_operand(a), as_operand(b)
     if not _shape(a) or not _shape(b):
-        raise _fail("cross", "At least one array has zero dimension")
+        raise refusal("cross", "At least one array has zero dimension")
     a = ops.moveaxis(a, _axis("cross", axisa, len(_shape(a)), "axisa"), -1)
     b = ops.moveaxis(b, _axis("cross", axisb, len(_shape(b)), "axisb"), -1)
     na, nb = _shape(a)[-1], _shape(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
-        raise _fail("cross", "incompatible dimensions for cross product (dimension must be 2 or 3)")
+        raise refusal("cross", "incompatible dimensions for cross product (dimension must be 2 or 3)")
     if na == 2 or nb == 2:
         warnings.warn(
             "Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors instead. "
             "(deprecated in NumPy 2.0)",
             DeprecationWarning,
-            stacklevel=_user_stacklevel(),
+            stacklevel=user_stacklevel(),
         )
     dtype = np.promote_types(np.result_type(unwrap(a)), np.result_type(unwrap(b)))
     a, b = (ops.astype(v, dtype) if np.result_type(unwrap(v)) != dtype else v for v in (a, b))

@@ -24,8 +24,6 @@ differentiates too (forward mode, higher orders):
 from __future__ import annotations
 
 import operator
-import os
-import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -35,7 +33,7 @@ import numpy as np
 from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import Op, defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError, user_location, user_stacklevel
 from nodegrad.ops.elementwise import conj, multiply, real
 from nodegrad.ops.index import getitem
 from nodegrad.ops.shape import astype, pad
@@ -61,7 +59,6 @@ _F = "fourier"
 _NORMS = ("backward", "ortho", "forward")
 # hfft and ihfft are irfft and rfft of the conjugate with the normalisation the other way round.
 _SWAPPED = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -320,14 +317,6 @@ def ihfft(x: Any, n: Any = None, axis: Any = -1, norm: Any = None) -> Any:
 # -- several axes ------------------------------------------------------------------------------------
 
 
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning point at the first caller outside nodegrad."""
-    frame, level = sys._getframe(1), 1
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR + os.sep):
-        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
-    return level
-
-
 _S_WITHOUT_AXES = (
     "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future version of NumPy, "
     "this will raise an error and `s[i]` will correspond to the size along the transformed axis specified by "
@@ -362,7 +351,7 @@ def _sizes_and_axes(name: str, x: Any, s: Any, axes: Any, inverse_real: bool) ->
             raise _fail(ShapeError, name, f"s has {count} entries, for an array of shape {shape}")
         given = list(range(len(shape) - count, len(shape)))
         if sizes is not None:
-            warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=_user_stacklevel())
+            warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=user_stacklevel())
     if sizes is None:
         sizes = [shape[a] for a in given]
         if inverse_real and given:
@@ -370,7 +359,7 @@ def _sizes_and_axes(name: str, x: Any, s: Any, axes: Any, inverse_real: bool) ->
     elif len(sizes) != len(given):
         raise _fail(ShapeError, name, f"s {s!r} and axes {axes!r} have different lengths")
     if None in sizes:
-        warnings.warn(_NONE_IN_S, DeprecationWarning, stacklevel=_user_stacklevel())
+        warnings.warn(_NONE_IN_S, DeprecationWarning, stacklevel=user_stacklevel())
     return [shape[a] if m == -1 else m for m, a in zip(sizes, given, strict=True)], given
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
+from nodegrad.numpy_api.arguments import as_operand
 from nodegrad.ops import conj, swapaxes
 
 __all__ = [
@@ -25,11 +26,6 @@ __all__ = [
 
 #: The op family of the scipy.linalg ops (``docs/ops.md`` groups the registry by it).
 FAMILY = "scipy.linalg"
-
-
-def as_operand(x: Any) -> Any:
-    """A traced value as it is; anything else (lists, scalars) as a numpy array."""
-    return x if type(x) is Traced else np.asarray(x)
 
 
 def is_traced(*xs: Any) -> bool:
