@@ -36,7 +36,6 @@ __all__ = [
     "PerCotangent",
     "Rule",
     "defop",
-    "missing_rule",
     "rule_reads",
     "same_rule_for_all",
 ]
@@ -162,20 +161,6 @@ def _first_order_only(op_name: str, rule: Rule | None) -> Rule | None:
         return rule(g, ans, *args)
 
     return first_order_rule
-
-
-def missing_rule(op_name: str, position: int) -> Rule:
-    """A rule for an input that is differentiable in principle but has no VJP yet.
-
-    Differentiating through it raises :class:`NoGradientError` naming the op, instead of
-    returning a silent wrong answer.
-    """
-
-    def rule(g: Any, ans: Any, *args: Any) -> Any:
-        msg = f"op {op_name!r} has no gradient rule for its input {position}"
-        raise NoGradientError(msg)
-
-    return rule
 
 
 class _AllPositions(Sequence[Rule]):

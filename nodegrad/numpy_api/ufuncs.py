@@ -21,6 +21,7 @@ from nodegrad.numpy_api.arguments import forward_values, no_extras
 from nodegrad.numpy_api.elementwise import divmod_, frexp, modf, sign
 from nodegrad.numpy_api.special import scipy_ufuncs, ufunc_name
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.elementwise.arithmetic import real_numbers_only
 
 __all__ = ["UFUNCS", "VALUE_UFUNCS", "dispatch_ufunc"]
 
@@ -73,20 +74,6 @@ def _float_power(x: Any, y: Any) -> Any:
     """``np.float_power``: ``x ** y`` computed in float64 (complex128 for complex values)."""
     wide = np.complex128 if np.iscomplexobj(unwrap(x)) or np.iscomplexobj(unwrap(y)) else np.float64
     return ops.power(ops.astype(x, wide), ops.astype(y, wide))
-
-
-def _real_only(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn`` for ``np.{name}``, which numpy defines for real values only: complex ones
-    are refused naming it (the op ``fn`` records may take them, or name itself)."""
-
-    def real_fn(*args: Any) -> Any:
-        if any(np.iscomplexobj(unwrap(a)) for a in args):
-            msg = f"np.{name}: complex values are not supported, as in numpy [called at {user_location()}]"
-            raise DtypeError(msg)
-        return fn(*args)
-
-    real_fn.__name__ = name
-    return real_fn
 
 
 def _core_last(name: str, x: Any, axis: Any, what: str) -> Any:
@@ -152,7 +139,7 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.cbrt: ops.cbrt,
     np.reciprocal: ops.reciprocal,
     np.absolute: ops.abs,
-    np.fabs: _real_only("fabs", ops.abs),
+    np.fabs: real_numbers_only("np.fabs", ops.abs),
     np.exp: ops.exp,
     np.exp2: ops.exp2,
     np.expm1: ops.expm1,
@@ -178,8 +165,8 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.arctanh: ops.arctanh,
     np.deg2rad: ops.deg2rad,
     np.rad2deg: ops.rad2deg,
-    np.radians: _real_only("radians", ops.deg2rad),
-    np.degrees: _real_only("degrees", ops.rad2deg),
+    np.radians: real_numbers_only("np.radians", ops.deg2rad),
+    np.degrees: real_numbers_only("np.degrees", ops.rad2deg),
     np.maximum: ops.maximum,
     np.minimum: ops.minimum,
     np.fmax: _nan_ignoring("fmax", ops.maximum),
@@ -189,8 +176,8 @@ UFUNCS: dict[np.ufunc, Callable[..., Any]] = {
     np.matmul: ops.matmul,
     np.conjugate: ops.conj,
     np.sign: sign,
-    np.ldexp: _real_only("ldexp", _ldexp),
-    np.copysign: _real_only("copysign", _copysign),
+    np.ldexp: real_numbers_only("np.ldexp", _ldexp),
+    np.copysign: real_numbers_only("np.copysign", _copysign),
     np.float_power: _float_power,
     np.modf: modf,
     np.divmod: divmod_,

@@ -11,6 +11,7 @@ from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import ArgumentError, NoGradientError
 from nodegrad.transforms import jvp, vjp
+from nodegrad.transforms.common import normalize_argnums, resolve_argnums
 from nodegrad.tree import add, map_floats, scale, vdot
 
 __all__ = ["check_grads"]
@@ -131,7 +132,7 @@ def check_grads(
       |difference| = ... > tolerance ... (atol=1e-07 + rtol=1e-05 * scale ...)
     """
     _check_arguments(f, order, rtol, atol, eps, seed, holomorphic)
-    nums = tuple(range(len(args))) if argnums is None else _normalize(argnums, len(args))
+    nums = _positions(argnums, f, len(args))
     given = dict(enumerate(args))
     given64 = {k: map_floats(_as_float64, a) for k, a in given.items()}
 
@@ -479,14 +480,17 @@ def _check_like(what: str, g: Any, x: Any) -> None:
             raise AssertionError(msg)
 
 
-def _normalize(argnums: int | Sequence[int], nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, (int, np.integer)) else argnums
-    if not isinstance(nums, (tuple, list)) or any(
-        isinstance(k, bool) or not isinstance(k, int | np.integer) for k in nums
-    ):
-        msg = f"check_grads: argnums must be an int or a sequence of ints, got {argnums!r}"
-        raise ArgumentError(msg)
-    if not nums or any(not -nargs <= k < nargs for k in nums) or len({k % nargs for k in nums}) != len(nums):
+def _positions(argnums: int | Sequence[int] | None, f: Function, nargs: int) -> tuple[int, ...]:
+    """The positions of the arguments to check: all of them by default, else ``argnums``
+    read as the transforms read it."""
+    if argnums is None:
+        return tuple(range(nargs))
+    try:
+        nums = resolve_argnums(normalize_argnums(argnums), nargs, f)
+    except ArgumentError as exc:
+        msg = f"check_grads: {exc}"
+        raise ArgumentError(msg) from None
+    if len(set(nums)) != len(nums):  # (0, -2) of two arguments: distinct ints, the same argument
         msg = f"check_grads: argnums {argnums!r} must be distinct positions among {nargs} argument(s)"
         raise ArgumentError(msg)
-    return tuple(int(k) % nargs for k in nums)
+    return nums

@@ -45,7 +45,7 @@ def refusing_complex(name: str, forward: Any, why: str) -> Any:
     ``why`` (numpy's and scipy's own say only that no loop fits the types)."""
 
     def real_forward(*args: Any) -> Any:
-        if any(is_complex(a) for a in args):
+        if any(np.iscomplexobj(a) for a in args):  # a list holding complex numbers too
             msg = f"{name}: complex values are not supported: {why} [called at {user_location()}]"
             raise DtypeError(msg)
         return forward(*args)
@@ -53,20 +53,21 @@ def refusing_complex(name: str, forward: Any, why: str) -> Any:
     return real_forward
 
 
-def _real_only(name: str, forward: Any) -> Any:
-    """``forward``, refusing complex operands as numpy's function of the same name does."""
+def real_numbers_only(name: str, forward: Any) -> Any:
+    """``forward``, refusing complex operands as numpy's function of the same name does
+    (``name`` is how the error names it: ``cbrt`` for the op, ``np.fabs`` for numpy's)."""
     why = f"{name} is defined for real numbers only, as numpy's is (take np.real, np.imag or np.abs first)"
     return refusing_complex(name, forward, why)
 
 
 def unary(name: str, forward: Any, rule: Any, doc: str, *, real_only: bool = False) -> Op:
     """Register an elementwise op of one input (``real_only``: refusing complex values)."""
-    return defop(name, _real_only(name, forward) if real_only else forward, rule, family=FAMILY, doc=doc)
+    return defop(name, real_numbers_only(name, forward) if real_only else forward, rule, family=FAMILY, doc=doc)
 
 
 def binary(name: str, forward: Any, rule_x: Any, rule_y: Any, doc: str, *, real_only: bool = False) -> Op:
     """Register an elementwise op of two inputs that broadcast against each other."""
-    fwd = _real_only(name, forward) if real_only else forward
+    fwd = real_numbers_only(name, forward) if real_only else forward
     return defop(name, fwd, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc)
 
 
