@@ -1,16 +1,20 @@
 """The engine's sockets: what the layers above plug in, so the engine can call them
 without importing them.
 
-The engine sits at the bottom of the package and imports nothing above it. Three things
+The engine sits at the bottom of the package and imports nothing above it. Four things
 it offers are implemented higher up, and each registers itself here when imported
-(``import nodegrad`` imports them all):
+(``import nodegrad`` imports them all, :mod:`nodegrad.scipy` aside):
 
 - the structured view of a parameter (:mod:`nodegrad.ops.structured`): ``Arena.param``
   of a record or dict returns an instance of that type whose leaves are traced reads;
 - NaN/Inf checking (:mod:`nodegrad.debug`): a node list that checks values as they are
   appended, and whether :func:`nodegrad.debug_nans` is active in this thread;
 - display (:mod:`nodegrad.display`): the HTML tables and SVG graph Jupyter shows, and the
-  node list that notes source lines for an arena made in a notebook.
+  node list that notes source lines for an arena made in a notebook;
+- the way out an error names when a traced value is turned into a plain array, by the
+  layer that knows the library doing it: numpy's (:mod:`nodegrad.numpy_api.conversions`),
+  scipy's (:mod:`nodegrad.scipy`, once imported), pandas'
+  (:mod:`nodegrad.ops.pandas_values`). The engine itself names no library.
 
 A socket left empty says which module fills it, rather than failing obscurely.
 """
@@ -18,6 +22,7 @@ A socket left empty says which module fills it, rather than failing obscurely.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from nodegrad.errors import ArenaError
@@ -50,6 +55,14 @@ class Plugins:
         self.arena_html: Callable[[Any], str] = _missing("nodegrad.display")
         self.node_html: Callable[[Any], str] = _missing("nodegrad.display")
         self.arena_svg: Callable[[Any, int], str] = _missing("nodegrad.display")
+        #: ``library_advice[library](frame, function, what)``: the error when a function of
+        #: ``library`` (a top-level package name: ``"numpy"``, ``"scipy"``) turns a traced
+        #: value into a plain array; ``frame`` is that function's, ``function`` its full name,
+        #: ``what`` says what was refused. A library left out gets a generic error.
+        self.library_advice: dict[str, Callable[[FrameType, str, str], str]] = {}
+        #: ``conversion_advice``: the way out the error names when the user's own code turns a
+        #: traced value into a plain array (``np.asarray(x)``), besides nodegrad's ops.
+        self.conversion_advice: str = ""
 
 
 PLUGINS = Plugins()

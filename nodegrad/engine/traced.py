@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nodegrad.engine.plugins import PLUGINS
 from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
 
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["Traced", "describe", "unwrap"]
+__all__ = ["DETACH", "Traced", "describe", "unwrap"]
 
 
 def unwrap(value: Any) -> Any:
@@ -45,10 +46,10 @@ def _library_roots() -> tuple[str, ...]:
 
 
 def _foreign_caller() -> FrameType | None:
-    """The frame of the library function (scipy's, pandas', ...) that is turning a traced
-    value into a plain array: walking out from the conversion over library frames (and
-    nodegrad's own), the outermost library frame before user code. None when user code
-    converts it itself. Only asked while an error is being written."""
+    """The frame of the library function that is turning a traced value into a plain
+    array: walking out from the conversion over library frames (and nodegrad's own), the
+    outermost library frame before user code. None when user code converts it itself. Only
+    asked while an error is being written."""
     roots = _library_roots()
     frame: FrameType | None = sys._getframe(2)
     found = None
@@ -62,66 +63,21 @@ def _foreign_caller() -> FrameType | None:
     return found
 
 
-def _resolves(dotted: str) -> bool | None:
-    """Whether ``nodegrad.scipy...`` name ``dotted`` is there, as far as the modules
-    imported so far tell (None: the module that would hold it is not imported)."""
-    parts = dotted.split(".")
-    for k in range(len(parts) - 1, 1, -1):
-        obj = sys.modules.get(".".join(parts[:k]))
-        if obj is not None:
-            for part in parts[k:]:
-                obj = getattr(obj, part, None)
-            return obj is not None
-    return None
-
-
-#: The way out when plain numpy builds an array from traced values (np.array([x, y]),
-#: np.full(shape, x)): nodegrad's numpy namespace has constructors that take them.
-_NODEGRAD_NUMPY = (
-    "Write import nodegrad.numpy as np instead of import numpy as np: its np.array, np.asarray, np.full and "
-    "np.full_like take traced values (plain numpy's read only the numbers inside)"
-)
+#: How each refusal to become a plain array ends: the way to detach on purpose.
+DETACH = "call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
 
 
 def _foreign_message(frame: FrameType, what: str) -> str:
     """The error for a library function that cannot see traced values: its name, and where
-    to turn instead (nodegrad.scipy's version of a scipy function; pandas' values)."""
+    to turn instead, as the layer that knows the library says (``PLUGINS.library_advice``)."""
     code = frame.f_code
     module = frame.f_globals.get("__name__") or "?"
     full = f"{module}.{getattr(code, 'co_qualname', code.co_name)}"
-    detach = "call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
-    if module.startswith("pandas."):
-        return (
-            f"{full} cannot see traced values: {what} pandas reads a traced operand as a list of values: take the "
-            f"pandas object's values first, series.to_numpy() * x; or {detach}"
-        )
-    if module.startswith("numpy.ma."):
-        return (
-            f"{full} cannot see traced values: {what} nodegrad does not differentiate numpy's masked arrays: pass "
-            f"m.filled(fill) or m.compressed(), and keep the mask as a boolean array (np.where(mask, ...)); or {detach}"
-        )
-    if module.startswith("numpy.matrixlib."):
-        return (
-            f"{full} cannot see traced values: {what} nodegrad does not differentiate np.matrix: pass np.asarray(m) "
-            f"and write @ for its matrix product; or {detach}"
-        )
-    if module.startswith("numpy."):  # np.full and kin build plain arrays in Python code
-        return f"{full} cannot see traced values: {what} {_NODEGRAD_NUMPY}, or {detach}"
-    if not module.startswith("scipy."):
-        return f"{full} cannot see traced values: {what} Use nodegrad ops instead, or {detach}"
-    package = ".".join(module.split(".")[:2])  # scipy.stats, scipy.special, ...
-    owner = frame.f_locals.get("self")
-    dist = getattr(getattr(owner, "dist", owner), "name", None) if package == "scipy.stats" else None
-    public = f"{package}.{dist}.{code.co_name}" if isinstance(dist, str) else f"{package}.{code.co_name}"
-    ours = f"nodegrad.{public}"
-    there = _resolves(ours)
-    if there:
-        instead = f"Use {ours}, which takes traced values; or {detach}"
-    elif there is None:
-        instead = f"Try {ours} (nodegrad.scipy has versions of scipy's functions that take traced values); or {detach}"
-    else:
-        instead = f"There is no {ours}: write it with nodegrad ops, or {detach}"
-    return f"{public} ({full}) cannot see traced values: {what} {instead}"
+    library, dot, _ = module.partition(".")
+    advice = PLUGINS.library_advice.get(library) if dot else None
+    if advice is not None:
+        return advice(frame, full, what)
+    return f"{full} cannot see traced values: {what} Use nodegrad ops instead, or {DETACH}"
 
 
 def _user_call() -> str | None:
@@ -282,11 +238,13 @@ class Traced:
         library = _foreign_caller()
         if library is not None:
             raise ArenaError(_foreign_message(library, what))
-        msg = (
-            f"{what} Use a nodegrad op or a numpy function with a registered op. {_NODEGRAD_NUMPY}; a ufunc reads a "
-            "list holding traced values as plain numbers even there: make it one array first, "
-            "np.exp(np.array([x, 1.0])). Call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+        parts = (
+            what,
+            "Use a nodegrad op or a numpy function with a registered op.",
+            PLUGINS.conversion_advice,
+            "Call nodegrad.stop_gradient(x) or read x.value to detach on purpose.",
         )
+        msg = " ".join(part for part in parts if part)
         raise ArenaError(msg)
 
     if TYPE_CHECKING:

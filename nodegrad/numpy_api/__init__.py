@@ -18,7 +18,8 @@ written as compositions of the ops (``np.diff``, ``np.tile``, ``np.convolve``, .
 :mod:`~nodegrad.numpy_api.statistics` (quantiles, NaN-ignoring reductions, covariances) and
 :mod:`~nodegrad.numpy_api.sequences` (selections, ``np.block``, ``np.interp``, ...).
 Importing this package attaches both protocols to the engine's
-:class:`~nodegrad.engine.traced.Traced` handle.
+:class:`~nodegrad.engine.traced.Traced` handle, and gives the handle's refusal to become a
+plain array numpy's ways out (:mod:`~nodegrad.numpy_api.conversions`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.traced import Traced
+from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
 from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
 

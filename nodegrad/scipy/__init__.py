@@ -24,6 +24,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess test
     msg = "nodegrad.scipy needs scipy: pip install nodegrad[scipy]"
     raise ImportError(msg) from exc
 
+from nodegrad.scipy import _conversions as _conversions  # errors about scipy's functions name ours
 from nodegrad.scipy import integrate, linalg
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__); declared for type checkers
