@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.arena import Arena, entered_arenas
+from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, same_rule_for_all
-from nodegrad.engine.structure import StructCotangent, cotangent_for, handler_for, leaves, map_with_paths, materialize
+from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
 from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
@@ -43,7 +44,7 @@ def _arenas_of(values: tuple[Any, ...]) -> set[Arena]:
 def _origin(found: Traced, mark: int) -> str:
     """What the closure held that led to ``found``: the first node before ``mark`` (the
     call's start) among its ancestors, with its key path when it has one."""
-    nodes, paths = found.arena._nodes, found.arena._paths
+    nodes, paths = found.arena.nodes, found.arena.key_paths
     todo, seen = [found.index], set()
     while todo:
         i = todo.pop()
@@ -61,13 +62,13 @@ def _captured(value: Any, arena: Arena) -> Traced | None:
     arguments' plain values) of ``arena`` or of an arena inside it: one the function's
     closure reached. Handles of the arenas enclosing ``arena`` are what nested levels
     legitimately carry."""
-    outer = arena._enclosing
+    outer = arena.enclosing
     for leaf in leaves(value):
         while type(leaf) is Traced:  # through every level: an enclosing level's value may hold one
             if not any(leaf.arena is a for a in outer):
                 return leaf
             leaf = leaf.value
-        if handler_for(leaf) is not None:
+        if is_container(leaf):
             found = _captured(leaf, arena)
             if found is not None:
                 return found
@@ -271,7 +272,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 return kept  # asked again for another input
             residuals = box.value
             out = unwrap(ans)
-            shaped_g = materialize(g, out, "", [], True) if handler_for(out) is not None else g
+            shaped_g = materialize(g, out, "", [], True) if is_container(out) else g
             try:
                 if recording:
                     # The sweep is recording itself (higher order): run fwd again on the traced
@@ -294,7 +295,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             if ct is None:
                 return None
             value = unwrap(values[k - 1])
-            if handler_for(value) is not None:
+            if is_container(value):
                 return cotangent_for(ct, value, f"{name} argument {k - 1}")
             return _fitted(name, k - 1, ct, value)
 
@@ -313,7 +314,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         if self._op is None or not any(_has_traced(a) for a in args):
             return self.fun(*args)
         packed = tuple(pack(a) for a in args)
-        marks = [(arena, len(arena._nodes)) for arena in {*entered_arenas(), *_arenas_of(packed)}]
+        marks = [(arena, len(arena)) for arena in {*entered_arenas(), *_arenas_of(packed)}]
         box = _Residuals()
         node = record(self._op, box, *packed)
         if type(node) is not Traced:
@@ -329,7 +330,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         # (of the arguments only) cannot answer for. The call is made again below.
         level = node.arena
         for arena, size in marks:  # what the first call recorded is undone
-            arena._truncate(size)
+            arena.truncate(size)
         if self._remake is not None and self._remake[0] is checkpoint:
             return self.fun(*args)  # recorded as it is: right gradients, nothing rematerialised
         return self._through_closure(level, packed)

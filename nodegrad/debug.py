@@ -164,7 +164,7 @@ class CheckedNodes(list):
         """A leaf (parameter or input) that already holds a NaN is the origin itself: say so
         rather than blame the first op that reads it."""
         index = len(self) - 1
-        root = self.arena._paths.get(index, "")
+        root = self.arena.path_of(index)
         # Fields marked static are data the gradient never reaches: not checked.
         for path, leaf in differentiable_leaves(value):
             if not _finite(leaf):
@@ -204,7 +204,7 @@ class CheckedNodes(list):
         """The key paths the inputs ``indices`` were computed from: each input's own path,
         else the nearest named ancestors' (``sqrt(p.w * 2)`` still names ``.w``). Runs
         only when an error is being written."""
-        paths = self.arena._paths
+        paths = self.arena.key_paths
         found: list[str] = []
         seen: set[int] = set()
         frontier = list(indices)  # breadth first, so nearer inputs come first

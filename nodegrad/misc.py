@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nodegrad.engine.structure import handler_for
+from nodegrad.engine.structure import LEAF, TreeDef
+from nodegrad.engine.structure import flatten as flatten_tree
 from nodegrad.errors import StructureError
 from nodegrad.tree import ravel
 
@@ -51,10 +52,15 @@ def flatten(value: Any) -> tuple[Any, Callable[[Any], Any]]:
     >>> unflatten(flat * 2.0)
     {'w': array([2., 4.]), 'b': 1.0}
     """
-    flat, unravel = ravel(_sorted(value, ""))
+    found, treedef = flatten_tree(value)
+    order = _sorted_order(treedef, 0, "")
+    flat, unravel = ravel([found[i] for i in order])
 
     def unflatten(vector: Any) -> Any:
-        return _restored(unravel(vector), value)
+        rebuilt = list(found)
+        for i, leaf in zip(order, unravel(vector), strict=True):
+            rebuilt[i] = leaf
+        return treedef.unflatten(rebuilt)
 
     return flat, unflatten
 
@@ -93,16 +99,20 @@ def flatten_func(func: Callable[..., Any], example: Any) -> tuple[Callable[..., 
     return flat_func, unflatten, flat_example
 
 
-def _sorted(value: Any, path: str) -> Any:
-    """``value`` with each dict's entries in the order of their sorted keys."""
-    handler = handler_for(value)
-    if handler is None:
-        return value
-    keys = handler.keys(value)
-    if handler.kind == "map":
-        ordered: list[Any] = list(keys)
+def _sorted_order(treedef: TreeDef, start: int, path: str) -> list[int]:
+    """The positions of ``treedef``'s leaves (the first at ``start``) with each dict's
+    entries taken in the order of their sorted keys."""
+    if treedef is LEAF:
+        return [start]
+    starts, offset = [], start
+    for child in treedef.children:
+        starts.append(offset)
+        offset += child.num_leaves
+    entries = list(range(len(treedef.keys)))
+    keys: list[Any] = treedef.keys
+    if treedef.kind == "map":
         try:
-            ordered.sort()
+            entries.sort(key=lambda k: keys[k])
         except TypeError as exc:
             where = f"the dict at {path}" if path else "the dict"
             msg = (
@@ -110,20 +120,7 @@ def _sorted(value: Any, path: str) -> Any:
                 "nodegrad.tree.ravel keeps their order instead"
             )
             raise StructureError(msg) from None
-        return {k: _sorted(handler.get(value, k), f"{path}[{k!r}]") for k in ordered}
-    children = [_sorted(handler.get(value, k), f"{path}[{k!r}]") for k in keys]
-    return handler.build(value, children)
-
-
-def _restored(rebuilt: Any, template: Any) -> Any:
-    """``rebuilt`` (made from the key-sorted copy of ``template``) with each dict in
-    ``template``'s own key order and type."""
-    handler = handler_for(template)
-    if handler is None:
-        return rebuilt
-    keys = handler.keys(template)
-    source = rebuilt if handler.kind == "map" else None
-    children = [
-        _restored(source[k] if source is not None else handler.get(rebuilt, k), handler.get(template, k)) for k in keys
-    ]
-    return handler.build(template, children)
+    order: list[int] = []
+    for k in entries:
+        order.extend(_sorted_order(treedef.children[k], starts[k], path + treedef.step(keys[k])))
+    return order

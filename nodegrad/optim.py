@@ -15,7 +15,7 @@ dtype (float32 stays float32); static leaves are carried over as they are.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -24,10 +24,11 @@ import numpy as np
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import (
     differentiable_leaves,
-    format_key,
-    handler_for,
+    flatten,
     integer_leaves,
+    is_container,
     is_differentiable_leaf,
+    pair_leaves,
     zip_leaves,
 )
 from nodegrad.engine.traced import Traced, unwrap
@@ -262,24 +263,13 @@ class _Leaves:
         return map_floats(lambda _: next(restored), self.tree)  # in differentiable_leaves' order
 
 
-def _paired(value: Any, other: Any, path: str) -> Iterator[tuple[str, Any]]:
+def _paired(value: Any, other: Any, path: str) -> list[tuple[str, Any]]:
     """``(key_path, other_leaf)`` for each float leaf of ``value`` (a structure already
-    checked against ``other``); ``None`` where ``other`` has nothing for it."""
-    handler = handler_for(value)
-    if handler is None:
-        if is_differentiable_leaf(value):
-            yield path, other
-        return
-    if other is None:
-        yield from ((p, None) for p, _ in differentiable_leaves(value, path))
-        return
-    other_handler = handler_for(other)
-    assert other_handler is not None  # zip_leaves has compared the structures
-    for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True):
-        if not static:
-            yield from _paired(
-                handler.get(value, key), other_handler.get(other, key), path + format_key(handler.kind, key)
-            )
+    checked against ``other``) outside fields marked static; ``None`` where ``other`` has
+    nothing for it."""
+    static = flatten(value)[1].static_leaves()
+    pairs = pair_leaves(value, other, path=path)
+    return [(p, o) for (p, leaf, o), s in zip(pairs, static, strict=True) if not s and is_differentiable_leaf(leaf)]
 
 
 def _gradients(driver: str, x: Any, g: Any, values: list[np.ndarray], iteration: int) -> list[np.ndarray]:
@@ -293,7 +283,7 @@ def _gradients(driver: str, x: Any, g: Any, values: list[np.ndarray], iteration:
         if leaf is None:
             out.append(np.zeros_like(like))
             continue
-        if handler_for(leaf) is not None:
+        if is_container(leaf):
             msg = f"{where} is a {type(leaf).__name__}, the parameter an array of shape {like.shape}"
             raise StructureError(msg)
         array = np.asarray(leaf)

@@ -18,11 +18,12 @@ from nodegrad import ops
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import (
     differentiable_leaves,
+    flatten,
     flatten_with_paths,
-    handler_for,
     is_differentiable_leaf,
     map_unless_static,
     map_with_paths,
+    pair_leaves,
     zip_leaves,
 )
 from nodegrad.engine.traced import Traced, unwrap
@@ -64,22 +65,19 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
 
 
 def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...], floats_only: bool = False) -> Any:
-    handler = handler_for(tree)
-    if handler is None:
-        if tree is None or (floats_only and not is_differentiable_leaf(tree)):
-            return tree
-        return fn(tree, *rest)
-    if any(other is None for other in rest):
-        return tree  # the other trees have nothing for this whole subtree
-    children = []
-    for key, static in zip(handler.keys(tree), handler.static_mask(tree), strict=True):
-        child = handler.get(tree, key)
-        if static and floats_only:
-            children.append(child)
-        else:
-            others = tuple(handler_for(o).get(o, key) for o in rest)  # type: ignore[union-attr]
-            children.append(_map(fn, child, others, floats_only))
-    return handler.build(tree, children)
+    found, treedef = flatten(tree)
+    others = [[o for _, _, o in pair_leaves(tree, other, absent=_NOTHING)] for other in rest]
+    static = treedef.static_leaves()
+    mapped = []
+    for i, leaf in enumerate(found):
+        row = [other[i] for other in others]
+        skipped = floats_only and (static[i] or not is_differentiable_leaf(leaf))
+        keep = leaf is None or skipped or any(o is _NOTHING for o in row)
+        mapped.append(leaf if keep else fn(leaf, *row))
+    return treedef.unflatten(mapped)
+
+
+_NOTHING = object()  # where another tree holds None for a whole subtree: its leaves stay as they are
 
 
 @reports_unwalkable("tree.map_floats")

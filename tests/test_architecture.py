@@ -30,7 +30,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.plugins",
             "nodegrad.engine.traced",
             "nodegrad.engine.registry",
+            "nodegrad.engine.nodes",
+            "nodegrad.engine.containers",
             "nodegrad.engine.structure",
+            "nodegrad.engine.cotangents",
             "nodegrad.engine.cycles",
             "nodegrad.engine.sweep",
             "nodegrad.engine.record",
@@ -330,3 +333,148 @@ def test_the_engine_reaches_no_layer_above_it(room: str) -> None:
     found = modules(ROOT)
     engine = {name for name in found if name.startswith("nodegrad.engine") or name == "nodegrad.errors"}
     assert imports_of(room, found[room], set(found)) <= engine
+
+
+# -- the middle of the house: one walker, one recording path, the arena's interface ---------------
+
+#: The one module that walks a structured value to any depth, and the lookup it alone calls.
+WALKER, HANDLER_LOOKUP = "nodegrad.engine.structure", "handler_for"
+#: The one module that appends a node, and the function that does it; the modules allowed to
+#: call it (the recording path, and the arena for its leaves); the one function allowed to
+#: append to a node list otherwise (merging copies nodes another arena recorded).
+RECORDER, APPEND = "nodegrad.engine.record", "append_node"
+APPEND_CALLERS = {"nodegrad.engine.record", "nodegrad.engine.arena"}
+COPIES_NODES = {("nodegrad.engine.arena", "merge")}
+ENGINE = "nodegrad.engine"
+
+
+def _calls_of(tree: ast.AST, name: str) -> Iterator[ast.Call]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            if called == name:
+                yield node
+
+
+def _imports_name(tree: ast.AST, name: str) -> list[int]:
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and any(alias.name == name for alias in node.names)
+    ]
+
+
+def walks_outside_the_walker(root: pathlib.Path, walker: str, lookup: str) -> list[str]:
+    """Every call (or import) of the handler lookup outside the walker module: a recursive
+    walk of structured values written again, which would disagree with the walker at the
+    edges (cycles, depth, static fields)."""
+    out = []
+    for name, path in modules(root).items():
+        if name == walker:
+            continue
+        tree = ast.parse(path.read_text())
+        lines = sorted({call.lineno for call in _calls_of(tree, lookup)} | set(_imports_name(tree, lookup)))
+        out.extend(f"{name}:{line} uses {lookup}: walk structures with {walker}" for line in lines)
+    return out
+
+
+def private_attributes(path: pathlib.Path, cls: str) -> set[str]:
+    """The private attributes (``self._x = ...``) and methods (``def _x``) of class ``cls``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.FunctionDef) and inner.name.startswith("_") and not inner.name.endswith("__"):
+                    names.add(inner.name)
+                if (
+                    isinstance(inner, ast.Attribute)
+                    and isinstance(inner.ctx, ast.Store)
+                    and isinstance(inner.value, ast.Name)
+                    and inner.value.id == "self"
+                    and inner.attr.startswith("_")
+                ):
+                    names.add(inner.attr)
+    return names
+
+
+def private_reaches(root: pathlib.Path, engine: str, private: set[str]) -> list[str]:
+    """Reads or writes of an arena's private attributes (``x._nodes``) outside the engine:
+    the layers above use the arena's interface. A class's own ``self._x`` is its own."""
+    out = []
+    for name, path in modules(root).items():
+        if name == engine or name.startswith(engine + "."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            own = isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+            if isinstance(node, ast.Attribute) and node.attr in private and not own:
+                out.append(f"{name}:{node.lineno} reaches into an arena's {node.attr}")
+    return out
+
+
+def _functions(tree: ast.AST) -> Iterator[tuple[str, ast.AST]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node.name, node
+
+
+def second_recording_paths(root: pathlib.Path) -> list[str]:
+    """Nodes appended anywhere but through the recorder's one append: ``append_node``
+    defined again or called from outside the recording path, or a node list appended to
+    directly outside the recorder (but for the merge, which copies recorded nodes)."""
+    out = []
+    for name, path in modules(root).items():
+        tree = ast.parse(path.read_text())
+        if name != RECORDER and any(fn == APPEND for fn, _ in _functions(tree)):
+            out.append(f"{name} defines {APPEND} again")
+        if name not in APPEND_CALLERS:
+            out.extend(f"{name}:{call.lineno} calls {APPEND}" for call in _calls_of(tree, APPEND))
+        if name == RECORDER:
+            continue
+        allowed = {id(node) for fn, node in _functions(tree) if (name, fn) in COPIES_NODES}
+        inside_allowed = {id(n) for node in ast.walk(tree) if id(node) in allowed for n in ast.walk(node)}
+        for call in _calls_of(tree, "append"):
+            receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+            named = receiver.attr if isinstance(receiver, ast.Attribute) else getattr(receiver, "id", "")
+            if named in ("nodes", "_nodes") and id(call) not in inside_allowed:
+                out.append(f"{name}:{call.lineno} appends to a node list: record through {RECORDER}")
+    return out
+
+
+def test_structures_are_walked_by_the_walker_alone() -> None:
+    assert walks_outside_the_walker(ROOT, WALKER, HANDLER_LOOKUP) == []
+
+
+def test_no_layer_above_the_engine_reaches_into_an_arena() -> None:
+    private = private_attributes(ROOT / "engine" / "arena.py", "Arena")
+    assert {"_nodes", "_paths", "_enclosing", "_lean"} <= private  # what the check looks for
+    assert private_reaches(ROOT, ENGINE, private) == []
+
+
+def test_nodes_are_recorded_through_one_path() -> None:
+    assert second_recording_paths(ROOT) == []
+
+
+def test_the_middle_checks_fail_where_they_should(tmp_path: pathlib.Path) -> None:
+    root = fake_package(
+        tmp_path,
+        {
+            "base.py": "def handler_for(x):\n    return None\n",
+            "family/__init__.py": "",
+            "family/one.py": (
+                "from fake.base import handler_for\n\n"
+                "def walk(x):\n    return handler_for(x)\n\n"
+                "def peek(arena):\n    return arena._nodes[0]\n\n"
+                "def sneak(arena, node):\n    arena._nodes.append(node)\n"
+            ),
+        },
+    )
+    assert walks_outside_the_walker(root, "fake.base", "handler_for") == [
+        "fake.family.one:1 uses handler_for: walk structures with fake.base",
+        "fake.family.one:4 uses handler_for: walk structures with fake.base",
+    ]
+    assert private_reaches(root, "fake.base", {"_nodes"}) == [
+        "fake.family.one:7 reaches into an arena's _nodes",
+        "fake.family.one:10 reaches into an arena's _nodes",
+    ]
+    assert second_recording_paths(root) == [f"fake.family.one:10 appends to a node list: record through {RECORDER}"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.structure import handler_for
+from nodegrad.engine.structure import is_container
 
 __all__ = ["Fold", "find_folds"]
 
@@ -53,7 +53,7 @@ def _codes(nodes: Any) -> np.ndarray:
     seen: dict[tuple[Any, ...], int] = {}
     out = np.empty(len(nodes), dtype=np.int64)
     for i, (op, parents, _, _, value) in enumerate(nodes):
-        shape = type(value).__name__ if handler_for(value) is not None else np.shape(value)
+        shape = type(value).__name__ if is_container(value) else np.shape(value)
         out[i] = seen.setdefault((op.name, len(parents), shape), len(seen))
     return out
 
@@ -70,7 +70,7 @@ def find_folds(nodes: Any) -> list[Fold]:
     >>> w, h = a.param(np.eye(2)), a.param(np.ones(2))
     >>> for _ in range(5):
     ...     h = ng.tanh(w @ h) + h
-    >>> find_folds(a._nodes)
+    >>> find_folds(a.nodes)
     [Fold(start=2, period=3, count=5)]
     """
     codes = _codes(nodes)

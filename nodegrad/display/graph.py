@@ -23,7 +23,7 @@ class Graph:
 
     def _repr_html_(self) -> str:
         folded = arena_svg(self.arena, self.limit)
-        folds = find_folds(self.arena._nodes)
+        folds = find_folds(self.arena.nodes)
         if not folds:
             return f'<div class="ng-graph">{folded}</div>'
         loops = ", ".join(f"{f.count} \u00d7 {f.period} nodes from node {f.start}" for f in folds)

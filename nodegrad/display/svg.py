@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.display.folds import Fold, find_folds
-from nodegrad.engine.structure import handler_for
+from nodegrad.engine.structure import is_container
 
 __all__ = ["arena_svg"]
 
@@ -95,7 +95,7 @@ class _Unit:
 def _label(op: Any, value: Any) -> tuple[str, str]:
     if value is None:
         return op.name, "released"
-    if handler_for(value) is not None:
+    if is_container(value):
         return op.name, type(value).__name__
     return op.name, "x".join(map(str, np.shape(value))) or "scalar"
 
@@ -103,7 +103,7 @@ def _label(op: Any, value: Any) -> tuple[str, str]:
 def _kind(op: Any, value: Any) -> str:
     if op.family == "leaf":
         return "leaf"
-    if op.family == "structured" or handler_for(value) is not None:
+    if op.family == "structured" or is_container(value):
         return "structured"
     return "other"
 
@@ -327,7 +327,7 @@ def arena_svg(arena: Any, limit: int = 200, fold: bool = True) -> str:
     """The arena's graph as an SVG document: a loop's iterations folded into one drawing
     of its body (unless ``fold`` is false); of what remains, the first and last nodes up
     to ``limit`` in all, the middle of a longer arena drawn as one elided box where it sits."""
-    nodes = arena._nodes
+    nodes = arena.nodes
     n = len(nodes)
     folds = find_folds(nodes) if fold else []
     units = _units(nodes, limit, folds)

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.display.sources import source_html
-from nodegrad.engine.structure import StructCotangent, flatten_with_paths, handler_for, materialize
+from nodegrad.engine.cotangents import StructCotangent, materialize
+from nodegrad.engine.structure import flatten, flatten_with_paths, is_container
 
 __all__ = ["Summary", "arena_html", "describe_value", "gradient_html", "node_html", "summary"]
 
@@ -44,9 +45,8 @@ def describe_value(value: Any, limit: int = 4) -> str:
     """A short text for a value: its first entries and, for arrays, its range."""
     if value is None:
         return "released"
-    handler = handler_for(value)
-    if handler is not None:
-        return f"{type(value).__name__} of {len(handler.keys(value))} entries"
+    if is_container(value):
+        return f"{type(value).__name__} of {len(flatten(value)[1].keys)} entries"
     array = np.asarray(value)
     if array.dtype.kind not in "biufc":
         return html.escape(repr(value))[:60]
@@ -60,13 +60,13 @@ def describe_value(value: Any, limit: int = 4) -> str:
 
 
 def _shape(value: Any) -> str:
-    if handler_for(value) is not None:
+    if is_container(value):
         return type(value).__name__
     return str(tuple(np.shape(value)))
 
 
 def _dtype(value: Any) -> str:
-    if handler_for(value) is not None or value is None:
+    if is_container(value) or value is None:
         return ""
     return str(np.asarray(value).dtype)
 
@@ -91,9 +91,9 @@ def gradient_html(arena: Any, i: int) -> str:
     (``backward(..., wrt=view)``) shows theirs. Other nodes show nothing: their cotangents
     were released during the sweep.
     """
-    grads = arena._last_gradients
+    grads = arena.last_gradients
     if i in grads:
-        lines = _gradient_lines(grads[i], arena._nodes[i][4], "")
+        lines = _gradient_lines(grads[i], arena.nodes[i][4], "")
     else:
         lines = _from_a_requested_input(arena, i) or _from_requested_reads(arena, i)
     if len(lines) > _GRADIENT_LINES:
@@ -104,42 +104,42 @@ def gradient_html(arena: Any, i: int) -> str:
 
 def _from_a_requested_input(arena: Any, i: int) -> list[str]:
     """The part of a requested structured input's gradient that node ``i`` reads."""
-    grads = arena._last_gradients
-    op, parents, *_ = arena._nodes[i]
-    root, path = i, arena._paths.get(i, "")
+    grads = arena.last_gradients
+    op, parents, *_ = arena.nodes[i]
+    root, path = i, arena.path_of(i)
     while parents and root not in grads and op.family == "structured":
         root = parents[0]
-        op, parents, *_ = arena._nodes[root]
+        op, parents, *_ = arena.nodes[root]
     if root == i or root not in grads or not path:
         return []
-    base = arena._paths.get(root, "")
+    base = arena.path_of(root)
     if not path.startswith(base):
         return []
-    return _gradient_lines(grads[root], arena._nodes[root][4], base, select=path)
+    return _gradient_lines(grads[root], arena.nodes[root][4], base, select=path)
 
 
 def _from_requested_reads(arena: Any, i: int) -> list[str]:
     """For a structured node: the gradients of the requested reads of its entries (and of
     their entries), one line per key path, in the order they were read."""
-    nodes = arena._nodes
-    if handler_for(nodes[i][4]) is None:
+    nodes = arena.nodes
+    if not is_container(nodes[i][4]):
         return []
-    base = arena._paths.get(i, "")
+    base = arena.path_of(i)
     lines = []
-    for r in sorted(k for k in arena._last_gradients if k > i):
+    for r in sorted(k for k in arena.last_gradients if k > i):
         ancestor = r
         while ancestor > i and nodes[ancestor][0].family == "structured" and nodes[ancestor][1]:
             ancestor = nodes[ancestor][1][0]
-        path = arena._paths.get(r, "")
+        path = arena.path_of(r)
         if ancestor == i and path.startswith(base):
-            lines += _gradient_lines(arena._last_gradients[r], nodes[r][4], "", prefix=path[len(base) :])
+            lines += _gradient_lines(arena.last_gradients[r], nodes[r][4], "", prefix=path[len(base) :])
     return lines
 
 
 def _gradient_lines(cotangent: Any, value: Any, base: str, select: str | None = None, prefix: str = "") -> list[str]:
     if value is None:
         return ["released"]
-    if handler_for(value) is None and not isinstance(cotangent, StructCotangent):
+    if not is_container(value) and not isinstance(cotangent, StructCotangent):
         return [] if select else [_leaf_gradient(prefix, cotangent)]
     gradient = materialize(cotangent, value, base, [], zero_missing=False)
     lines = [
@@ -151,7 +151,7 @@ def _gradient_lines(cotangent: Any, value: Any, base: str, select: str | None = 
 
 
 def _row(arena: Any, i: int, locations: Any) -> str:
-    op, parents, _, _, value = arena._nodes[i]
+    op, parents, _, _, value = arena.nodes[i]
     dtype = _dtype(value)
     cells = [
         str(i),
@@ -160,7 +160,7 @@ def _row(arena: Any, i: int, locations: Any) -> str:
         f"{_shape(value)} {dtype}" if dtype else _shape(value),
         gradient_html(arena, i),
         describe_value(value, limit=3),
-        html.escape(arena._paths.get(i, "")),
+        html.escape(arena.path_of(i)),
     ]
     if locations:
         previous = locations[i - 1] if i else ""
@@ -171,8 +171,8 @@ def _row(arena: Any, i: int, locations: Any) -> str:
 def arena_html(arena: Any, limit: int = 40) -> str:
     """An HTML table of the arena's nodes, at most 1,000 px wide; a long arena shows its
     first and last ``limit // 2`` nodes with the middle elided."""
-    n = len(arena._nodes)
-    locations = getattr(arena._nodes, "locations", None)
+    n = len(arena.nodes)
+    locations = arena.source_locations
     columns = {h: w for h, w in _COLUMNS.items() if locations or h != "source"}
     scale = 100 / sum(columns.values())
     cols = "".join(f'<col style="width:{w * scale:.1f}%">' for w in columns.values())
@@ -187,7 +187,7 @@ def arena_html(arena: Any, limit: int = 40) -> str:
             elided,
             *(_row(arena, i, locations) for i in range(n - half, n)),
         ]
-    requested = ", ".join(map(str, sorted(arena._last_gradients)))
+    requested = ", ".join(map(str, sorted(arena.last_gradients)))
     note = f"; gradients of nodes {requested} from the last backward" if requested else ""
     caption = f"<caption>Arena: {n} nodes, {arena.nbytes:,} bytes of arrays{note}</caption>"
     return f'{_STYLE}<table class="ng-table ng-arena">{caption}<colgroup>{cols}</colgroup>{head}{"".join(rows)}</table>'

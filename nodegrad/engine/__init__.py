@@ -5,7 +5,10 @@ Read it top to bottom in this order:
 - :mod:`~nodegrad.engine.plugins` -- the sockets the layers above plug into;
 - :mod:`~nodegrad.engine.traced` -- the handle user code holds;
 - :mod:`~nodegrad.engine.registry` -- what an op is: a forward and one VJP rule per input;
-- :mod:`~nodegrad.engine.structure` -- records, maps and sequences: taking apart, rebuilding, key paths;
+- :mod:`~nodegrad.engine.nodes` -- what an arena holds: GradOp nodes, and the Node view;
+- :mod:`~nodegrad.engine.containers` -- what a record, map or sequence is, one level at a time;
+- :mod:`~nodegrad.engine.structure` -- the structure walker: flatten to leaves and a TreeDef, rebuild, key paths;
+- :mod:`~nodegrad.engine.cotangents` -- the cotangents of structured values, to and from the user's structures;
 - :mod:`~nodegrad.engine.sweep` -- the reverse sweep, unbroadcasting, seeds, the missing-gradient policy;
 - :mod:`~nodegrad.engine.record` -- applying an op: one node appended;
 - :mod:`~nodegrad.engine.arena` -- the flat, append-only node store.

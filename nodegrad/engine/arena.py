@@ -1,89 +1,34 @@
-"""The arena: a flat, append-only store of op nodes.
+"""The arena: a flat, append-only store of op nodes (:class:`~nodegrad.engine.nodes.GradOp`).
 
-A node is the tuple ``(op, parents, argnums, args, value)``:
-
-- ``op`` -- the :class:`~nodegrad.engine.registry.Op` that produced it (leaves have the
-  ``param`` / ``input`` pseudo-ops);
-- ``parents`` -- integer indices of the nodes it read, always lower than its own index,
-  so index order *is* a topological order;
-- ``argnums`` -- for each parent, the argument position it was passed at;
-- ``args`` -- the forward arguments with traced values replaced by their values (this is
-  all a VJP rule needs, so no separate residuals are stored);
-- ``value`` -- the forward output.
-
-Nodes are plain tuples in one list because per-node cost is a product feature: appending
-one tuple is the cheapest record there is. :class:`Node` is the read-only view users see.
-Ops append nodes through :mod:`nodegrad.engine.record`; :meth:`Arena.backward` runs the
-sweep of :mod:`nodegrad.engine.sweep`.
+Index order is a topological order, as a node's parents come before it. Ops append nodes
+through :mod:`nodegrad.engine.record`, the one recording path; :meth:`Arena.backward` runs
+the sweep of :mod:`nodegrad.engine.sweep`. Arenas nest by levels: a transform's arena is
+one level inside every arena entered when it was made (:func:`nested_arena`). The layers
+above read an arena through its public interface (``nodes``, ``path_of``, ``key_paths``,
+``last_gradients``, ``enclosing``, ``seal``, ``truncate``), never its attributes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
-import attrs
 import numpy as np
 
 from nodegrad.engine.cycles import unwalkable
+from nodegrad.engine.nodes import Node
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import SealedNodes, lean_node, refuse_array_subclass
+from nodegrad.engine.record import SealedNodes, append_node, refuse_array_subclass
 from nodegrad.engine.registry import INPUT, PARAM, Op
-from nodegrad.engine.structure import flatten_with_paths, handler_for, leaves, map_with_paths
+from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError
 
 __all__ = ["Arena", "Node", "current_arena", "entered_arenas", "nested_arena", "quiet_while_checking"]
-
-
-@attrs.frozen
-class Node:
-    """A read-only view of one arena node.
-
-    Attributes
-    ----------
-    index : int
-        Position in the arena.
-    op : str
-        Name of the op that produced it (``"param"`` or ``"input"`` for leaves).
-    parents : tuple of int
-        Indices of the nodes it read.
-    value : Any
-        Its forward value.
-    path : str
-        The key path of the structured input it reads or holds (``args[0]['w']``), or ``""``.
-    source : str
-        ``file:line`` of the user code that recorded it; noted while the arena checks for NaNs
-        (:func:`nodegrad.debug_nans`, ``check_finite=True``) and for an arena made in IPython or
-        Jupyter (for its table), ``""`` otherwise.
-    gradient : Any
-        Its gradient from the last ``backward`` if it was one of the requested inputs, else
-        ``None``.
-    """
-
-    index: int
-    op: str
-    parents: tuple[int, ...]
-    value: Any = attrs.field(repr=False)
-    path: str = attrs.field(default="", repr=False)
-    source: str = attrs.field(default="", repr=False)
-    gradient: Any = attrs.field(default=None, repr=False)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Shape of the forward value."""
-        return tuple(np.shape(self.value))
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        """Dtype of the forward value."""
-        return np.asarray(self.value).dtype
-
-    def _repr_html_(self) -> str:
-        return PLUGINS.node_html(self)
 
 
 _RELEASED = None  # what a released node holds instead of its value
@@ -206,7 +151,7 @@ class Arena:
                     f"{value.dtype}"
                 )
                 raise DtypeError(msg)
-        elif handler_for(value) is None:
+        elif not is_container(value):
             value = _as_float_array(value, name or "Arena.param")
         else:
             try:
@@ -216,23 +161,23 @@ class Arena:
                             self._check_enclosing(leaf, path)
                         elif _is_array_subclass(leaf):
                             refuse_array_subclass(leaf, path or "Arena.param")
-            except RecursionError:
+            except UnwalkableError:
                 raise unwalkable("Arena.param", name, value) from None
         index = len(self._nodes)
         if name:
             self._paths[index] = name  # before the push: a checking arena names the leaf
         try:
-            handle = self._push(PARAM, (), (), (), value)
+            handle = append_node(self, PARAM, (), (), (), value)
         except NodegradError:
             self._paths.pop(index, None)
             raise
         try:
             return PLUGINS.view(handle)
-        except RecursionError:
-            self._truncate(index)
+        except UnwalkableError:
+            self.truncate(index)
             raise unwalkable("Arena.param", name, value) from None
         except NodegradError:
-            self._truncate(index)  # the arena stays as it was
+            self.truncate(index)  # the arena stays as it was
             raise
 
     def _array_param(self, value: np.ndarray, name: str) -> Traced:
@@ -241,7 +186,7 @@ class Arena:
         if name:
             self._paths[index] = name  # before the push: a checking arena names the leaf
         try:
-            return self._push(PARAM, (), (), (), value)
+            return append_node(self, PARAM, (), (), (), value)
         except NodegradError:
             self._paths.pop(index, None)
             raise
@@ -262,9 +207,10 @@ class Arena:
             msg = f"Arena.param: {path or 'the value'} is traced in another arena, which does not enclose this one"
             raise ArenaError(msg)
 
-    def _finish(self, by: str) -> None:
+    def seal(self, by: str) -> None:
         """Mark the arena as done, for the transform ``by`` that made it has returned: an op
-        on one of its handles (a leaked tracer) raises instead of recording."""
+        on one of its handles (a leaked tracer) raises instead of recording. (For
+        transforms, which seal the arenas they make.)"""
         self._finished_by = by
         if type(self._nodes) is list:
             self._nodes = SealedNodes(self._nodes, by)
@@ -277,17 +223,7 @@ class Arena:
         except ValueError as exc:  # ragged nested lists, say
             msg = f"Arena.input: {exc}"
             raise DtypeError(msg) from exc
-        return self._push(INPUT, (), (), (), array)
-
-    def _push(
-        self, op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: tuple[Any, ...], value: Any
-    ) -> Traced:
-        nodes = self._nodes
-        if self._lean and parents:
-            nodes.append(lean_node(op, parents, argnums, args, value))
-        else:
-            nodes.append((op, parents, argnums, args, value))
-        return Traced(self, len(nodes) - 1, value)
+        return append_node(self, INPUT, (), (), (), array)
 
     # -- differentiation ---------------------------------------------------------------
     @property
@@ -471,6 +407,57 @@ class Arena:
         return relocate
 
     # -- inspection ----------------------------------------------------------------------
+    @property
+    def nodes(self) -> Sequence[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]]:
+        """The nodes as the engine keeps them, in index order: ``(op, parents, argnums,
+        args, value)``, the op itself, the indices of the nodes it read and at which of its
+        arguments, its arguments (a parent's as its value) and its value. For the layers
+        that read a whole graph (display, folding, checking); read them, never change
+        them. :meth:`__getitem__` gives one as a :class:`Node`."""
+        return self._nodes
+
+    @property
+    def source_locations(self) -> Sequence[str] | None:
+        """``file:line`` of the user code that recorded each node, where the arena notes
+        them (see :attr:`Node.source`), else ``None``."""
+        return getattr(self._nodes, "locations", None)
+
+    def path_of(self, index: int) -> str:
+        """The key path node ``index`` holds or reads (``args[0]['w']``), or ``""``."""
+        return self._paths.get(index, "")
+
+    def name_node(self, index: int, path: str) -> None:
+        """Note ``path`` as the key path of node ``index`` (a structured op's read of one
+        entry), for messages, :attr:`Node.path` and the display."""
+        self._paths[index] = path
+
+    @property
+    def key_paths(self) -> Mapping[int, str]:
+        """Every named node's key path, by index (read-only)."""
+        return MappingProxyType(self._paths)
+
+    @property
+    def last_gradients(self) -> Mapping[int, Any]:
+        """The cotangents the last backward sweep gave its requested nodes, by index (read-only)."""
+        return MappingProxyType(self._last_gradients)
+
+    @property
+    def enclosing(self) -> tuple[Arena, ...]:
+        """For an arena a transform made: the arenas entered in this thread when it was
+        made, whose handles may meet its own in an op (as constants at its level)."""
+        return self._enclosing
+
+    @property
+    def lean(self) -> bool:
+        """Whether the arena keeps only the values its rules read (large arrays no rule
+        reads become stand-ins, see :func:`nodegrad.engine.record.lean_node`): for a
+        transform's arena whose sweeps are never recorded."""
+        return self._lean
+
+    @lean.setter
+    def lean(self, lean: bool) -> None:
+        self._lean = bool(lean)
+
     def __len__(self) -> int:
         return len(self._nodes)
 
@@ -492,8 +479,9 @@ class Arena:
             raise ArenaError(msg)
         return index
 
-    def _truncate(self, size: int) -> None:
-        """Drop the nodes from ``size`` on: only for undoing a call that failed midway."""
+    def truncate(self, size: int) -> None:
+        """Drop the nodes from ``size`` on, and their key paths: for undoing a call that
+        failed midway, so that the arena is as it was before it."""
         del self._nodes[size:]
         for index in [i for i in self._paths if i >= size]:
             del self._paths[index]

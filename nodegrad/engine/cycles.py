@@ -1,9 +1,9 @@
-"""Structures that the recursive walkers of :mod:`nodegrad.engine.structure` cannot finish:
-a container that holds itself, or nesting deeper than Python's recursion limit.
+"""The errors for structures that the walker of :mod:`nodegrad.engine.structure` cannot
+finish: a container that holds itself, or nesting deeper than its limit.
 
-The walkers stay recursive and pay nothing for this: a walk that fails with a
-``RecursionError`` asks :func:`unwalkable` for the error to raise instead, which names the
-key path where the structure contains itself (found by an iterative walk), or says it is
+The walker finds them (:class:`~nodegrad.engine.structure.UnwalkableError`); a public function
+that walks its arguments turns that into :func:`unwalkable`'s error, which names the
+function, the argument and the key path where the structure contains itself, or says it is
 too deep.
 """
 
@@ -13,62 +13,20 @@ import functools
 import inspect
 import sys
 import threading
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from nodegrad.engine.structure import format_key, handler_for
+from nodegrad.engine.structure import UnwalkableError, cycle_in, depth_of, is_container, max_depth
 from nodegrad.errors import StructureError
 
-__all__ = ["cycle_in", "depth_of", "reports_unwalkable", "unwalkable"]
+__all__ = ["reports_unwalkable", "unwalkable"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def cycle_in(value: Any, path: str = "") -> tuple[str, str] | None:
-    """``(inner, outer)`` key paths where a container of ``value`` holds itself (``inner``
-    is the place, ``outer`` the container it is), or ``None`` for a tree.
-
-    Walked iteratively, so it answers for a value too deep or too cyclic for the recursive
-    walkers: the errors of those call it only once they have failed.
-
-    Examples
-    --------
-    >>> from nodegrad.engine.cycles import cycle_in
-    >>> loop = [1.0, {"a": 2.0}]
-    >>> loop[1]["self"] = loop
-    >>> cycle_in(loop, "params")
-    ("params[1]['self']", 'params')
-    >>> cycle_in([[1.0], [2.0]]) is None
-    True
-    """
-    on_path: dict[int, str] = {}
-    stack: list[tuple[Any, str, Iterator[Hashable] | None]] = [(value, path, None)]
-    while stack:
-        node, where, keys = stack.pop()
-        handler = handler_for(node)
-        if handler is None:
-            continue
-        if keys is None:  # entering the container
-            if id(node) in on_path:
-                return where, on_path[id(node)]
-            on_path[id(node)] = where
-            keys = iter(handler.keys(node))
-        key = next(keys, _DONE)
-        if key is _DONE:
-            del on_path[id(node)]
-            continue
-        stack.append((node, where, keys))
-        stack.append((handler.get(node, key), where + format_key(handler.kind, key), None))
-    return None
-
-
-_DONE = object()
-
-
 def unwalkable(where: str, name: str, value: Any) -> StructureError:
-    """The error for a value that a structure walk could not finish within Python's
-    recursion limit: a container that holds itself (named by its key path), or nesting
-    too deep."""
+    """The error for a value that the structure walker could not finish: a container that
+    holds itself (named by its key path), or nesting too deep."""
     cycle = cycle_in(value, name)
     if cycle is not None:
         inner, outer = cycle
@@ -78,31 +36,18 @@ def unwalkable(where: str, name: str, value: Any) -> StructureError:
         )
         return StructureError(msg)
     msg = (
-        f"{where}: {name or 'the value'} is nested deeper than Python's recursion limit ({sys.getrecursionlimit()}) "
-        "allows; flatten it, or raise the limit with sys.setrecursionlimit"
+        f"{where}: {name or 'the value'} is nested more than {max_depth()} levels deep, the structure walker's limit "
+        f"(a quarter of Python's recursion limit, {sys.getrecursionlimit()}); flatten it, or raise the limit with "
+        "sys.setrecursionlimit"
     )
     return StructureError(msg)
 
 
-def depth_of(value: Any) -> int:
-    """How many containers deep ``value`` nests (0 for a leaf), walked iteratively; for a
-    tree (see :func:`cycle_in`)."""
-    deepest = 0
-    stack = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        handler = handler_for(node)
-        if handler is not None:
-            deepest = max(deepest, depth + 1)
-            stack.extend((handler.get(node, key), depth + 1) for key in handler.keys(node))
-    return deepest
-
-
 def reports_unwalkable(where: str) -> Callable[[F], F]:
     """Make the public function ``fn`` raise :func:`unwalkable`'s StructureError, naming the
-    argument and the place, when a ``RecursionError`` escapes it because an argument holds
-    itself or nests too deep for the walkers; any other ``RecursionError`` (one of a user's
-    own function, called on the leaves) is left as it is."""
+    argument and the place, when the walker finds that an argument holds itself or nests
+    too deep (a ``RecursionError`` of a user's own function, called on the leaves, is not
+    the walker's and is left as it is)."""
 
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
@@ -112,7 +57,7 @@ def reports_unwalkable(where: str) -> Callable[[F], F]:
             _calls.depth = depth = getattr(_calls, "depth", 0) + 1
             try:
                 return fn(*args, **kwargs)
-            except RecursionError as exc:
+            except UnwalkableError as exc:
                 # Reported by the outermost such call, naming the user's argument (optim.adam's
                 # params, not the tree.zeros_like it calls); an inner call's report is kept
                 # on the exception for when the outer one finds no culprit of its own.
@@ -123,7 +68,7 @@ def reports_unwalkable(where: str) -> Callable[[F], F]:
                     raise
                 error = error or getattr(exc, "nodegrad_unwalkable", None)
                 if error is None:
-                    raise
+                    error = unwalkable(where, "a value", exc.value)
             finally:
                 _calls.depth = depth - 1
             raise error  # here, once the stack has unwound
@@ -152,11 +97,11 @@ def _unwalkable_argument(
             named.extend((f"{name}[{k!r}]", v) for k, v in value.items())
         else:
             named.append((name, value))
-    trees = [(name, value) for name, value in named if handler_for(value) is not None]
+    trees = [(name, value) for name, value in named if is_container(value)]
     for name, value in trees:
         if cycle_in(value) is not None:
             return unwalkable(where, name, value)
     for name, value in trees:
-        if depth_of(value) > sys.getrecursionlimit() // 4:  # the walkers spend frames per level
+        if depth_of(value) > max_depth():
             return unwalkable(where, name, value)
     return None

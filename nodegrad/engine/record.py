@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from nodegrad.engine.registry import ANS, Op
+from nodegrad.engine.structure import UnwalkableError
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
     ArenaError,
@@ -33,8 +34,10 @@ if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
 __all__ = [
+    "INTERPRETERS",
     "LEAN_BYTES",
     "SealedNodes",
+    "append_node",
     "call_atomically",
     "composite",
     "guarded",
@@ -78,11 +81,27 @@ class SealedNodes(list[Any]):
 
 
 def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:
-    """Run ``op``'s forward; a failure becomes an error naming the op (see :func:`_failed`)."""
+    """Run ``op``'s forward on values no arena traces at this level; a failure becomes an
+    error naming the op (see :func:`_failed`). An argument that another interpreter traces
+    (see :data:`INTERPRETERS`) hands the op to that interpreter instead."""
+    if INTERPRETERS:
+        for a in args:
+            interpret = INTERPRETERS.get(type(a))
+            if interpret is not None:
+                return interpret(op, args)
     try:
         return op.forward(*args)
     except Exception as exc:
         return _failed(op, args, inputs, exc)
+
+
+#: The interpreters of ops beside recording, by the type of the value they trace: an op
+#: given such a value (at any position, at this level) is handed to ``interpret(op, args)``,
+#: which returns the op's result in its own terms. This is the hook that batching and
+#: replay plug into; levels nest as they do for arenas: an interpreter runs the op on its
+#: values by calling :func:`record` again, so an arena's handle inside them records, and a
+#: handle whose values are another interpreter's values passes the op on to it.
+INTERPRETERS: dict[type, Callable[[Op, tuple[Any, ...]], Any]] = {}
 
 
 def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> Any:
@@ -97,10 +116,32 @@ def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Excepti
     if kind is None:
         raise exc
     shapes = ", ".join(describe(a) for a in args)
-    paths = [t.arena._paths[t.index] for t in inputs if t.index in t.arena._paths]
+    paths = [t.arena.path_of(t.index) for t in inputs if t.arena.path_of(t.index)]
     where = f" (inputs from {', '.join(paths)})" if paths else ""
     msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
     raise kind(msg) from exc
+
+
+def append_node(
+    arena: Arena,
+    op: Op,
+    parents: tuple[int, ...],
+    argnums: tuple[int, ...],
+    args: tuple[Any, ...],
+    out: Any,
+    slim_args: bool = True,
+) -> Traced:
+    """Append the node ``(op, parents, argnums, args, out)`` to ``arena`` and return its
+    handle: the one place a node is appended. A lean arena keeps only what the node's
+    rules read of large arrays (see :func:`lean_node`); the fast paths of :func:`record`
+    look only at the output (``slim_args=False``), whose size almost always decides, as
+    looking at every argument would cost every op."""
+    nodes = arena._nodes
+    if (slim_args or (type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES)) and parents and arena._lean:
+        nodes.append(lean_node(op, parents, argnums, args, out))
+    else:
+        nodes.append((op, parents, argnums, args, out))
+    return Traced(arena, len(nodes) - 1, out)
 
 
 def inner_arena(where: str, a: Arena, b: Arena) -> Arena:
@@ -122,8 +163,57 @@ def inner_arena(where: str, a: Arena, b: Arena) -> Arena:
     raise ArenaError(msg)
 
 
+# -- the recording path --------------------------------------------------------------------------
+
+
+def record(op: Op, *args: Any) -> Any:
+    """Apply ``op`` to ``args``: the recording path every op takes.
+
+    The level the op records at is the innermost arena among its traced arguments that
+    have a VJP rule (:func:`inner_arena` decides between two): their handles become the
+    node's parents, the handles of enclosing arenas are constants at this level (their
+    own arenas record what is computed from them, as the forward runs on them), and a
+    handle at a position with no rule passes its value. The forward runs on those values,
+    recorded first by the enclosing levels when they are handles too. On plain arguments
+    the op runs on them and returns the plain result (or an interpreter's, see
+    :data:`INTERPRETERS`).
+
+    :func:`record1` and :func:`record2` are this path for ops whose differentiable
+    arguments are the first one or two, with the common case (every traced argument of
+    one arena) written out: per-op cost is what a deep graph pays per node.
+    """
+    arena = None
+    rules = op.vjps
+    for k, a in enumerate(args):
+        if type(a) is Traced and k < len(rules) and rules[k] is not None:
+            arena = a.arena if arena is None or a.arena is arena else inner_arena(op.name, arena, a.arena)
+        elif type(a) is not Traced and type(a) is not _NDARRAY and isinstance(a, _NDARRAY):
+            refuse_array_subclass(a, f"{op.name}: a constant [recorded at {user_location()}]")
+    values = list(args)
+    parents: list[int] = []
+    argnums: list[int] = []
+    nested = False
+    for k, a in enumerate(args):
+        if type(a) is not Traced:
+            continue
+        if a.arena is arena and rules[k] is not None:
+            parents.append(a.index)
+            argnums.append(k)
+        elif a.arena is not arena and k < len(rules) and rules[k] is not None:
+            nested = True  # a handle of an enclosing arena: a constant at this level
+            continue
+        value = values[k] = a.value
+        nested = nested or type(value) is Traced
+    frozen = tuple(values)
+    # Traced at two levels (nested transforms): the enclosing one records first.
+    out = record(op, *frozen) if nested else _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
+    if arena is None:
+        return out
+    return append_node(arena, op, tuple(parents), tuple(argnums), frozen, out)
+
+
 def record1(op: Op, x: Any, *static: Any) -> Any:
-    """Apply an op whose only differentiable input is the first argument."""
+    """:func:`record` for an op whose only differentiable input is the first argument."""
     if type(x) is not Traced:
         return _forward(op, (x, *static))
     args = (x.value, *static)
@@ -134,23 +224,16 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
             out = op.forward(*args)
         except Exception as exc:
             out = _failed(op, args, (x,), exc)
-    # _push, inlined: this is the commonest path of all.
-    arena = x.arena
-    nodes = arena._nodes
-    if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
-        nodes.append(lean_node(op, (x.index,), _ARG0, args, out))
-    else:
-        nodes.append((op, (x.index,), _ARG0, args, out))
-    return Traced(arena, len(nodes) - 1, out)
+    return append_node(x.arena, op, (x.index,), _ARG0, args, out, False)
 
 
 def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
-    """Apply an op whose first two arguments are differentiable."""
+    """:func:`record` for an op whose first two arguments are differentiable."""
     if type(x) is Traced:
         arena = x.arena
         if type(y) is Traced:
             if y.arena is not arena:
-                return _record_across(op, (x, y, *static))
+                return record(op, x, y, *static)  # two levels meet: the general path decides
             args = (x.value, y.value, *static)
             parents: tuple[int, ...] = (x.index, y.index)
             argnums: tuple[int, ...] = _ARG01
@@ -177,12 +260,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             out = op.forward(*args)
         except Exception as exc:
             out = _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
-    nodes = arena._nodes
-    if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
-        nodes.append(lean_node(op, parents, argnums, args, out))
-    else:
-        nodes.append((op, parents, argnums, args, out))
-    return Traced(arena, len(nodes) - 1, out)
+    return append_node(arena, op, parents, argnums, args, out, False)
 
 
 _NDARRAY = np.ndarray  # read on every recorded op: one global lookup, not two
@@ -231,63 +309,6 @@ def stand_in(value: Any) -> Any:
     return np.ndarray(value.shape, value.dtype, nan, 0, (0,) * value.ndim)
 
 
-def record(op: Op, *args: Any) -> Any:
-    """Apply any op: traced arguments at positions with a VJP rule become parents."""
-    arena = None
-    parents: list[int] = []
-    argnums: list[int] = []
-    values = list(args)
-    rules = op.vjps
-    nested = False
-    for k, a in enumerate(args):
-        if type(a) is Traced:
-            if k < len(rules) and rules[k] is not None:
-                if arena is None:
-                    arena = a.arena
-                elif a.arena is not arena:
-                    return _record_across(op, args)
-                parents.append(a.index)
-                argnums.append(k)
-            value = values[k] = a.value
-            nested = nested or type(value) is Traced
-        elif type(a) is not _NDARRAY and isinstance(a, _NDARRAY):
-            refuse_array_subclass(a, f"{op.name}: a constant [recorded at {user_location()}]")
-    frozen = tuple(values)
-    # Traced at two levels (nested transforms): the enclosing one records first.
-    out = record(op, *frozen) if nested else _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
-    if arena is None:
-        return out
-    return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
-
-
-def _record_across(op: Op, args: tuple[Any, ...]) -> Any:
-    """:func:`record` for inputs traced in different arenas, one nested in the other (an
-    inner transform's function closes over an outer transform's value)."""
-    rules = op.vjps
-    has_rule = [k < len(rules) and rules[k] is not None for k in range(len(args))]
-    differentiable = [a for k, a in enumerate(args) if type(a) is Traced and has_rule[k]]
-    arena = differentiable[0].arena
-    for a in differentiable[1:]:
-        if a.arena is not arena:
-            arena = inner_arena(op.name, arena, a.arena)
-    values = list(args)
-    parents: list[int] = []
-    argnums: list[int] = []
-    for k, a in enumerate(args):
-        if type(a) is not Traced:
-            continue
-        if a.arena is arena and has_rule[k]:
-            parents.append(a.index)
-            argnums.append(k)
-            values[k] = a.value
-        elif not has_rule[k]:
-            values[k] = a.value  # no gradient flows here at any level
-        # else: a handle of an enclosing arena, a constant at this level
-    frozen = tuple(values)
-    out = record(op, *frozen)  # records the enclosing levels' part, or runs the forward
-    return arena._push(op, tuple(parents), tuple(argnums), frozen, out)
-
-
 def refuse_array_subclass(value: Any, where: str) -> None:
     """Refuse ``value`` if it is an array whose type changes what numpy computes: a masked
     array (reductions skip its masked entries, which hold hidden values) or an
@@ -331,7 +352,7 @@ def guarded(fn: F) -> F:
     def checked(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except RecursionError as exc:
+        except (UnwalkableError, RecursionError) as exc:
             msg = f"{name}: an argument is nested too deeply, or contains itself [called at {user_location()}]"
             raise StructureError(msg) from exc
         except Exception as exc:
@@ -367,7 +388,7 @@ def call_atomically(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         try:
             return fn(*args)
         except BaseException:
-            arena._truncate(size)
+            arena.truncate(size)
             raise
     arenas = _arenas_in((*args, *kwargs.values()))
     sizes = [len(a._nodes) for a in arenas]
@@ -375,5 +396,5 @@ def call_atomically(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         return fn(*args, **kwargs)
     except BaseException:
         for arena, size in zip(arenas, sizes, strict=True):
-            arena._truncate(size)
+            arena.truncate(size)
         raise

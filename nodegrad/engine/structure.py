@@ -1,390 +1,324 @@
-"""Structured values: records, maps and sequences, taken apart and rebuilt.
+"""The structure walker: the one place that walks a structured value to any depth.
 
-Supported with no registration: attrs classes, dataclasses and named tuples (records:
-entries are fields, keyed by name), ``dict`` (maps: any hashable keys, insertion order
-kept, mixed key types fine) and ``list`` / ``tuple`` (sequences). Other classes opt in
-with :func:`register_container`.
+:func:`flatten` takes a value apart into its leaves, in order, and a :class:`TreeDef`
+that says how to put them back (:meth:`TreeDef.unflatten`), names each leaf's key path
+(:meth:`TreeDef.paths`) and knows which leaves sit in fields marked static
+(:meth:`TreeDef.static_leaves`). What a container is, one level at a time, is
+:mod:`nodegrad.engine.containers`' (:func:`~nodegrad.engine.containers.handler_for`);
+no other module asks it: the transforms, tree utilities, custom rules, the sweep's
+structured cotangents, ravel and check_grads all walk values through the functions here
+(a test keeps it so). Records, dicts, sequences, named tuples and dataclasses need no
+registration.
 
-A leaf is differentiable when it is a floating-point or complex array, numpy scalar of
-those kinds, or Python ``float`` or ``complex``. Everything else -- ints, bools, strings, ``None``, integer and boolean
-arrays, arbitrary objects, and fields marked ``static`` -- is *static*: it passes through
-untouched and its slot in a gradient is ``None``.
-
-Key paths name a place inside a value the way Python code would reach it:
-``.params['w'][0]``.
+A structure must be a tree no deeper than :func:`max_depth` (a quarter of Python's
+recursion limit): :func:`flatten` raises :class:`UnwalkableError` for a container that holds
+itself or for deeper nesting, decided here once; :mod:`nodegrad.engine.cycles` words it
+for the public function and the argument at hand.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from collections.abc import Callable, Hashable, Iterator
-from typing import Any, TypeVar, overload
+import sys
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any
 
-import attrs
 import numpy as np
 
-from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import DtypeError, StructureError
+from nodegrad.engine.containers import _CACHE as _HANDLERS
+from nodegrad.engine.containers import (
+    STATIC,
+    Handler,
+    dataclass_field,
+    field,
+    format_key,
+    handler_for,
+    is_differentiable_leaf,
+    register_container,
+)
+from nodegrad.errors import StructureError
 
 __all__ = [
+    "LEAF",
     "STATIC",
-    "StructCotangent",
-    "check_seed_dtype",
+    "TreeDef",
+    "UnwalkableError",
+    "container_kind",
+    "cycle_in",
     "dataclass_field",
+    "depth_of",
     "differentiable_leaves",
+    "entry",
     "field",
+    "flatten",
     "flatten_with_paths",
     "format_key",
-    "handler_for",
+    "has_differentiable_leaf",
     "integer_leaves",
+    "is_container",
     "is_differentiable_leaf",
     "leaves",
+    "map_unless_static",
+    "map_with_paths",
+    "max_depth",
+    "pair_leaves",
+    "rebuild",
     "register_container",
+    "zip_leaves",
 ]
 
-#: Field metadata marking a field static: ``attrs.field(metadata=STATIC)`` or
-#: ``dataclasses.field(metadata=STATIC)``; :func:`field` and :func:`dataclass_field` add it.
-STATIC = {"nodegrad.static": True}
+
+class UnwalkableError(StructureError):
+    """A value the walker cannot finish: a container that holds itself, or nesting deeper
+    than :func:`max_depth`. ``value`` is the value given to the walk."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        cycle = cycle_in(value)
+        if cycle is not None:
+            inner, outer = cycle
+            text = f"{inner} is {outer or 'the value'} itself, so the structure contains itself"
+        else:
+            text = f"the value is nested more than {max_depth()} levels deep"
+        super().__init__(text)
 
 
-T = TypeVar("T")
+def max_depth() -> int:
+    """How many containers deep a structure may nest: a quarter of Python's recursion
+    limit, so that every walk of one (and the user's code that reads it) has frames to
+    spare."""
+    return sys.getrecursionlimit() // 4
 
 
-@overload
-def field(*, static: bool = ..., default: None = ..., factory: None = ..., **kwargs: Any) -> Any: ...
-@overload
-def field(*, static: bool = ..., default: T, **kwargs: Any) -> T: ...
-@overload
-def field(*, static: bool = ..., factory: Callable[[], T], **kwargs: Any) -> T: ...
-def field(*, static: bool = False, **kwargs: Any) -> Any:
-    """An ``attrs.field`` that can be marked static (never differentiated).
-
-    Parameters
-    ----------
-    static : bool, default False
-        When true, the field passes through untouched and its gradient slot is ``None``,
-        even if it holds floats.
-    **kwargs
-        Passed on to ``attrs.field``.
-
-    Notes
-    -----
-    A type checker sees ``default`` and ``factory`` as ``attrs.field`` has them (a
-    default of the wrong type is an error), but mypy's attrs plugin recognises only
-    ``attrs.field`` and ``attr.ib`` themselves, not a function that calls them: to it an
-    attribute assigned ``field(static=True)`` has a default, so it neither requires that
-    attribute in ``__init__`` nor reports a mandatory attribute after one with a default
-    (attrs refuses that class when it is made). Where that matters, write
-    ``attrs.field(metadata=nodegrad.STATIC)``: the same static field, seen by the plugin.
-
-    Examples
-    --------
-    >>> import attrs, numpy as np
-    >>> import nodegrad as ng
-    >>> @attrs.frozen
-    ... class Scaled:
-    ...     w: np.ndarray
-    ...     scale: float = ng.field(static=True, default=2.0)
-    >>> ng.grad(lambda p: ng.sum(p.w * p.scale))(Scaled(np.ones(2)))
-    Scaled(w=array([2., 2.]), scale=None)
+class TreeDef:
+    """How a value is put together from its leaves: a leaf (:data:`LEAF`), or a container
+    with its handler, the value itself as the template its rebuilt copies take their type
+    and settings from, its keys, which entries are marked static, and a TreeDef per entry.
     """
-    if static:
-        kwargs["metadata"] = {**kwargs.get("metadata", {}), **STATIC}
-    return attrs.field(**kwargs)
 
-
-@overload
-def dataclass_field(*, static: bool = ..., default: None = ..., default_factory: None = ..., **kwargs: Any) -> Any: ...
-@overload
-def dataclass_field(*, static: bool = ..., default: T, **kwargs: Any) -> T: ...
-@overload
-def dataclass_field(*, static: bool = ..., default_factory: Callable[[], T], **kwargs: Any) -> T: ...
-def dataclass_field(*, static: bool = False, **kwargs: Any) -> Any:
-    """A ``dataclasses.field`` that can be marked static; see :func:`field`.
-
-    As with :func:`field`, mypy's dataclasses plugin does not see through this function:
-    ``dataclasses.field(metadata=nodegrad.STATIC)`` is the same field, seen by it.
-
-    Examples
-    --------
-    >>> import dataclasses
-    >>> import nodegrad as ng
-    >>> @dataclasses.dataclass
-    ... class Layer:
-    ...     w: float
-    ...     name: str = ng.dataclass_field(static=True, default="dense")
-    >>> ng.grad(lambda p: p.w * 3.0)(Layer(1.0))
-    Layer(w=3.0, name=None)
-    """
-    if static:
-        kwargs["metadata"] = {**kwargs.get("metadata", {}), **STATIC}
-    return dataclasses.field(**kwargs)
-
-
-def is_differentiable_leaf(value: Any) -> bool:
-    """Whether a leaf of a structure gets a gradient: a float or complex array, numpy scalar
-    or Python number, or a traced value standing for one.
-
-    Every other leaf is static: ints, bools, strings, ``None``, integer and boolean arrays
-    pass through a transform unchanged and get ``None`` as their gradient. Use it to pick
-    the leaves a loss should touch when walking a structure with
-    :func:`nodegrad.tree.tree_leaves_with_path`.
-
-    Parameters
-    ----------
-    value : object
-        One leaf (not a record, dict, list or tuple).
-
-    Returns
-    -------
-    bool
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import nodegrad as ng
-    >>> ng.is_differentiable_leaf(np.ones(3)), ng.is_differentiable_leaf(1.5), ng.is_differentiable_leaf(2j)
-    (True, True, True)
-    >>> ng.is_differentiable_leaf(np.arange(3)), ng.is_differentiable_leaf(3), ng.is_differentiable_leaf("w")
-    (False, False, False)
-    >>> tree = {"w": np.ones(2), "steps": 10, "name": "head"}
-    >>> [path for path, leaf in ng.tree.tree_leaves_with_path(tree) if ng.is_differentiable_leaf(leaf)]
-    ["['w']"]
-    """
-    if isinstance(value, np.ndarray | np.inexact) or type(value) is Traced:
-        return value.dtype.kind in "fc"
-    return isinstance(value, float | complex)
-
-
-class Handler:
-    """How one container type is taken apart into entries and rebuilt from them."""
+    __slots__ = ("children", "handler", "has_static", "keys", "num_leaves", "static", "template")
 
     def __init__(
         self,
-        kind: str,
-        keys: Callable[[Any], list[Hashable]],
-        get: Callable[[Any, Hashable], Any],
-        build: Callable[[Any, list[Any]], Any],
-        static: Callable[[Any], list[bool]] | None = None,
+        handler: Handler | None,
+        template: Any,
+        keys: list[Hashable],
+        static: list[bool],
+        children: list[TreeDef],
+        num_leaves: int,
+        has_static: bool = False,
     ) -> None:
-        self.kind = kind
+        self.handler = handler
+        self.template = template
         self.keys = keys
-        self.get = get
-        self.build = build
-        self._static = static
+        self.static = static
+        self.children = children
+        self.num_leaves = num_leaves
+        #: Whether an entry anywhere inside is marked static (most values have none).
+        self.has_static = has_static
 
-    def static_mask(self, value: Any) -> list[bool]:
-        """Which entries are marked static by the class itself."""
-        return self._static(value) if self._static else [False] * len(self.keys(value))
+    @property
+    def kind(self) -> str:
+        """``"leaf"``, or the container's kind: ``"record"``, ``"map"`` or ``"sequence"``."""
+        return "leaf" if self.handler is None else self.handler.kind
 
-    def children(self, value: Any) -> list[Any]:
-        return [self.get(value, k) for k in self.keys(value)]
+    def unflatten(self, leaves: Iterable[Any], *, static_as_none: bool = False) -> Any:
+        """The value rebuilt from ``leaves`` (one per leaf, in :func:`flatten`'s order),
+        each container an instance of the template's type; with ``static_as_none`` an
+        entry marked static is ``None`` as a whole (its leaves are still consumed)."""
+        return self._build(iter(leaves), static_as_none)
 
+    def _build(self, leaves: Iterator[Any], static_as_none: bool) -> Any:
+        if self.handler is None:
+            return next(leaves)
+        children = [next(leaves) if c is LEAF else c._build(leaves, static_as_none) for c in self.children]
+        if static_as_none and self.has_static:
+            children = [None if s else c for s, c in zip(self.static, children, strict=True)]
+        return self.handler.build(self.template, children)
 
-def format_key(kind: str, key: Hashable) -> str:
-    """One step of a key path: ``.name`` for a record field, ``[key]`` otherwise."""
-    return f".{key}" if kind == "record" else f"[{key!r}]"
+    def build(self, children: list[Any]) -> Any:
+        """This container rebuilt, one level, with ``children`` as its entries."""
+        assert self.handler is not None
+        return self.handler.build(self.template, children)
 
+    def step(self, key: Hashable) -> str:
+        """The key path step of entry ``key``: ``.name`` for a record, ``[key]`` otherwise."""
+        return format_key(self.kind, key)
 
-# -- the built-in containers ---------------------------------------------------------------
+    def paths(self, prefix: str = "") -> list[str]:
+        """The key path of each leaf, in order, each starting with ``prefix``."""
+        found: list[str] = []
+        self._paths(prefix, found)
+        return found
 
+    def _paths(self, prefix: str, found: list[str]) -> None:
+        if self.handler is None:
+            found.append(prefix)
+            return
+        record = self.handler.kind == "record"
+        for key, child in zip(self.keys, self.children, strict=True):
+            step = f"{prefix}.{key}" if record else f"{prefix}[{key!r}]"  # format_key, inlined
+            if child is LEAF:
+                found.append(step)
+            else:
+                child._paths(step, found)
 
-def _build_instance(template: Any, children: list[Any], names: list[Hashable]) -> Any:
-    # Gradients and traced views are instances of the user's class built without running
-    # its __init__, validators or converters: those are written for data, not cotangents.
-    instance = object.__new__(type(template))
-    for name, child in zip(names, children, strict=True):
-        object.__setattr__(instance, str(name), child)
-    return instance
+    def static_leaves(self) -> list[bool]:
+        """Whether each leaf sits inside an entry marked static."""
+        if not self.has_static:
+            return [False] * self.num_leaves
+        found: list[bool] = []
+        self._static(False, found)
+        return found
 
+    def _static(self, inside: bool, found: list[bool]) -> None:
+        if self.handler is None:
+            found.append(inside)
+            return
+        for static, child in zip(self.static, self.children, strict=True):
+            child._static(inside or static, found)
 
-def _get_field(value: Any, name: Hashable) -> Any:
-    return getattr(value, str(name))
-
-
-def _fields_handler(fields: Any) -> Handler:
-    """The handler of an attrs class or a dataclass, from its field definitions."""
-    names: list[Hashable] = [f.name for f in fields]
-    mask = [bool(f.metadata.get("nodegrad.static")) for f in fields]
-    return Handler(
-        "record",
-        lambda v: names,
-        _get_field,
-        lambda t, c: _build_instance(t, c, names),
-        lambda v: mask,
-    )
-
-
-def _namedtuple_handler(cls: type) -> Handler:
-    names: list[Hashable] = list(cls._fields)  # type: ignore[attr-defined]
-    return Handler("record", lambda v: names, _get_field, lambda t, c: type(t)._make(c))
-
-
-def _build_dict(template: dict[Any, Any], children: list[Any]) -> dict[Any, Any]:
-    pairs = zip(template.keys(), children, strict=True)
-    if type(template) is dict:
-        return dict(pairs)
-    # A subclass is rebuilt without calling its constructor, which may take other arguments
-    # (or, as Counter's update does, count rather than store): a copy keeps its type, its
-    # attributes and settings such as a default_factory, and dict's own methods refill it.
-    rebuilt = copy.copy(template)
-    dict.clear(rebuilt)
-    dict.update(rebuilt, pairs)
-    return rebuilt
-
-
-def _build_sequence(template: Any, children: list[Any]) -> Any:
-    if type(template) is list:
-        return list(children)
-    if type(template) is tuple:
-        return tuple(children)
-    if isinstance(template, list):  # a subclass: refilled as _build_dict refills a dict's
-        rebuilt = copy.copy(template)
-        list.clear(rebuilt)
-        list.extend(rebuilt, children)
-        return rebuilt
-    rebuilt = tuple.__new__(type(template), children)  # a tuple subclass (not a named tuple)
-    if hasattr(template, "__dict__"):
-        rebuilt.__dict__.update(template.__dict__)
-    return rebuilt
+    def __repr__(self) -> str:
+        if self.handler is None:
+            return "*"
+        inner = ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.children, strict=True))
+        return f"{type(self.template).__name__}({inner})"
 
 
-_DICT = Handler("map", lambda v: list(v.keys()), lambda v, k: v[k], _build_dict)
-_SEQUENCE = Handler("sequence", lambda v: list(range(len(v))), lambda v, k: v[k], _build_sequence)
-
-_REGISTERED: dict[type, Handler] = {}
-_CACHE: dict[type, Handler | None] = {}
+#: The TreeDef of every leaf: one object, as a leaf has nothing of its own to keep.
+LEAF = TreeDef(None, None, [], [], [], 1)
 
 
-def register_container(
-    cls: type,
-    flatten: Callable[[Any], tuple[list[Hashable], list[Any]]],
-    unflatten: Callable[[Any, list[Any]], Any],
-) -> None:
-    """Opt a container class in as a record.
+def flatten(value: Any) -> tuple[list[Any], TreeDef]:
+    """The leaves of ``value`` in order (static ones included) and its :class:`TreeDef`.
 
-    Parameters
-    ----------
-    cls : type
-        The class.
-    flatten : callable
-        ``flatten(obj) -> (names, children)``: entry names (used in key paths) and
-        values, in a fixed order.
-    unflatten : callable
-        ``unflatten(template, children) -> obj``: a new instance like ``template`` holding
-        ``children`` (which may be gradients or traced values).
+    Raises :class:`UnwalkableError` for a container that holds itself or nesting deeper than
+    :func:`max_depth`.
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import nodegrad as ng
-    >>> class Pair:
-    ...     def __init__(self, a, b):
-    ...         self.a, self.b = a, b
-    >>> ng.register_container(Pair, lambda p: (["a", "b"], [p.a, p.b]), lambda t, c: Pair(*c))
-    >>> g = ng.grad(lambda p: p.a * p.b)(Pair(2.0, 5.0))
-    >>> g.a, g.b
-    (5.0, 2.0)
+    >>> from nodegrad.engine.structure import flatten
+    >>> leaves, treedef = flatten({"w": [1.0, 2.0], "name": "x"})
+    >>> leaves, treedef
+    ([1.0, 2.0, 'x'], dict('w': list(0: *, 1: *), 'name': *))
+    >>> treedef.unflatten([3.0, 4.0, "y"]), treedef.paths("p")
+    ({'w': [3.0, 4.0], 'name': 'y'}, ["p['w'][0]", "p['w'][1]", "p['name']"])
     """
-
-    def keys(value: Any) -> list[Hashable]:
-        return flatten(value)[0]
-
-    def get(value: Any, key: Hashable) -> Any:
-        names, children = flatten(value)
-        return children[names.index(key)]
-
-    _REGISTERED[cls] = Handler("record", keys, get, unflatten)
-    _CACHE.pop(cls, None)
-
-
-def handler_for(value: Any) -> Handler | None:
-    """The handler of ``value``'s container type, or ``None`` for a leaf."""
-    cls = type(value)
+    handler = handler_for(value)
+    if handler is None:
+        return [value], LEAF
+    found: list[Any] = []
+    on_path: set[int] = set()
     try:
-        return _CACHE[cls]
-    except KeyError:
-        pass
-    handler: Handler | None
-    if cls in _REGISTERED:
-        handler = _REGISTERED[cls]
-    elif attrs.has(cls):
-        handler = _fields_handler(attrs.fields(cls))
-    elif dataclasses.is_dataclass(cls):
-        handler = _fields_handler(dataclasses.fields(cls))
-    elif issubclass(cls, tuple) and hasattr(cls, "_fields"):
-        handler = _namedtuple_handler(cls)
-    elif issubclass(cls, dict):
-        handler = _DICT
-    elif issubclass(cls, list | tuple):
-        handler = _SEQUENCE
-    else:
-        handler = None
-    _CACHE[cls] = handler
-    return handler
+        treedef = _flatten(value, handler, found, max_depth(), on_path)
+    except _UnfinishedError:
+        raise UnwalkableError(value) from None
+    return found, treedef
 
 
-def has_differentiable_leaf(value: Any) -> bool:
-    """True when some leaf of ``value`` (not marked static) is differentiable."""
+class _UnfinishedError(Exception):
+    """Raised inside :func:`_flatten` and turned into :class:`UnwalkableError` once, at the top,
+    where the whole value is at hand to name the place."""
+
+
+def _flatten(value: Any, handler: Handler, found: list[Any], depth: int, on_path: set[int]) -> TreeDef:
+    if depth <= 0 or id(value) in on_path:
+        raise _UnfinishedError
+    on_path.add(id(value))
+    start = len(found)
+    keys, entries = handler.entries(value)
+    children: list[TreeDef] = []
+    static = handler.static_mask(value)
+    has_static = True in static
+    cache = _HANDLERS
+    for child in entries:
+        child_handler = cache.get(type(child), _UNKNOWN)
+        if child_handler is _UNKNOWN:
+            child_handler = handler_for(child)
+        if child_handler is None:
+            found.append(child)
+            children.append(LEAF)
+        else:
+            made = _flatten(child, child_handler, found, depth - 1, on_path)
+            has_static = has_static or made.has_static
+            children.append(made)
+    on_path.discard(id(value))
+    return TreeDef(handler, value, keys, static, children, len(found) - start, has_static)
+
+
+_UNKNOWN: Any = object()  # a type handler_for has not been asked about yet
+
+
+def is_container(value: Any) -> bool:
+    """Whether ``value`` is a record, map or sequence (not a leaf)."""
+    return handler_for(value) is not None
+
+
+def container_kind(value: Any) -> str | None:
+    """``"record"``, ``"map"`` or ``"sequence"`` for a container, ``None`` for a leaf."""
     handler = handler_for(value)
-    if handler is None:
-        return is_differentiable_leaf(value)
-    mask = handler.static_mask(value)
-    return any(not s and has_differentiable_leaf(c) for s, c in zip(mask, handler.children(value), strict=True))
+    return None if handler is None else handler.kind
 
 
-def flatten_with_paths(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """Yield ``(key_path, leaf)`` for every leaf of ``value``, static ones included.
-
-    Examples
-    --------
-    >>> from nodegrad.engine.structure import flatten_with_paths
-    >>> list(flatten_with_paths({"w": [1.0, 2.0], "name": "x"}))
-    [("['w'][0]", 1.0), ("['w'][1]", 2.0), ("['name']", 'x')]
-    """
-    handler = handler_for(value)
-    if handler is None:
-        yield path, value
-        return
-    for key in handler.keys(value):
-        yield from flatten_with_paths(handler.get(value, key), path + format_key(handler.kind, key))
+def entry(container: Any, key: Hashable) -> Any:
+    """Entry ``key`` of ``container``, one level down (a field's value, a dict's item)."""
+    handler = handler_for(container)
+    assert handler is not None
+    return handler.get(container, key)
 
 
-def leaves(value: Any) -> Iterator[Any]:
-    """Yield every leaf of ``value``, static ones included, without building key paths
-    (for checks that need a path only when they fail: build it then).
+def rebuild(template: Any, children: list[Any]) -> Any:
+    """A container like ``template``, one level, holding ``children`` as its entries."""
+    handler = handler_for(template)
+    assert handler is not None
+    return handler.build(template, children)
+
+
+# -- walks built on flatten -------------------------------------------------------------------
+
+
+def leaves(value: Any) -> list[Any]:
+    """Every leaf of ``value``, static ones included, in order.
 
     Examples
     --------
     >>> from nodegrad.engine.structure import leaves
-    >>> list(leaves({"w": [1.0, 2.0], "name": "x"}))
+    >>> leaves({"w": [1.0, 2.0], "name": "x"})
     [1.0, 2.0, 'x']
     """
-    handler = handler_for(value)
-    if handler is None:
-        yield value
-        return
-    for key in handler.keys(value):
-        yield from leaves(handler.get(value, key))
+    return flatten(value)[0]
 
 
-def differentiable_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """Yield ``(key_path, leaf)`` for the differentiable leaves of ``value`` only: float
-    leaves that are not inside a field marked static.
+def flatten_with_paths(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """``(key_path, leaf)`` for every leaf of ``value``, static ones included.
+
+    Examples
+    --------
+    >>> from nodegrad.engine.structure import flatten_with_paths
+    >>> flatten_with_paths({"w": [1.0, 2.0], "name": "x"})
+    [("['w'][0]", 1.0), ("['w'][1]", 2.0), ("['name']", 'x')]
     """
-    handler = handler_for(value)
-    if handler is None:
-        if is_differentiable_leaf(value):
-            yield path, value
-        return
-    for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True):
-        if not static:
-            yield from differentiable_leaves(handler.get(value, key), path + format_key(handler.kind, key))
+    found, treedef = flatten(value)
+    return list(zip(treedef.paths(path), found, strict=True))
 
 
-def integer_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    """Yield ``(key_path, leaf)`` for the integer numbers of ``value`` (Python ints and numpy
+def differentiable_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """``(key_path, leaf)`` for the differentiable leaves of ``value`` only: float leaves
+    that are not inside a field marked static."""
+    found, treedef = flatten(value)
+    pairs = zip(treedef.paths(path), found, treedef.static_leaves(), strict=True)
+    return [(p, leaf) for p, leaf, static in pairs if not static and is_differentiable_leaf(leaf)]
+
+
+def has_differentiable_leaf(value: Any) -> bool:
+    """True when some leaf of ``value`` (not marked static) is differentiable."""
+    found, treedef = flatten(value)
+    if treedef is LEAF:
+        return is_differentiable_leaf(value)
+    return any(not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, treedef.static_leaves(), strict=True))
+
+
+def integer_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+    """``(key_path, leaf)`` for the integer numbers of ``value`` (Python ints and numpy
     integer scalars, not bools) outside fields marked static.
 
     Such a leaf is static, so it gets no gradient and no optimiser moves it; beside float
@@ -394,52 +328,16 @@ def integer_leaves(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
     Examples
     --------
     >>> from nodegrad.engine.structure import integer_leaves
-    >>> list(integer_leaves({"w": 1.0, "b": 0, "on": True}))
+    >>> integer_leaves({"w": 1.0, "b": 0, "on": True})
     [("['b']", 0)]
     """
-    handler = handler_for(value)
-    if handler is None:
-        if isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_):
-            yield path, value
-        return
-    for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True):
-        if not static:
-            yield from integer_leaves(handler.get(value, key), path + format_key(handler.kind, key))
-
-
-class StructCotangent:
-    """The cotangent of a structured node: a cotangent per entry slot, where a missing
-    slot is a symbolic zero that costs nothing.
-
-    Only the sweep creates and adds these; it owns every one it holds, so ``+`` merges
-    the right operand into the left one in place instead of copying a 1,000-entry dict
-    for each of 1,000 field reads.
-    """
-
-    __slots__ = ("slots", "total")
-
-    def __init__(self, total: int, slots: dict[int, Any] | None = None) -> None:
-        self.total = total
-        self.slots: dict[int, Any] = {} if slots is None else slots
-
-    def __add__(self, other: Any) -> StructCotangent:
-        if not isinstance(other, StructCotangent) or other.total != self.total:
-            msg = f"cannot add a structured cotangent of {self.total} entries and {other!r}"
-            raise StructureError(msg)
-        slots = self.slots
-        for k, g in other.slots.items():
-            prev = slots.get(k)
-            slots[k] = g if prev is None else prev + g
-        return self
-
-    def copy(self) -> StructCotangent:
-        """A deep copy of the slot structure (array cotangents are shared: never mutated)."""
-        return StructCotangent(
-            self.total, {k: g.copy() if isinstance(g, StructCotangent) else g for k, g in self.slots.items()}
-        )
-
-    def __repr__(self) -> str:
-        return f"StructCotangent({len(self.slots)}/{self.total} slots)"
+    found, treedef = flatten(value)
+    pairs = zip(treedef.paths(path), found, treedef.static_leaves(), strict=True)
+    return [
+        (p, leaf)
+        for p, leaf, static in pairs
+        if not static and isinstance(leaf, int | np.integer) and not isinstance(leaf, bool | np.bool_)
+    ]
 
 
 def map_with_paths(fn: Callable[[str, Any], Any], value: Any, path: str = "") -> Any:
@@ -447,46 +345,41 @@ def map_with_paths(fn: Callable[[str, Any], Any], value: Any, path: str = "") ->
 
     Containers are rebuilt as their own type, without running validators.
     """
-    handler = handler_for(value)
-    if handler is None:
-        return fn(path, value)
-    return handler.build(
-        value,
-        [map_with_paths(fn, handler.get(value, k), path + format_key(handler.kind, k)) for k in handler.keys(value)],
-    )
+    found, treedef = flatten(value)
+    return treedef.unflatten([fn(p, leaf) for p, leaf in zip(treedef.paths(path), found, strict=True)])
 
 
 def map_unless_static(fn: Callable[[Any], Any], value: Any) -> Any:
     """Rebuild ``value`` with ``fn(leaf)`` at every leaf and ``None`` for fields marked static."""
-    handler = handler_for(value)
-    if handler is None:
+    found, treedef = flatten(value)
+    if treedef is LEAF:
         return fn(value)
-    children = [
-        None if static else map_unless_static(fn, handler.get(value, key))
-        for key, static in zip(handler.keys(value), handler.static_mask(value), strict=True)
-    ]
-    return handler.build(value, children)
+    static = treedef.static_leaves()
+    return treedef.unflatten(
+        [None if s else fn(leaf) for leaf, s in zip(found, static, strict=True)], static_as_none=True
+    )
 
 
-def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable]) -> bool:
-    # Maps pair entries by key, whatever their order ({'b', 'a'} against {'a', 'b'}).
-    return other == keys or (kind == "map" and len(other) == len(keys) and set(other) == set(keys))
+def zip_leaves(value: Any, other: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Walk two values of one structure together: ``(key_path, leaf, other_leaf)`` in
+    ``value``'s order.
 
-
-def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
-    """Walk two values of one structure together, yielding ``(key_path, leaf, other_leaf)``
-    in ``value``'s order.
-
-    ``other`` may hold ``None`` in place of a whole subtree; maps are paired by key.
-    Raises a :class:`StructureError` naming the key path where they differ.
+    ``other`` may hold ``None`` in place of a whole subtree (a static slot): that subtree
+    comes as one triple ``(key_path, subtree, None)``. Maps are paired by key, whatever
+    their order. Raises a :class:`StructureError` naming the key path where they differ.
     """
-    handler = handler_for(value)
-    if handler is None or other is None:
-        # ``None`` stands for a whole subtree with nothing in it (a static slot).
-        yield path, value, other
+    found: list[tuple[str, Any, Any]] = []
+    _zip(flatten(value)[1], value, other, path, found)
+    return found
+
+
+def _zip(treedef: TreeDef, value: Any, other: Any, path: str, found: list[tuple[str, Any, Any]]) -> None:
+    if treedef.handler is None or other is None:
+        found.append((path, value, other))
         return
+    handler = treedef.handler
     other_handler = handler_for(other)
-    keys = handler.keys(value)
+    keys = treedef.keys
     if (
         other_handler is None
         or type(other) is not type(value)
@@ -502,83 +395,81 @@ def zip_leaves(value: Any, other: Any, path: str = "") -> Iterator[tuple[str, An
             f"{described}"
         )
         raise StructureError(msg)
-    for key in keys:
-        step = path + format_key(handler.kind, key)
-        yield from zip_leaves(handler.get(value, key), other_handler.get(other, key), step)
+    for key, child in zip(keys, treedef.children, strict=True):
+        _zip(child, handler.get(value, key), other_handler.get(other, key), path + format_key(handler.kind, key), found)
 
 
-def materialize(
-    cotangent: Any,
-    value: Any,
-    path: str,
-    missing: list[str],
-    zero_missing: bool,
-    finish: Callable[[Any, Any], Any] = lambda g, like: g,
-) -> Any:
-    """Turn a node's cotangent into a gradient shaped like its ``value``.
-
-    Records come back as instances of their class, maps with the same keys in the same
-    order, sequences as the same type, Python floats as floats. Static entries get
-    ``None``; differentiable entries with no cotangent get zeros (``zero_missing``) or
-    ``None``, and their key paths are appended to ``missing``. ``finish(g, leaf)``
-    post-processes each array cotangent.
-    """
-    handler = handler_for(value)
-    if handler is None:
-        if not is_differentiable_leaf(value):
-            return None
-        if cotangent is None:
-            missing.append(path)
-            g = np.zeros_like(value) if zero_missing else None
+def pair_leaves(value: Any, other: Any, absent: Any = None, path: str = "") -> list[tuple[str, Any, Any]]:
+    """``(key_path, leaf, other_leaf)`` for every leaf of ``value``, in order; where
+    ``other`` holds ``None`` for a whole subtree, each of its leaves is paired with
+    ``absent``. Raises :func:`zip_leaves`' error where the structures differ."""
+    paired: list[tuple[str, Any, Any]] = []
+    for where, part, other_part in zip_leaves(value, other, path):
+        if other_part is None and is_container(part):
+            found, treedef = flatten(part)
+            paired.extend((p, leaf, absent) for p, leaf in zip(treedef.paths(where), found, strict=True))
         else:
-            g = finish(cotangent, value)
-        if g is None or type(g) is Traced or not isinstance(value, float | complex | np.inexact):
-            return g  # a traced cotangent (forward mode, a recorded sweep) stays traced
-        return type(value)(g)
-    slots = cotangent.slots if isinstance(cotangent, StructCotangent) else {}
-    mask = handler.static_mask(value)
-    children = []
-    for i, key in enumerate(handler.keys(value)):
-        child = handler.get(value, key)
-        step = path + format_key(handler.kind, key)
-        children.append(None if mask[i] else materialize(slots.get(i), child, step, missing, zero_missing, finish))
-    return handler.build(value, children)
+            paired.append((where, part, other_part))
+    return paired
 
 
-def check_seed_dtype(seed_dtype: np.dtype[Any], dtype: np.dtype[Any], path: str) -> None:
-    """A seed must be numeric, and complex only for a complex output: the imaginary part
-    of a real output's cotangent would be cut off, and the answer silently wrong."""
-    where = f" at {path}" if path else ""
-    if seed_dtype.kind not in "biufc":
-        msg = f"the seed{where} must be numeric, got dtype {seed_dtype}"
-        raise DtypeError(msg)
-    if seed_dtype.kind == "c" and dtype.kind != "c":
-        msg = f"the seed{where} is complex ({seed_dtype}) but the output is real ({dtype}): pass a real seed"
-        raise DtypeError(msg)
+def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable]) -> bool:
+    # Maps pair entries by key, whatever their order ({'b', 'a'} against {'a', 'b'}).
+    return other == keys or (kind == "map" and len(other) == len(keys) and set(other) == set(keys))
 
 
-def cotangent_for(seed: Any, value: Any, path: str) -> Any:
-    """Turn a user's seed shaped like a structured ``value`` into a :class:`StructCotangent`."""
-    handler = handler_for(value)
-    if handler is None:
-        if seed is None or not is_differentiable_leaf(value):
-            return None
-        # A traced seed (a recorded sweep, differentiated again) stays traced.
-        seed_array = seed if type(seed) is Traced else np.asarray(seed)
-        if seed_array.shape != np.shape(value):
-            msg = (
-                f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"
-            )
-            raise StructureError(msg)
-        dtype = np.result_type(unwrap(value))
-        check_seed_dtype(seed_array.dtype, dtype, path)
-        if type(seed_array) is Traced:
-            return seed_array if seed_array.dtype == dtype else seed_array.astype(dtype)
-        return np.array(seed_array, dtype=dtype)  # a copy the sweep owns, as for an array seed
-    list(zip_leaves(value, seed, path))  # validates the whole structure first
-    slots = {}
-    for i, key in enumerate(handler.keys(value)):
-        part = cotangent_for(handler.get(seed, key), handler.get(value, key), path + format_key(handler.kind, key))
-        if part is not None:
-            slots[i] = part
-    return StructCotangent(len(handler.keys(value)), slots)
+# -- values that are not trees, found without recursion (for the errors that name them) ---------
+
+
+def cycle_in(value: Any, path: str = "") -> tuple[str, str] | None:
+    """``(inner, outer)`` key paths where a container of ``value`` holds itself (``inner``
+    is the place, ``outer`` the container it is), or ``None`` for a tree.
+
+    Walked iteratively, so it answers for any value, however deep or cyclic.
+
+    Examples
+    --------
+    >>> from nodegrad.engine.structure import cycle_in
+    >>> loop = [1.0, {"a": 2.0}]
+    >>> loop[1]["self"] = loop
+    >>> cycle_in(loop, "params")
+    ("params[1]['self']", 'params')
+    >>> cycle_in([[1.0], [2.0]]) is None
+    True
+    """
+    on_path: dict[int, str] = {}
+    stack: list[tuple[Any, str, Iterator[Hashable] | None]] = [(value, path, None)]
+    while stack:
+        node, where, keys = stack.pop()
+        handler = handler_for(node)
+        if handler is None:
+            continue
+        if keys is None:  # entering the container
+            if id(node) in on_path:
+                return where, on_path[id(node)]
+            on_path[id(node)] = where
+            keys = iter(handler.keys(node))
+        key = next(keys, _DONE)
+        if key is _DONE:
+            del on_path[id(node)]
+            continue
+        stack.append((node, where, keys))
+        stack.append((handler.get(node, key), where + format_key(handler.kind, key), None))
+    return None
+
+
+_DONE = object()
+
+
+def depth_of(value: Any) -> int:
+    """How many containers deep ``value`` nests (0 for a leaf), walked iteratively; for a
+    tree (see :func:`cycle_in`)."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        handler = handler_for(node)
+        if handler is not None:
+            deepest = max(deepest, depth + 1)
+            stack.extend((handler.get(node, key), depth + 1) for key in handler.keys(node))
+    return deepest

@@ -21,15 +21,13 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from nodegrad.engine.cotangents import StructCotangent, check_seed_dtype, cotangent_for, materialize
 from nodegrad.engine.structure import (
-    StructCotangent,
-    check_seed_dtype,
-    cotangent_for,
     flatten_with_paths,
-    handler_for,
     integer_leaves,
+    is_container,
+    leaves,
     map_unless_static,
-    materialize,
     zip_leaves,
 )
 from nodegrad.engine.traced import Traced, describe, unwrap
@@ -238,7 +236,7 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
             msg = f"the seed{' at ' + path if path else ''} has shape {seed.shape}, the output {np.shape(value)}"
             raise ShapeError(msg)
         return _typed_like(seed, value)
-    if handler_for(value) is not None:
+    if is_container(value):
         return cotangent_for(seed, value, path)
     dtype = _dtype_of(value)
     if dtype.kind not in "fc":
@@ -299,18 +297,18 @@ def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
             )
             raise DtypeError(msg)
     if seed is None:
-        leaves = [output] if type(output) is Traced else _traced_leaves(output, [])
-        if not leaves:
+        found = [output] if type(output) is Traced else _traced_leaves(output)
+        if not found:
             return seeds  # a constant output: every gradient is zero
-        if len(leaves) != 1 or np.size(leaves[0].value) != 1 or handler_for(leaves[0].value) is not None:
-            shape = np.shape(leaves[0].value) if len(leaves) == 1 else f"a structure of {len(leaves)} traced values"
+        if len(found) != 1 or np.size(found[0].value) != 1 or is_container(found[0].value):
+            shape = np.shape(found[0].value) if len(found) == 1 else f"a structure of {len(found)} traced values"
             msg = (
                 f"the output has shape {shape}; pass seed= (shaped like the output) to differentiate a non-scalar "
                 f"output"
             )
             raise ArenaError(msg)
-        value = leaves[0].value
-        paired = [("", leaves[0], np.ones(np.shape(value), _dtype_of(value)))]
+        value = found[0].value
+        paired = [("", found[0], np.ones(np.shape(value), _dtype_of(value)))]
     elif type(output) is Traced:
         paired = [("", output, seed)]
     else:
@@ -362,17 +360,11 @@ def _check_seeds(arena: Any, seeds: dict[int, Any]) -> None:
             raise NonFiniteError(msg)
 
 
-def _traced_leaves(value: Any, found: list[Any]) -> list[Any]:
-    """Append every traced leaf of ``value`` to ``found`` (no key paths: those are built
-    only for messages)."""
+def _traced_leaves(value: Any) -> list[Any]:
+    """Every traced leaf of ``value``, in order."""
     if type(value) is Traced:
-        found.append(value)
-        return found
-    handler = handler_for(value)
-    if handler is not None:
-        for key in handler.keys(value):
-            _traced_leaves(handler.get(value, key), found)
-    return found
+        return [value]
+    return [leaf for leaf in leaves(value) if type(leaf) is Traced]
 
 
 def _path_of(arena: Any, target: Any, wrt: Any) -> str:
@@ -389,7 +381,7 @@ def _check_targets(arena: Any, targets: list[Any], wrt: Any) -> None:
             raise ArenaError(msg)
         value = target.value
         dtype = getattr(value, "dtype", None)
-        if dtype is not None and dtype.kind not in "fc" and handler_for(value) is None:
+        if dtype is not None and dtype.kind not in "fc" and not is_container(value):
             msg = (
                 f"{_path_of(arena, target, wrt)} (node {target.index}) has dtype {dtype}; "
                 "only floating-point and complex values are differentiable"
@@ -417,7 +409,7 @@ def strict_integer_leaves(value: Any, path: str = "") -> list[str]:
     to name: an int is a static leaf (no gradient), and beside float leaves it is almost
     always a parameter written ``0`` for ``0.0``, which no optimiser would ever move. (A
     lone int argument is refused as such by the transforms, STRICT or not.)"""
-    if handler_for(value) is None:
+    if not is_container(value):
         return []
     return [f"{p} (the int {leaf!r}: ints get no gradient; write {leaf}.0)" for p, leaf in integer_leaves(value, path)]
 
@@ -430,7 +422,7 @@ def _finished(arena: Any, wrt: Any, target: Traced, g: Any, options: GradOptions
     """The gradient handed back for ``target`` (one leaf of ``wrt``), built from the
     cotangent ``g`` that reached it: ``finish(g, like)`` per array, zeros (or, with
     STRICT, a :class:`_Missing` of key paths) where nothing arrived."""
-    if g is not None and handler_for(target.value) is None:  # the common case: an array leaf
+    if g is not None and not is_container(target.value):  # the common case: an array leaf
         return _owned(g, target.value, taken) if finish is None else finish(g, target.value)
     lacking: list[str] = []
     if finish is None:
@@ -519,7 +511,7 @@ def gradients(
         msg = "this arena keeps only the values its rules read, so its sweep cannot be recorded (create_graph)"
         raise ArenaError(msg)
     flat = type(wrt) is tuple and _all_traced(wrt)  # grad's common case
-    targets = list(wrt) if flat else _traced_leaves(wrt, [])
+    targets = list(wrt) if flat else _traced_leaves(wrt)
     _check_targets(arena, targets, wrt)
     seeds = _output_seeds(arena, output, seed)
     checking = type(arena._nodes) is not list and arena.check_finite
@@ -545,13 +537,13 @@ def gradients(
         every_leaf = wrt_is_every_leaf and indices == list(range(len(indices)))
         found, arena.last_visited = sweep(nodes, seeds, indices, release, every_leaf)
     except BaseException:
-        arena._truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
+        arena.truncate(size)  # a recorded sweep that failed midway leaves no nodes behind
         raise
     finally:
         if sealed:
             arena._nodes.open_for_sweep = False
     if not create_graph and len(arena._nodes) > size:
-        arena._truncate(size)
+        arena.truncate(size)
 
     arena._last_gradients = found if len(found) == len(targets) else {t.index: found.get(t.index) for t in targets}
     results = [_finished(arena, wrt, target, found.get(target.index), options, finish, taken) for target in targets]

@@ -20,10 +20,20 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.cotangents import StructCotangent
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
-from nodegrad.engine.structure import StructCotangent, format_key, handler_for, has_differentiable_leaf
+from nodegrad.engine.structure import (
+    LEAF,
+    TreeDef,
+    container_kind,
+    entry,
+    flatten,
+    format_key,
+    is_differentiable_leaf,
+    rebuild,
+)
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import StructureError, user_location
 
@@ -35,7 +45,7 @@ _F = "structured"
 def _read(parent: Any, index: int, total: int, key: Hashable) -> Any:
     # A Python float field stays a Python float: weakly typed, as numpy treats Python
     # scalars, so a float32 array it meets stays float32.
-    return handler_for(parent).get(parent, key)  # type: ignore[union-attr]
+    return entry(parent, key)
 
 
 def _read_rule(g: Any, ans: Any, parent: Any, index: int, total: int, key: Hashable) -> StructCotangent:
@@ -53,7 +63,7 @@ _READ_OPS = {"record": STRUCT_FIELD, "map": MAP_LOOKUP, "sequence": SEQ_INDEX}
 
 
 def _build(template: Any, *children: Any) -> Any:
-    return handler_for(template).build(template, list(children))  # type: ignore[union-attr]
+    return rebuild(template, list(children))
 
 
 def _build_rule(k: int, g: Any, ans: Any, template: Any, *children: Any) -> Any:
@@ -79,27 +89,27 @@ def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int
         )
         raise StructureError(msg)
     value = unwrap(parent.value)
-    handler = handler_for(value)
-    path = parent.arena._paths.get(parent.index, "")
-    if handler is None or (expected_kind is not None and handler.kind != expected_kind):
+    found_kind = container_kind(value)
+    path = parent.arena.path_of(parent.index)
+    if found_kind is None or (expected_kind is not None and found_kind != expected_kind):
         msg = (
             f"{kind}: node {parent.index}{' ' + path if path else ''} holds a {type(value).__name__}, not a "
             f"{expected_kind} [called at {user_location()}]"
         )
         raise StructureError(msg)
-    keys = handler.keys(value)
+    keys = flatten(value)[1].keys
     if total != len(keys) or not 0 <= index < total:
         msg = (
             f"{kind}: entry {index} of {total} requested, but {path or 'the value'} has {len(keys)} entries [called "
             f"at {user_location()}]"
         )
         raise StructureError(msg)
-    return _read_node(parent, handler.kind, index, total, keys[index], path)
+    return _read_node(parent, found_kind, index, total, keys[index], path)
 
 
 def _read_node(parent: Traced, kind: str, index: int, total: int, key: Hashable, path: str) -> Traced:
     handle: Traced = record1(_READ_OPS[kind], parent, index, total, key)
-    handle.arena._paths[handle.index] = path + format_key(kind, key)
+    handle.arena.name_node(handle.index, path + format_key(kind, key))
     return handle
 
 
@@ -187,56 +197,80 @@ def view(node: Traced) -> Any:
     its enclosing transform's handle of the structure).
     """
     value = unwrap(node.value)
-    handler = handler_for(value)
-    if handler is None:
+    found, treedef = flatten(value)
+    if treedef is LEAF:
         return node
-    path = node.arena._paths.get(node.index, "")
-    keys = handler.keys(value)
-    total = len(keys)
-    mask = handler.static_mask(value)
+    return _view(node, treedef, iter(found), node.arena.path_of(node.index))
+
+
+def _view(node: Traced, treedef: TreeDef, found: Any, path: str) -> Any:
+    """The view of ``node``, whose value has ``treedef``; ``found`` yields its leaves."""
+    total = len(treedef.keys)
     children = []
-    for i, key in enumerate(keys):
-        child = handler.get(value, key)
-        if mask[i]:
-            children.append(child)
-        elif not has_differentiable_leaf(child):
-            _refuse_pandas(child, path + format_key(handler.kind, key))
-            children.append(child)
+    for i, (key, static, child) in enumerate(zip(treedef.keys, treedef.static, treedef.children, strict=True)):
+        part = [next(found) for _ in range(child.num_leaves)]
+        step = path + treedef.step(key)
+        if static:
+            children.append(child.unflatten(part))
+        elif not _any_differentiable(child, part):
+            _refuse_pandas_in(part, child, step)
+            children.append(child.unflatten(part))
+        elif child is LEAF:
+            children.append(_read_node(node, treedef.kind, i, total, key, path))
         else:
-            children.append(view(_read_node(node, handler.kind, i, total, key, path)))
-    return handler.build(value, children)
+            children.append(_view(_read_node(node, treedef.kind, i, total, key, path), child, iter(part), step))
+    return treedef.build(children)
 
 
-def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced]) -> Any:
+def _any_differentiable(treedef: TreeDef, found: list[Any]) -> bool:
+    if treedef is LEAF:
+        return is_differentiable_leaf(found[0])
+    return any(not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, treedef.static_leaves(), strict=True))
+
+
+def _refuse_pandas_in(found: list[Any], treedef: TreeDef, path: str) -> None:
+    for leaf, leaf_path in zip(found, treedef.paths(path), strict=True):
+        _refuse_pandas(leaf, leaf_path)
+
+
+def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: list[Any] | None = None) -> Any:
     """``value`` with each differentiable leaf made a leaf node of ``arena`` of its own,
     appended to ``leaves`` in order: a structure's view without the node holding the
     whole structure and the read nodes under it, for a transform that differentiates with
     respect to the leaves and rebuilds the gradient itself (a third of the nodes for a
-    dict of arrays). Static entries and entries holding no floats stay the plain values,
-    as in :func:`view`."""
-    handler = handler_for(value) if type(value) is not Traced else None
-    if handler is None:
+    dict of arrays). Static entries and leaves holding no floats stay the plain values,
+    as in :func:`view`.
+
+    With ``layouts``, appends how ``value`` was taken apart, ``(leaves, treedef, chosen)``
+    (``chosen`` flags the leaves made nodes), or ``None`` for a value that is one leaf:
+    what the transform rebuilds the gradient by (see
+    :func:`nodegrad.transforms.common.gradient_like`), without walking ``value`` again."""
+    if type(value) is Traced or type(value) is np.ndarray:
+        found, treedef = [value], LEAF
+    else:
+        found, treedef = flatten(value)
+    if treedef is LEAF:
+        if layouts is not None:
+            layouts.append(None)
         leaf = arena.param(value, name=name)
         leaves.append(leaf)
         return leaf
-    keys = handler.keys(value)
-    mask = handler.static_mask(value)
-    children = []
-    for i, key in enumerate(keys):
-        child = handler.get(value, key)
-        path = name + format_key(handler.kind, key)
-        if mask[i]:
-            children.append(child)
-        elif type(child) is np.ndarray and child.dtype.kind in "fc":  # the common case
-            leaf = arena.param(child, name=path)
-            leaves.append(leaf)
-            children.append(leaf)
-        elif not has_differentiable_leaf(child):
-            _refuse_pandas(child, path)
-            children.append(child)
+    made = []
+    chosen = []
+    for leaf, path, static in zip(found, treedef.paths(name), treedef.static_leaves(), strict=True):
+        take = not static and ((type(leaf) is np.ndarray and leaf.dtype.kind in "fc") or is_differentiable_leaf(leaf))
+        chosen.append(take)
+        if take:
+            handle = arena.param(leaf, name=path)
+            leaves.append(handle)
+            made.append(handle)
         else:
-            children.append(leaf_view(arena, child, path, leaves))
-    return handler.build(value, children)
+            if not static:
+                _refuse_pandas(leaf, path)
+            made.append(leaf)
+    if layouts is not None:
+        layouts.append((found, treedef, chosen))
+    return treedef.unflatten(made)
 
 
 def pack(value: Any) -> Any:
@@ -259,13 +293,19 @@ def pack(value: Any) -> Any:
     >>> a.backward(y, wrt=x)
     array([2., 2.])
     """
-    handler = handler_for(value)
-    if handler is None:
+    found, treedef = flatten(value)
+    if treedef is LEAF or not any(type(leaf) is Traced for leaf in found):
         return value
-    children = [pack(c) for c in handler.children(value)]
+    return _packed(treedef, iter(found))
+
+
+def _packed(treedef: TreeDef, found: Any) -> Any:
+    """The constructor node of the container ``treedef`` (its leaves from ``found``), or
+    the plain container where none of its leaves is traced."""
+    children = [next(found) if child is LEAF else _packed(child, found) for child in treedef.children]
     if not any(type(c) is Traced for c in children):
-        return value
-    return record(_MAKE_OPS[handler.kind], value, *children)
+        return treedef.build(children)
+    return record(_MAKE_OPS[treedef.kind], treedef.template, *children)
 
 
 def replace(value: Any, changes: dict[Hashable, Any] | None = None, /, **named: Any) -> Any:
@@ -285,25 +325,25 @@ def replace(value: Any, changes: dict[Hashable, Any] | None = None, /, **named: 
     >>> ng.grad(lambda p: (lambda q: q.w * q.b)(ng.replace(p, w=p.w * 3.0)))(P(1.0, 2.0))
     P(w=6.0, b=3.0)
     """
-    handler = handler_for(value)
+    kind = container_kind(value)
     updates: dict[Hashable, Any] = dict(changes or {})
     updates.update(named)
-    if handler is None or handler.kind == "sequence":
+    if kind is None or kind == "sequence":
         msg = f"replace: expected a record or a map, got {type(value).__name__} [called at {user_location()}]"
         raise StructureError(msg)
-    keys = handler.keys(value)
+    keys = flatten(value)[1].keys
     unknown = [k for k in updates if k not in keys]
-    if unknown and handler.kind == "record":
+    if unknown and kind == "record":
         msg = (
             f"replace: {type(value).__name__} has no field(s) {unknown}; fields are {keys} [called at "
             f"{user_location()}]"
         )
         raise StructureError(msg)
-    if handler.kind == "map":
+    if kind == "map":
         updated = copy.copy(value)  # keeps the dict subclass and, e.g., a default_factory
         updated.update(updates)
         return updated
-    return handler.build(value, [updates.get(k, handler.get(value, k)) for k in keys])
+    return rebuild(value, [updates[k] if k in updates else entry(value, k) for k in keys])
 
 
 # Arena.param returns a structured parameter as its view; the engine reaches it through its socket.

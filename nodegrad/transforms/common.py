@@ -21,13 +21,14 @@ from nodegrad import ops
 from nodegrad.engine.arena import Arena
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import (
+    LEAF,
+    UnwalkableError,
     differentiable_leaves,
-    handler_for,
-    has_differentiable_leaf,
+    flatten,
+    is_container,
     is_differentiable_leaf,
     leaves,
     map_unless_static,
-    map_with_paths,
     zip_leaves,
 )
 from nodegrad.engine.traced import Traced, unwrap
@@ -152,47 +153,51 @@ def snapshot(traced: Any) -> Any:
     """A copy of a traced argument's containers, taken before the user's function runs: a
     function that replaces an entry of its argument (``batch["x"] = batch["x"] / 2``) must
     not change what the gradient is taken with respect to."""
-    return traced if handler_for(traced) is None else map_with_paths(lambda _, leaf: leaf, traced)
+    found, treedef = flatten(traced)
+    return traced if treedef is LEAF else treedef.unflatten(found)
 
 
 def like_argument(g: Any, original: Any) -> Any:
     """Give ``g`` the argument's own leaf types: Python float in, Python float out."""
     if type(g) is Traced or type(original) is np.ndarray:
         return g  # traced by an enclosing transform (it differentiates this in turn), or an array's
-    handler = handler_for(original)
-    if handler is None:
-        if g is not None and isinstance(original, float | complex | np.inexact) and type(g) is not type(original):
-            return type(original)(g)
+    if not is_container(original):
+        return _like_leaf(g, original)
+    found, treedef = flatten(g)
+    if treedef is LEAF:
         return g
-    g_handler = handler_for(g)
-    if g_handler is None:
+    # g was built in original's structure (None for a static entry's whole subtree).
+    pairs = zip_leaves(g, original)
+    if len(pairs) != len(found):
         return g
-    children = [like_argument(g_handler.get(g, k), handler.get(original, k)) for k in handler.keys(original)]
-    return g_handler.build(g, children)
+    return treedef.unflatten([_like_leaf(x, like) for _, x, like in pairs])
 
 
-def gradient_like(original: Any, grads: Iterator[Any]) -> Any:
+def _like_leaf(g: Any, original: Any) -> Any:
+    if g is not None and isinstance(original, float | complex | np.inexact) and type(g) is not type(original):
+        if type(g) is Traced:
+            return g
+        return type(original)(g)
+    return g
+
+
+def gradient_like(original: Any, grads: Iterator[Any], layout: Any = None) -> Any:
     """The gradient of the argument ``original`` from the gradients of its differentiable
     leaves, in the order :func:`~nodegrad.ops.structured.leaf_view` made them leaves: an
     instance of its own container types, ``None`` at static fields and at entries holding
     no floats, each leaf of its own type (Python float in, Python float out)."""
-    if type(original) is np.ndarray:
-        return next(grads)  # the common case: an array's gradient is an array like it
-    handler = handler_for(original) if type(original) is not Traced else None
-    if handler is None:
-        return like_argument(next(grads), original)
-    mask = handler.static_mask(original)
-    children: list[Any] = []
-    for static, child in zip(mask, handler.children(original), strict=True):
-        if static:
-            children.append(None)
-        elif type(child) is np.ndarray and child.dtype.kind in "fc":  # the common case
-            children.append(next(grads))
-        elif has_differentiable_leaf(child):
-            children.append(gradient_like(child, grads))
-        else:
-            children.append(map_unless_static(lambda _: None, child))
-    return handler.build(original, children)
+    if type(original) is np.ndarray or type(original) is Traced:
+        return like_argument(next(grads), original)  # the common case: an array's gradient is an array like it
+    if layout is None:
+        found, treedef = flatten(original)
+        if treedef is LEAF:
+            return like_argument(next(grads), original)
+        static = treedef.static_leaves()
+        chosen = [not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, static, strict=True)]
+    else:
+        found, treedef, chosen = layout  # as leaf_view took it apart
+    made = [_like_leaf(next(grads), leaf) if take else None for leaf, take in zip(found, chosen, strict=True)]
+    return treedef.unflatten(made, static_as_none=True)
 
 
 def lower(value: Any, arena: Arena) -> Any:
@@ -200,9 +205,10 @@ def lower(value: Any, arena: Arena) -> Any:
     structure: what a transform returns. Handles of enclosing arenas stay as they are."""
     if type(value) is Traced:
         return value.value if value.arena is arena else value
-    if handler_for(value) is None:
+    found, treedef = flatten(value)
+    if treedef is LEAF:
         return value
-    return map_with_paths(lambda _, leaf: leaf.value if type(leaf) is Traced and leaf.arena is arena else leaf, value)
+    return treedef.unflatten([leaf.value if type(leaf) is Traced and leaf.arena is arena else leaf for leaf in found])
 
 
 def split_output(out: Any, has_aux: bool) -> tuple[Any, Any]:
@@ -277,7 +283,7 @@ def same_shapes(where: str, value: Any, other: Any) -> None:
     """``other`` has ``value``'s structure and, at every float leaf, its shape."""
     try:
         pairs = list(zip_leaves(value, other))
-    except RecursionError:
+    except UnwalkableError:
         raise unwalkable(where, "the direction", other) from None
     for path, leaf, other_leaf in pairs:
         if not is_differentiable_leaf(leaf):
@@ -300,7 +306,7 @@ def same_shapes(where: str, value: Any, other: Any) -> None:
 
 def zero_tangent(value: Any, where: str = "jvp") -> Any:
     """Zeros shaped like each float leaf of ``value``; ``None`` at its other leaves."""
-    if handler_for(value) is None and not is_differentiable_leaf(value):
+    if not is_container(value) and not is_differentiable_leaf(value):
         msg = f"{where}: the output must hold floating-point values, got {type(value).__name__}"
         raise DtypeError(msg)
     return zeros_like(value)
@@ -334,5 +340,5 @@ def probe_cotangent(value: Any, where: str = "jvp") -> Any:
 def traced_leaves(value: Any) -> list[Traced]:
     try:
         return [leaf for leaf in leaves(value) if type(leaf) is Traced]
-    except RecursionError:
+    except UnwalkableError:
         raise unwalkable("grad", "an argument", value) from None

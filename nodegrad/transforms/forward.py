@@ -142,9 +142,9 @@ def _linearized(fun: Callable[..., Any], primals: tuple[Any, ...], name: str) ->
                     u = dual.param(probe_cotangent(value, name), name="cotangent")
                     pulled = gradients(arena, out, wrt, seed=u)
                 finally:
-                    dual._finish(name)
+                    dual.seal(name)
         finally:
-            arena._finish(name)
+            arena.seal(name)
 
     def push(tangents: tuple[Any, ...]) -> Any:
         return like_argument(gradients(dual, pulled, u, seed=tuple(tangents)), value)

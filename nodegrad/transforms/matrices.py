@@ -15,7 +15,13 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.cycles import unwalkable
-from nodegrad.engine.structure import flatten_with_paths, handler_for, is_differentiable_leaf, map_with_paths
+from nodegrad.engine.structure import (
+    UnwalkableError,
+    flatten_with_paths,
+    is_container,
+    is_differentiable_leaf,
+    map_with_paths,
+)
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.transforms.common import (
@@ -56,7 +62,7 @@ def _basis(template: Any, dtype_of: Callable[[Any], Any]) -> list[Any]:
                     zeros.reshape(-1)[k] = 1
                 return zeros
 
-            out.append(unit("", template) if handler_for(template) is None else map_with_paths(unit, template))
+            out.append(map_with_paths(unit, template))
     return out
 
 
@@ -103,7 +109,7 @@ def _assemble(out: Any, args: tuple[Any, ...], pieces: list[tuple[Any, ...]], by
 def _fill(template: Any, make: Callable[[int], Any]) -> Any:
     """``template`` rebuilt with ``make(j)`` at its ``j``-th float leaf and ``None`` at its
     other leaves (a bare array or float is its own leaf 0)."""
-    if handler_for(template) is None:
+    if not is_container(template):
         return make(0)
     counter = iter(range(len(_float_leaves(template))))
 
@@ -116,7 +122,7 @@ def _fill(template: Any, make: Callable[[int], Any]) -> Any:
 def _check_differentiable(where: str, value: Any, what: str) -> None:
     try:
         found = _float_leaves(value)
-    except RecursionError:
+    except UnwalkableError:
         raise unwalkable(where, what, value) from None
     if not found:
         msg = (

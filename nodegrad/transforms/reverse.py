@@ -15,7 +15,7 @@ import numpy as np
 
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
 from nodegrad.engine.cycles import unwalkable
-from nodegrad.engine.structure import zip_leaves
+from nodegrad.engine.structure import UnwalkableError, zip_leaves
 from nodegrad.engine.sweep import GradOptions, gradients, strict_integer_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
@@ -170,14 +170,15 @@ def value_and_grad(
     def run(arena: Arena, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # One sweep, not recorded: the nodes need keep only what the rules read (and a
         # checking arena, here or under debug_nans, keeps everything: it checks them all).
-        arena._lean = not arena.check_finite
+        arena.lean = not arena.check_finite
         positions = resolve_argnums(nums, len(args), fun)
         if isinstance(options, GradOptions) and not options.zero_missing_wrt:  # others are refused by the sweep
             _refuse_integer_leaves(args, positions, names)
         call_args = list(args)
         leaves: list[Traced] = []  # every differentiated leaf, in order
+        layouts: list[Any] = []  # how each argument was taken apart, to rebuild its gradient
         for k in positions:
-            call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]", leaves)
+            call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]", leaves, layouts)
         if out is not None:  # gradients written into buffers shaped like the arguments
             wrt = (snapshot(call_args[positions[0]]),) if single else tuple(snapshot(call_args[k]) for k in positions)
         if holomorphic:
@@ -190,9 +191,9 @@ def value_and_grad(
             # The leaves made above are the arena's only leaves: no op makes others.
             grads = iter(gradients(arena, result, tuple(leaves), seed, options, retain=False, wrt_is_every_leaf=True))
             if single:
-                grad_value: Any = gradient_like(args[positions[0]], grads)
+                grad_value: Any = gradient_like(args[positions[0]], grads, layouts[0])
             else:
-                grad_value = tuple(gradient_like(args[k], grads) for k in positions)
+                grad_value = tuple(gradient_like(args[k], grads, layouts[j]) for j, k in enumerate(positions))
         else:
             write_gradients(arena, result, wrt[0] if single else wrt, out, accumulate, options, seed)
             grad_value = out
@@ -209,7 +210,7 @@ def value_and_grad(
                         return run(arena, args, kwargs)
                 return run(arena, args, kwargs)
             finally:
-                arena._finish(name)
+                arena.seal(name)
 
     options_ = {"has_aux": has_aux, "options": options, "out": out, "accumulate": accumulate}
     remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite, "holomorphic": holomorphic})
@@ -225,13 +226,13 @@ def _refuse_integer_leaves(args: tuple[Any, ...], positions: Sequence[int], name
         raise NoGradientError(msg)
 
 
-def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced]) -> Any:
+def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced], layouts: list[Any]) -> Any:
     """The differentiated argument ``value`` as user code sees it: each differentiable leaf
     a leaf node of ``arena`` of its own (appended to ``leaves``), in ``value``'s own
     structure (see :func:`~nodegrad.ops.structured.leaf_view`)."""
     try:
-        return leaf_view(arena, value, name, leaves)
-    except RecursionError:
+        return leaf_view(arena, value, name, leaves, layouts)
+    except UnwalkableError:
         raise unwalkable("grad", name, value) from None
 
 
@@ -379,13 +380,13 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     check_callable(fun, "vjp")
     arguments: tuple[Any, ...] = args
     with nested_arena() as arena:
-        arena._lean = not arena.check_finite  # its sweeps are never recorded
+        arena.lean = not arena.check_finite  # its sweeps are never recorded
         try:
             traced = [arena.param(a, name=f"args[{k}]") for k, a in enumerate(arguments)]
             wrt = tuple(snapshot(t) for t in traced)
             result, aux = split_output(fun(*traced), has_aux)
         finally:
-            arena._finish(name_of("vjp", fun))
+            arena.seal(name_of("vjp", fun))
 
     def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
         grads = gradients(arena, result, wrt, cotangent)
