@@ -54,7 +54,7 @@ def _operands(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, str, bool]:
     for _ in range(2):
         x = draw(float_arrays(st.tuples(st.integers(1, 8))))
         if complex_ and draw(st.booleans()):  # sometimes one operand real, the other complex
-            x = x + 1j * draw(float_arrays(x.shape, floats(-2.0, 2.0)))
+            x = x + 1j * draw(float_arrays(x.shape, elements=floats(-2.0, 2.0)))
         arrays.append(x)
     return arrays[0], arrays[1], draw(st.sampled_from(MODES)), complex_
 

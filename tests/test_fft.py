@@ -23,7 +23,7 @@ import nodegrad.numpy as gnp
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError
 from nodegrad.ops import fourier
 from nodegrad.testing import check_grads
-from tests.strategies import float_arrays, shapes, single_axis
+from tests.strategies import axes, float_arrays, shapes
 
 SOME = settings(max_examples=25, deadline=None)
 FEW = settings(max_examples=10, deadline=None)
@@ -60,7 +60,7 @@ def traced_value(f: Any, x: np.ndarray) -> Any:
 @given(data=st.data())
 def test_one_axis_transforms_give_numpy_s_values_and_check_grads(name: str, data: st.DataObject) -> None:
     shape = data.draw(shapes(min_dims=1, max_side=5), label="shape")
-    axis = data.draw(single_axis(len(shape)), label="axis")
+    axis = data.draw(axes(len(shape), single=True), label="axis")
     m = shape[axis]
     # n shorter than, equal to and longer than the axis; the default where there is one.
     n = data.draw(st.one_of(st.just(None), st.integers(max(1, m - 2), m + 3)), label="n")

@@ -125,7 +125,7 @@ def _first(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
 @given(data=st.data())
 def test_second_derivative_of_every_unary_op(name: str, data: st.DataObject) -> None:
     op, domain, second = UNARY[name]
-    x = data.draw(float_arrays(shapes(max_dims=2, max_side=3), domain), label="x")
+    x = data.draw(float_arrays(shapes(max_dims=2, max_side=3), elements=domain), label="x")
     # The gradient's own VJP against central differences of the gradient ...
     check_grads(_first(op), x)
     # ... and, the Hessian of an elementwise op being diagonal, grad(sum(grad)) is f''(x).
@@ -249,7 +249,7 @@ def _grad_of_scalar_fn(x: np.ndarray) -> np.ndarray:
     return ng.grad(_scalar_fn)(x)
 
 
-vectors = float_arrays((3,), floats(-1.5, 1.5))
+vectors = float_arrays((3,), elements=floats(-1.5, 1.5))
 
 
 @given(x=vectors, v=vectors)
@@ -453,7 +453,7 @@ def _cumprod_derivatives(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.n
 @st.composite
 def _with_zeros(draw: st.DrawFn) -> np.ndarray:
     """1-D arrays with up to three entries set to exactly 0."""
-    x = draw(float_arrays(st.integers(1, 6).map(lambda n: (n,)), floats(-1.5, 1.5)))
+    x = draw(float_arrays(st.integers(1, 6).map(lambda n: (n,)), elements=floats(-1.5, 1.5)))
     x[draw(st.lists(st.integers(0, x.size - 1), max_size=3))] = 0.0
     return x
 
@@ -687,7 +687,9 @@ def test_eigvalsh_differentiates_twice() -> None:
 # -- linearize -----------------------------------------------------------------------------------
 
 
-@given(float_arrays((3,), floats(-1.5, 1.5)), float_arrays((3,), floats(-1.0, 1.0)), st.floats(-1.0, 1.0))
+@given(
+    float_arrays((3,), elements=floats(-1.5, 1.5)), float_arrays((3,), elements=floats(-1.0, 1.0)), st.floats(-1.0, 1.0)
+)
 def test_linearize_gives_jvp_for_every_tangent_and_records_fun_once(x: np.ndarray, t: np.ndarray, s: float) -> None:
     calls = []
 

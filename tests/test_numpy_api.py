@@ -51,7 +51,6 @@ from tests.strategies import (
     grid,
     separated_arrays,
     shapes,
-    single_axis,
     stretchable_to,
 )
 
@@ -106,7 +105,7 @@ def _maybe(draw: st.DrawFn, strategy: st.SearchStrategy[Any]) -> Any:
 def _signed_separated(draw: st.DrawFn, shape: tuple[int, ...]) -> np.ndarray:
     """Entries whose magnitudes are distinct and at least 0.1: no ties in ``|x|``, no zeros."""
     size = math.prod(shape)
-    magnitudes = draw(float_arrays((size,), grid(0.1, BOUND, step=0.01), unique=True))
+    magnitudes = draw(float_arrays((size,), elements=grid(0.1, BOUND, step=0.01), unique=True))
     signs = draw(hnp.arrays(np.float64, (size,), elements=st.sampled_from([-1.0, 1.0])))
     return (magnitudes * signs).reshape(shape)
 
@@ -192,7 +191,7 @@ def _unary_cases(draw: st.DrawFn, ufunc: np.ufunc) -> Case:
 @st.composite
 def _binary_cases(draw: st.DrawFn, ufunc: np.ufunc) -> Case:
     ex, ey = BINARY[ufunc]
-    shape_x, shape_y = draw(broadcastable_shapes(2)).input_shapes
+    shape_x, shape_y = draw(broadcastable_shapes(2))
     x, y = draw_operand(draw, shape_x, ex), draw_operand(draw, shape_y, ey)
     diff = draw(diff_mask(2))
     return Case(lambda x, y: ufunc(x, y), (x, y), diff, f"{_name(ufunc)}(x, y), shapes {shape_x} {shape_y}")
@@ -202,7 +201,7 @@ def _binary_cases(draw: st.DrawFn, ufunc: np.ufunc) -> Case:
 def _matmul_cases(draw: st.DrawFn, fn: Any) -> Case:
     """Vectors, matrices and broadcast stacks of matrices, in every combination."""
     m, n, k = (draw(st.integers(1, 4)) for _ in range(3))
-    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     kind_a, kind_b = (
         draw(st.sampled_from(["vector", "matrix", "stack"])),
         draw(st.sampled_from(["vector", "matrix", "stack"])),
@@ -217,7 +216,7 @@ def _matmul_cases(draw: st.DrawFn, fn: Any) -> Case:
 @st.composite
 def _ldexp_cases(draw: st.DrawFn, fn: Any) -> Case:
     # x * 2**n: the integer exponent n is data, never differentiated.
-    shape_x, shape_n = draw(broadcastable_shapes(2)).input_shapes
+    shape_x, shape_n = draw(broadcastable_shapes(2))
     x = draw_operand(draw, shape_x)
     n: Any = draw(hnp.arrays(draw(st.sampled_from([np.int64, np.int32])), shape_n, elements=st.integers(-40, 12)))
     if shape_n == () and draw(st.booleans()):
@@ -235,7 +234,7 @@ def _numpy_ufunc(name: str) -> Any:
 def _vecdot_cases(draw: st.DrawFn, fn: Any) -> Case:
     # The vectors lie along `axis` (the last by default) of each operand; the other axes broadcast.
     n = draw(st.integers(1, 4))
-    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     depth = draw(st.integers(1, 1 + min(len(batch_a), len(batch_b))))  # the vectors along axis -depth
     place = lambda batch: (*batch[: len(batch) - depth + 1], n, *batch[len(batch) - depth + 1 :])
     shape_a, shape_b = place(batch_a), place(batch_b)
@@ -249,7 +248,7 @@ def _vecdot_cases(draw: st.DrawFn, fn: Any) -> Case:
 @st.composite
 def _matvec_cases(draw: st.DrawFn, fn: Any) -> Case:
     m, n = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     if fn is _numpy_ufunc("matvec"):  # matrices (..., m, n) times vectors (..., n)
         shape_a, shape_b = (*batch_a, m, n), (*batch_b, n)
     else:  # vecmat: vectors (..., n) times matrices (..., n, m)
@@ -263,7 +262,7 @@ def _complex_entrywise_cases(draw: st.DrawFn, fn: Any) -> Case:
     # np.sign, np.imag and np.angle have gradients of complex values only (of real ones they
     # are piecewise constant): values off the real axis, where angle jumps (its negative half).
     shape = draw(shapes())
-    z = draw(complex_arrays(shape, floats(), away_from_zero(0.2)))
+    z = draw(complex_arrays(shape, real=floats(), imag=away_from_zero(0.2)))
     kwargs = _kw(deg=_maybe(draw, st.booleans())) if fn is np.angle else {}
     return Case(lambda z: fn(z, **kwargs), (z,), (True,), f"{_name(fn)}(z {shape}, **{kwargs})")
 
@@ -395,7 +394,7 @@ def _norm_cases(draw: st.DrawFn, fn: Any) -> Case:
         elif order not in (None, "fro"):  # the max/min line sum of |x| is unique: no kink
             assume(_line_sums_are_separated(x, order, (-2, -1) if axis is None else axis))
     else:  # a vector norm; ord 0 counts the nonzeros (gradient 0), numpy integers work as ord
-        axis = draw(single_axis(ndim)) if ndim > 1 or draw(st.booleans()) else None
+        axis = draw(axes(ndim, single=True)) if ndim > 1 or draw(st.booleans()) else None
         order = draw(st.sampled_from([None, 1, 2, 3, 0.5, -1, 0, np.int64(3), np.inf, -np.inf]))
     keepdims = _maybe(draw, st.booleans())
     if order is None and draw(st.booleans()):
@@ -502,7 +501,7 @@ def _roots_cases(draw: st.DrawFn, fn: Any) -> Case:
         keys = np.sort(_order_key(np.roots(p)))
         assume(np.all(np.diff(keys) > 1e-3))
         return Case(lambda p: _in_stable_order(np.roots(p)), (p,), (True,), f"np.roots({p}), sorted")
-    real = draw(float_arrays((draw(st.integers(1, 5)),), grid(step=0.1), unique=True))
+    real = draw(float_arrays((draw(st.integers(1, 5)),), elements=grid(step=0.1), unique=True))
     x = real + 1j * draw(float_arrays(real.shape)) if draw(st.booleans()) else real
     return Case(np.sort_complex, (x,), (True,), f"np.sort_complex({x})")
 
@@ -559,12 +558,12 @@ def _reshaping_cases(draw: st.DrawFn, fn: Any) -> Case:
     x = draw(_signed_separated(shape))  # no ties: ptp takes a max and a min
     ndim = len(shape)
     if fn is np.diff:
-        kwargs = _kw(n=_maybe(draw, st.integers(0, 2)), axis=_maybe(draw, single_axis(ndim)))
+        kwargs = _kw(n=_maybe(draw, st.integers(0, 2)), axis=_maybe(draw, axes(ndim, single=True)))
     elif fn is np.roll:
-        axis = draw(st.one_of(st.none(), single_axis(ndim)))
+        axis = draw(st.one_of(st.none(), axes(ndim, single=True)))
         kwargs = {"shift": draw(st.integers(-5, 5)), "axis": axis}
     elif fn is np.repeat:
-        axis = draw(st.one_of(st.none(), single_axis(ndim)))
+        axis = draw(st.one_of(st.none(), axes(ndim, single=True)))
         n = x.size if axis is None else shape[axis]
         repeats = draw(st.one_of(st.integers(0, 3), st.lists(st.integers(0, 2), min_size=n, max_size=n)))
         kwargs = {"repeats": repeats, "axis": axis}
@@ -627,9 +626,9 @@ def _average_cases(draw: st.DrawFn, fn: Any) -> Case:
     if kind == "plain":
         kwargs = _kw(axis=_maybe(draw, axes(len(shape))), keepdims=_maybe(draw, st.booleans()))
         return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.average(x {shape}, **{kwargs})")
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     w_shape = shape if kind == "full weights" else (shape[axis],)
-    w = draw(float_arrays(w_shape, floats(0.5, BOUND)))  # positive: the weights' sum is away from 0
+    w = draw(float_arrays(w_shape, elements=floats(0.5, BOUND)))  # positive: the weights' sum is away from 0
     return Case(
         lambda x, w: fn(x, axis=axis, weights=w), (x, w), draw(diff_mask(2)), f"np.average(x {shape}, w {w_shape})"
     )
@@ -688,7 +687,7 @@ def _product_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _trapezoid_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     y = draw(float_arrays(shape))
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     kind = draw(st.sampled_from(["dx", "x along the axis", "x like y"]))
     if kind == "dx":
         dx = draw(floats(0.1, 2.0))
@@ -751,7 +750,7 @@ def _linalg_api_product_cases(draw: st.DrawFn, fn: Any) -> Case:
         return Case(lambda a, b: fn(a, b, **kwargs), (a, b), draw(diff_mask(2)), desc)
     # vecdot and cross: vectors along `axis` (the last by default), the other axes broadcast.
     n = 3 if fn is np.linalg.cross else draw(st.integers(1, 4))
-    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     depth = draw(st.integers(1, 1 + min(len(batch_a), len(batch_b))))
     place = lambda batch: (*batch[: len(batch) - depth + 1], n, *batch[len(batch) - depth + 1 :])
     shape_a, shape_b = place(batch_a), place(batch_b)
@@ -875,7 +874,7 @@ def _polyfit_cases(draw: st.DrawFn, fn: Any) -> Case:
     x = draw(separated_arrays((size,), step=0.25))  # distinct samples: a full-rank fit
     deg = draw(st.integers(0, min(size - 1, 3)))
     y = draw(float_arrays((size,) if draw(st.booleans()) else (size, draw(st.integers(1, 3)))))
-    weights = _maybe(draw, float_arrays((size,), floats(0.5, 2.0)))
+    weights = _maybe(draw, float_arrays((size,), elements=floats(0.5, 2.0)))
     kind = draw(st.sampled_from(["plain", "full", "cov", "unscaled"] if size > deg + 1 else ["plain", "unscaled"]))
     kwargs = _kw(w=weights, rcond=_maybe(draw, st.sampled_from([None, 1e-12])))
     desc = f"np.polyfit(x {x.shape}, y {y.shape}, {deg}, {kind}, **{ {k: np.shape(v) for k, v in kwargs.items()} })"
@@ -919,7 +918,7 @@ def _apply_along_axis_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1, max_side=3))
     assume(all(shape))  # numpy refuses to iterate over an empty dimension
     x = draw(float_arrays(shape))
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     name = draw(st.sampled_from(sorted(_APPLIED_1D)))
     func = _APPLIED_1D[name]
     if draw(st.booleans()):  # extra arguments are passed on to the function
@@ -934,7 +933,7 @@ def _apply_along_axis_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _apply_over_axes_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1, max_side=3))
     x = draw(float_arrays(shape))
-    axes_ = draw(st.one_of(single_axis(len(shape)), st.lists(single_axis(len(shape)), max_size=3)))
+    axes_ = draw(st.one_of(axes(len(shape), single=True), st.lists(axes(len(shape), single=True), max_size=3)))
     name = draw(st.sampled_from(sorted(_APPLIED_OVER)))
     desc = f"np.apply_over_axes({name}, x {shape}, {axes_})"
     return Case(lambda x: fn(_APPLIED_OVER[name], x, axes_), (x,), (True,), desc)
@@ -946,7 +945,7 @@ def _cumulative_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes())
     elements = st.one_of(st.just(0.0), floats(-1.5, 1.5)) if fn is np.cumprod else None
     x = draw_operand(draw, shape, elements)
-    axis = _OMIT if len(shape) == 0 else _maybe(draw, st.one_of(st.none(), single_axis(len(shape))))
+    axis = _OMIT if len(shape) == 0 else _maybe(draw, st.one_of(st.none(), axes(len(shape), single=True)))
     kwargs = _kw(axis=axis)
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
 
@@ -997,7 +996,7 @@ _EINSUM = [
 def _einsum_cases(draw: st.DrawFn, fn: Any) -> Case:
     subscripts, templates = draw(st.sampled_from(_EINSUM))
     sizes = {c: draw(st.integers(1, 3)) for c in "ijklb"}
-    batch_b, batch_c = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batch_b, batch_c = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     batches = {"B": batch_b, "C": batch_c}
     operand_shapes = [tuple(s for c in t for s in (batches[c] if c in batches else (sizes[c],))) for t in templates]
     operands = tuple(draw(float_arrays(s)) for s in operand_shapes)
@@ -1051,7 +1050,7 @@ def _concatenate_cases(draw: st.DrawFn, fn: Any) -> Case:
         axis: Any = None
     else:
         base = draw(shapes(min_dims=1))
-        axis = draw(single_axis(len(base)))
+        axis = draw(axes(len(base), single=True))
         arrays = tuple(
             draw(
                 float_arrays(tuple(draw(st.integers(1, 3)) if k == axis % len(base) else n for k, n in enumerate(base)))
@@ -1084,7 +1083,7 @@ def _stack_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _split_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(float_arrays(shape))
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     length = shape[axis]
     if draw(st.booleans()):  # N equal sections
         where: Any = draw(st.sampled_from([d for d in range(1, length + 1) if length % d == 0]))
@@ -1096,7 +1095,7 @@ def _split_cases(draw: st.DrawFn, fn: Any) -> Case:
 @spec(np.where)
 @st.composite
 def _where_cases(draw: st.DrawFn, fn: Any) -> Case:
-    shape_c, shape_x, shape_y = draw(broadcastable_shapes(3)).input_shapes
+    shape_c, shape_x, shape_y = draw(broadcastable_shapes(3))
     condition = draw(hnp.arrays(bool, shape_c))
     x, y = draw_operand(draw, shape_x), draw_operand(draw, shape_y)
     return Case(
@@ -1111,7 +1110,7 @@ def _where_cases(draw: st.DrawFn, fn: Any) -> Case:
 @st.composite
 def _clip_cases(draw: st.DrawFn, fn: Any) -> Case:
     # x on a 0.01 grid, the bounds on the grid shifted by 0.005: never tied, so no kinks.
-    shape_x, shape_lo, shape_hi = draw(broadcastable_shapes(3)).input_shapes
+    shape_x, shape_lo, shape_hi = draw(broadcastable_shapes(3))
     x = draw_operand(draw, shape_x, grid())
     lo = draw_operand(draw, shape_lo, grid(-BOUND, 1.0, offset=0.005))
     gap = np.asarray(draw_operand(draw, shape_hi, grid(0.01, 2.0)))
@@ -1130,7 +1129,7 @@ def _clip_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _take_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(float_arrays(shape))
-    axis = draw(st.one_of(st.none(), single_axis(len(shape))))
+    axis = draw(st.one_of(st.none(), axes(len(shape), single=True)))
     n = math.prod(shape) if axis is None else shape[axis]
     indices: Any = draw(hnp.arrays(np.intp, draw(shapes(max_dims=2)), elements=st.integers(-n, n - 1)))
     if indices.ndim == 1 and draw(st.booleans()):
@@ -1144,7 +1143,7 @@ def _take_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _take_along_axis_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(float_arrays(shape))
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     n = shape[axis]
     index_shape = tuple(draw(st.integers(1, 4)) if k == axis % len(shape) else s for k, s in enumerate(shape))
     indices = draw(hnp.arrays(np.intp, index_shape, elements=st.integers(-n, n - 1)))
@@ -1159,7 +1158,7 @@ def _sort_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(separated_arrays(shape))  # no ties: the permutation is unique
     kwargs = _kw(
-        axis=_maybe(draw, single_axis(len(shape))), kind=_maybe(draw, st.sampled_from(["stable", "quicksort"]))
+        axis=_maybe(draw, axes(len(shape), single=True)), kind=_maybe(draw, st.sampled_from(["stable", "quicksort"]))
     )
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"np.sort(x {shape}, **{kwargs})")
 
@@ -1236,7 +1235,7 @@ def _moveaxis_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _swapaxes_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(float_arrays(shape))
-    a, b = draw(single_axis(len(shape))), draw(single_axis(len(shape)))
+    a, b = draw(axes(len(shape), single=True)), draw(axes(len(shape), single=True))
     return Case(lambda x: fn(x, a, b), (x,), (True,), f"np.swapaxes(x {shape}, {a}, {b})")
 
 
@@ -1318,7 +1317,7 @@ def _splitting_cases(draw: st.DrawFn, fn: Any) -> Case:
     x = draw(float_arrays(shape))
     kwargs: dict[str, Any] = {}
     if fn is np.array_split:
-        axis = draw(single_axis(len(shape)))
+        axis = draw(axes(len(shape), single=True))
         kwargs = _kw(axis=axis) if axis != 0 or draw(st.booleans()) else {}
     else:
         axis = {np.hsplit: 1 if len(shape) > 1 else 0, np.vsplit: 0, np.dsplit: 2}[fn]
@@ -1362,7 +1361,7 @@ def _gluing_cases(draw: st.DrawFn, fn: Any) -> Case:
         count = 2
         shape = draw(shapes())
         if shape and draw(st.booleans()):
-            axis = draw(single_axis(len(shape)))
+            axis = draw(axes(len(shape), single=True))
             arrays_shapes = [shape, draw(_shapes_joining_on(1, shape, axis % len(shape)))[0]]
             kwargs = {"axis": axis}
         else:  # axis=None: both flattened, any shapes
@@ -1408,7 +1407,7 @@ def _turning_cases(draw: st.DrawFn, fn: Any) -> Case:
         pair = [a - ndim if draw(st.booleans()) else a for a in draw(st.permutations(range(ndim)))[:2]]
         kwargs = _kw(k=_maybe(draw, st.integers(-5, 5)), axes=_maybe(draw, st.just(tuple(pair))))
     elif fn is np.rollaxis:
-        kwargs = _kw(axis=draw(single_axis(ndim)), start=_maybe(draw, st.integers(-ndim, ndim)))
+        kwargs = _kw(axis=draw(axes(ndim, single=True)), start=_maybe(draw, st.integers(-ndim, ndim)))
     else:
         kwargs = {}
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
@@ -1420,7 +1419,7 @@ def _cross_cases(draw: st.DrawFn, fn: Any) -> Case:
     # Vectors of 3 (or, deprecated, 2) components along any axis of each operand; the
     # other axes broadcast.
     n_a, n_b = draw(st.sampled_from([3, 3, 2])), draw(st.sampled_from([3, 3, 2]))
-    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    batch_a, batch_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     if draw(st.booleans()):  # one axis= for a, b and the result
         depth = max(len(batch_a), len(batch_b))
         batch_a, batch_b = (1,) * (depth - len(batch_a)) + batch_a, (1,) * (depth - len(batch_b)) + batch_b
@@ -1491,7 +1490,7 @@ def _nan_to_num_cases(draw: st.DrawFn, fn: Any) -> Case:
 @spec(np.linspace)
 @st.composite
 def _linspace_cases(draw: st.DrawFn, fn: Any) -> Case:
-    shape_start, shape_stop = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+    shape_start, shape_stop = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
     start, stop = draw_operand(draw, shape_start), draw_operand(draw, shape_stop)
     num = draw(st.integers(0, 6))
     endpoint = _maybe(draw, st.booleans())
@@ -1522,7 +1521,7 @@ def _gradient_cases(draw: st.DrawFn, fn: Any) -> Case:
     axis = _maybe(
         draw,
         st.one_of(
-            single_axis(ndim),
+            axes(ndim, single=True),
             st.permutations(range(ndim)).flatmap(lambda p: st.integers(1, ndim).map(lambda k: tuple(p[:k]))),
         ),
     )
@@ -1539,7 +1538,9 @@ def _gradient_cases(draw: st.DrawFn, fn: Any) -> Case:
             if draw(st.booleans()):
                 spacings.append(draw(spacing))
                 continue
-            steps = draw(float_arrays((shape[a] - 1,), grid(0.2, 1.0, step=0.1))) * draw(st.sampled_from([1, -1]))
+            steps = draw(float_arrays((shape[a] - 1,), elements=grid(0.2, 1.0, step=0.1))) * draw(
+                st.sampled_from([1, -1])
+            )
             spacings.append(np.concatenate([[draw(floats())], steps]).cumsum())
     kwargs = _kw(axis=axis, edge_order=edge_order)
     operands = (f, *spacings)
@@ -1555,7 +1556,7 @@ def _gradient_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _partition_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))
     x = draw(separated_arrays(shape))  # no ties: which entry lands where is unique
-    axis = _maybe(draw, st.one_of(st.none(), single_axis(len(shape))))
+    axis = _maybe(draw, st.one_of(st.none(), axes(len(shape), single=True)))
     n = math.prod(shape) if axis is None else shape[-1 if axis is _OMIT else axis]
     kth = draw(st.one_of(st.integers(-n, n - 1), st.lists(st.integers(-n, n - 1), min_size=1, max_size=3)))
     kwargs = _kw(axis=axis, kind=_maybe(draw, st.just("introselect")))
@@ -1595,7 +1596,7 @@ def _quantile_cases(draw: st.DrawFn, fn: Any) -> Case:
         scale = 100.0 if fn in (np.percentile, np.nanpercentile) else 1.0
         # numpy's nan twins misplace the axes of a q of 2 or more dimensions.
         q_shape = draw(shapes(max_dims=1 if nan else 2, max_side=3))
-        q = draw(st.one_of(floats(0.0, 1.0), float_arrays(q_shape, floats(0.0, 1.0)))) * scale
+        q = draw(st.one_of(floats(0.0, 1.0), float_arrays(q_shape, elements=floats(0.0, 1.0)))) * scale
         args = (q,)
         kwargs |= _kw(method=_maybe(draw, st.sampled_from(_QUANTILE_METHODS)))
 
@@ -1614,8 +1615,8 @@ def _nan_ignoring_cases(draw: st.DrawFn, fn: Any) -> Case:
     product = fn in (np.nanprod, np.nancumprod)
     shape = draw(shapes(min_dims=1, min_side=3 if spread else 1, max_side=3 if product else 4))
     elements = floats(-1.5, 1.5) if product else None
-    x = draw(separated_arrays(shape)) if elements is None else draw(float_arrays(shape, elements))
-    axis = draw(st.one_of(st.none(), single_axis(len(shape)))) if scan else draw(axes(len(shape)))
+    x = draw(separated_arrays(shape)) if elements is None else draw(float_arrays(shape, elements=elements))
+    axis = draw(st.one_of(st.none(), axes(len(shape), single=True))) if scan else draw(axes(len(shape)))
     holes = draw(_holes_keeping_one(shape, axis))
     if spread:  # two numbers per line at least: index 1 on the reduced axes too
         reduced = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
@@ -1649,7 +1650,7 @@ def _covariance_cases(draw: st.DrawFn, fn: Any) -> Case:
         if draw(st.booleans()):
             kwargs["fweights"] = draw(hnp.arrays(np.int64, cols, elements=st.integers(1, 3)))
         if draw(st.booleans()):
-            kwargs["aweights"] = draw(float_arrays(cols, floats(0.5, 2.0)))
+            kwargs["aweights"] = draw(float_arrays(cols, elements=floats(0.5, 2.0)))
     operands = (m, y) if with_y else (m,)
     desc = f"{_name(fn)}(m {m.shape}, y {None if y is None else y.shape}, **{kwargs})"
     return Case(lambda *ops: fn(*ops, **kwargs), operands, draw(diff_mask(len(operands))), desc)
@@ -1671,7 +1672,7 @@ def _selection_cases(draw: st.DrawFn, fn: Any) -> Case:
     # numpy arranges the entries; each output reads one traced entry.
     shape = draw(shapes(min_dims=1))
     x = draw(float_arrays(shape))
-    axis = draw(st.one_of(st.none(), single_axis(len(shape))))
+    axis = draw(st.one_of(st.none(), axes(len(shape), single=True)))
     n = math.prod(shape) if axis is None else shape[axis]
     if fn is np.delete:
         obj = draw(
@@ -1718,7 +1719,7 @@ def _arranging_cases(draw: st.DrawFn, fn: Any) -> Case:
 
         return Case(call, parts, draw(diff_mask(len(parts))), f"np.block of {shapes_}")
     if fn is np.broadcast_arrays:
-        shapes_ = draw(broadcastable_shapes(draw(st.integers(1, 3)))).input_shapes
+        shapes_ = draw(broadcastable_shapes(draw(st.integers(1, 3))))
         arrays = tuple(draw(float_arrays(s)) for s in shapes_)
         return Case(lambda *a: fn(*a), arrays, (True,) * len(arrays), f"np.broadcast_arrays {shapes_}")
     if fn is np.meshgrid:
@@ -1760,9 +1761,11 @@ def _curve_cases(draw: st.DrawFn, fn: Any) -> Case:
         )
     if fn is np.interp:
         # Samples on one grid, queries on another half a step off: no query sits on a sample.
-        xp = np.sort(draw(float_arrays(shapes(min_dims=1, max_dims=1, max_side=5), grid(step=0.1), unique=True)))
+        xp = np.sort(
+            draw(float_arrays(shapes(min_dims=1, max_dims=1, max_side=5), elements=grid(step=0.1), unique=True))
+        )
         fp = draw(float_arrays(xp.shape))
-        x = draw(float_arrays(shapes(), grid(-3.5, 3.5, step=0.1, offset=0.05)))
+        x = draw(float_arrays(shapes(), elements=grid(-3.5, 3.5, step=0.1, offset=0.05)))
         ends = draw(st.sampled_from(["default", "given"]))
         kwargs = _kw(left=-5.0, right=5.0) if ends == "given" else {}
         diff = (*draw(diff_mask(2)), True)  # fp always: outside the samples nothing else matters
@@ -1770,8 +1773,8 @@ def _curve_cases(draw: st.DrawFn, fn: Any) -> Case:
                     f"np.interp(x {x.shape}, xp {xp.shape}, **{kwargs})")  # fmt: skip
     if fn is np.unwrap:
         shape = draw(shapes(min_dims=1))
-        steps = draw(float_arrays(shape, grid(-9.0, 9.0, step=0.1, offset=0.05)))  # no step on a boundary
-        axis = _maybe(draw, single_axis(len(shape)))
+        steps = draw(float_arrays(shape, elements=grid(-9.0, 9.0, step=0.1, offset=0.05)))  # no step on a boundary
+        axis = _maybe(draw, axes(len(shape), single=True))
         period = _maybe(draw, st.sampled_from([2 * np.pi, 4.0]))
         p = np.cumsum(steps, axis=-1 if axis is _OMIT else axis)
         kwargs = _kw(axis=axis, period=period)
@@ -1787,10 +1790,10 @@ def _curve_cases(draw: st.DrawFn, fn: Any) -> Case:
         )
         return Case(lambda p: fn(p, **kwargs), (p,), (True,), f"np.unwrap(p {shape}, **{kwargs})")
     if fn in (np.logspace, np.geomspace):
-        shape_a, shape_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3)).input_shapes
+        shape_a, shape_b = draw(broadcastable_shapes(2, max_dims=2, max_side=3))
         elements = floats(0.3, 2.0) if fn is np.geomspace else floats(-2.0, 2.0)
         sign = draw(st.sampled_from([1.0, -1.0]))  # geomspace: both ends of one sign
-        start, stop = (draw(float_arrays(s, elements)) * sign for s in (shape_a, shape_b))
+        start, stop = (draw(float_arrays(s, elements=elements)) * sign for s in (shape_a, shape_b))
         ndim = len(np.broadcast_shapes(shape_a, shape_b))
         kwargs = _kw(
             num=draw(st.integers(0, 5)),
@@ -1807,11 +1810,11 @@ def _curve_cases(draw: st.DrawFn, fn: Any) -> Case:
         )
     if fn is np.trim_zeros:
         shape = draw(shapes(min_dims=1))
-        x = draw(float_arrays(shape, away_from_zero()))
+        x = draw(float_arrays(shape, elements=away_from_zero()))
         zeros = draw(hnp.arrays(bool, shape))  # zeros at fixed places: they stay zero under perturbation
         kwargs = _kw(
             trim=_maybe(draw, st.sampled_from(["fb", "f", "b", "BF"])),
-            axis=_maybe(draw, st.one_of(st.none(), single_axis(len(shape)))),
+            axis=_maybe(draw, st.one_of(st.none(), axes(len(shape), single=True))),
         )
         desc = f"np.trim_zeros(x {shape} with {int(zeros.sum())} zeros, **{kwargs})"
         return Case(lambda x: fn(np.where(zeros, 0.0, x), **kwargs), (x,), (True,), desc)
@@ -1831,7 +1834,7 @@ def _curve_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _newer_function_cases(draw: st.DrawFn, fn: Any) -> Case:
     if fn.__name__ == "unstack":
         shape = draw(shapes(min_dims=1))
-        kwargs = _kw(axis=_maybe(draw, single_axis(len(shape))))
+        kwargs = _kw(axis=_maybe(draw, axes(len(shape), single=True)))
         return Case(
             lambda x: fn(x, **kwargs), (draw(float_arrays(shape)),), (True,), f"np.unstack({shape}, **{kwargs})"
         )
@@ -1842,8 +1845,12 @@ def _newer_function_cases(draw: st.DrawFn, fn: Any) -> Case:
         kwargs = _kw(copy=_maybe(draw, st.booleans()))
         return Case(lambda x: fn(x, dtype, **kwargs), (x,), (True,), f"np.astype({x.shape}, {dtype}, **{kwargs})")
     shape = draw(shapes(min_dims=1, max_side=3))
-    x = draw(float_arrays(shape, floats(-1.5, 1.5)))
-    axis = draw(single_axis(len(shape))) if len(shape) > 1 else _maybe(draw, st.one_of(st.none(), single_axis(1)))
+    x = draw(float_arrays(shape, elements=floats(-1.5, 1.5)))
+    axis = (
+        draw(axes(len(shape), single=True))
+        if len(shape) > 1
+        else _maybe(draw, st.one_of(st.none(), axes(1, single=True)))
+    )
     kwargs = _kw(axis=axis, include_initial=_maybe(draw, st.booleans()))
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
 
@@ -1888,7 +1895,7 @@ def _frexp_cases(draw: st.DrawFn, fn: Any) -> Case:
 def _fftshift_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1))  # numpy itself fails on 0-d
     x = draw(float_arrays(shape))
-    chosen = _maybe(draw, st.one_of(single_axis(len(shape)), axes(len(shape))) if shape else st.none())
+    chosen = _maybe(draw, st.one_of(axes(len(shape), single=True), axes(len(shape))) if shape else st.none())
     kwargs = {} if chosen is _OMIT or chosen is None else {"axes": chosen}
     return Case(lambda x: fn(x, **kwargs), (x,), (True,), f"{_name(fn)}(x {shape}, **{kwargs})")
 
@@ -1908,7 +1915,7 @@ def _signal(draw: st.DrawFn, shape: tuple[int, ...], real: bool) -> np.ndarray:
 @st.composite
 def _fft_cases(draw: st.DrawFn, fn: Any) -> Case:
     shape = draw(shapes(min_dims=1, max_side=5))
-    axis = _maybe(draw, single_axis(len(shape)))
+    axis = _maybe(draw, axes(len(shape), single=True))
     n = _maybe(draw, st.integers(1, 7))
     if fn in _HALF_IN and n is _OMIT and shape[-1 if axis is _OMIT else axis] == 1:
         n = draw(st.integers(1, 7))
@@ -2047,8 +2054,8 @@ _ODD_FLOATS = st.one_of(floats(), st.sampled_from([0.0, -0.0, 1.5, -1.5, np.nan,
 @pytest.mark.parametrize("ufunc", sorted(VALUE_UFUNCS, key=_name), ids=_name)
 @given(data=st.data())
 def test_value_ufunc_gives_a_plain_result(ufunc: np.ufunc, data: st.DataObject) -> None:
-    shapes_ = data.draw(broadcastable_shapes(ufunc.nin), label="shapes").input_shapes
-    values = [data.draw(float_arrays(s, _ODD_FLOATS), label=f"operand {k}") for k, s in enumerate(shapes_)]
+    shapes_ = data.draw(broadcastable_shapes(ufunc.nin), label="shapes")
+    values = [data.draw(float_arrays(s, elements=_ODD_FLOATS), label=f"operand {k}") for k, s in enumerate(shapes_)]
     traced_at = data.draw(diff_mask(ufunc.nin), label="traced")
     with np.errstate(all="ignore"):
         expected = ufunc(*values)
@@ -2097,7 +2104,7 @@ def test_every_value_function_has_a_call() -> None:
 @given(data=st.data())
 def test_value_function_gives_a_plain_result(func: Any, data: st.DataObject) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")
-    x = data.draw(float_arrays(shape, st.one_of(grid(step=0.5), floats())), label="x")
+    x = data.draw(float_arrays(shape, elements=st.one_of(grid(step=0.5), floats())), label="x")
     y = data.draw(float_arrays(shape), label="y")
     call = VALUE_CALLS[func]
     expected = call(x, y)

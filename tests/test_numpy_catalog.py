@@ -96,7 +96,7 @@ def test_every_replaced_constructor_has_a_call() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(CONSTRUCTOR_CALLS))
-@given(x=float_arrays((2,), floats(-2.0, 2.0)))
+@given(x=float_arrays((2,), elements=floats(-2.0, 2.0)))
 def test_replaced_constructor_differentiates(name: str, x: numpy.ndarray) -> None:
     build = CONSTRUCTOR_CALLS[name]
     check_grads(lambda x: np.sum(np.sin(build(x))), x, order=2)
@@ -124,7 +124,7 @@ def test_every_delegate_has_its_target_s_category_and_a_call() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(DELEGATE_CALLS))
-@given(x=float_arrays((2,), floats(0.5, 2.0)))
+@given(x=float_arrays((2,), elements=floats(0.5, 2.0)))
 def test_a_delegate_does_what_its_target_does_on_traced_values(name: str, x: numpy.ndarray) -> None:
     call, target = DELEGATE_CALLS[name]
     with warnings.catch_warnings():

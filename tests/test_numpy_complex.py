@@ -63,7 +63,7 @@ def _complexified(draw: st.DrawFn, spec: st.SearchStrategy[Case]) -> Case:
         if not isinstance(v, np.ndarray):  # numpy's scalar: Python's complex numbers have no order
             operands[k] = np.complex128(v + 1j * draw(_IMAGINARY))
         else:
-            parts = draw(float_arrays(v.shape, _IMAGINARY))
+            parts = draw(float_arrays(v.shape, elements=_IMAGINARY))
             operands[k] = np.asarray(v + 1j * parts, dtype=np.result_type(v.dtype, np.complex64))
     return Case(case.call, tuple(operands), case.diff, f"{case.desc}; complex operands {chosen}")
 

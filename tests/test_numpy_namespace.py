@@ -97,7 +97,7 @@ def test_array_of_plain_values_is_numpys_to_the_letter(obj: Any, dtype: Any, ndm
 # -- traced elements ----------------------------------------------------------------------------
 
 
-@given(float_arrays((3,), floats(-2.0, 2.0)), st.integers(0, 2))
+@given(float_arrays((3,), elements=floats(-2.0, 2.0)), st.integers(0, 2))
 def test_array_of_traced_scalars_and_arrays_differentiates(x: numpy.ndarray, ndmin: int) -> None:
     def f(x: Any) -> Any:
         rows = np.array([[x[0], x[1] * x[2], 3.0], [np.sin(x[1]), 1, x[2] ** 2.0]], ndmin=ndmin)
@@ -151,7 +151,7 @@ def test_plain_numpys_constructors_of_traced_values_name_the_nodegrad_numpy_impo
         ng.grad(lambda s: ng.grad(lambda t: numpy.sum(build(s)) * t)(1.0))(1.0)
 
 
-@given(float_arrays((2,), floats(-2.0, 2.0)))
+@given(float_arrays((2,), elements=floats(-2.0, 2.0)))
 def test_full_and_full_like_with_a_traced_fill_value(fill: numpy.ndarray) -> None:
     check_grads(lambda s: np.sum(np.full((3, 2), s) ** 2.0), fill)
     check_grads(lambda s: np.sum(np.full((4,), s[0] * s[1]) * numpy.arange(4.0)), fill)

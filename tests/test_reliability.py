@@ -261,7 +261,8 @@ def bad_seeds(value: Any) -> list[Any]:
 
 def with_shape(shape_strategy: Any = None, lo: float = -2.0, hi: float = 2.0) -> st.SearchStrategy[np.ndarray]:
     return float_arrays(
-        shapes(min_dims=1, max_dims=2, max_side=3) if shape_strategy is None else shape_strategy, floats(lo, hi)
+        shapes(min_dims=1, max_dims=2, max_side=3) if shape_strategy is None else shape_strategy,
+        elements=floats(lo, hi),
     )
 
 
@@ -291,7 +292,7 @@ def _mismatched(shape: tuple[int, ...]) -> list[Any]:
 
 
 #: Arrays of distinct entries, two or more: std and norm have gradients everywhere on them.
-DISTINCT = float_arrays(shapes(min_dims=1, max_dims=2, min_side=2, max_side=3), floats(0.0, 1.0)).map(
+DISTINCT = float_arrays(shapes(min_dims=1, max_dims=2, min_side=2, max_side=3), elements=floats(0.0, 1.0)).map(
     lambda x: x + 2.0 * np.arange(x.size).reshape(x.shape)
 )
 

@@ -44,9 +44,9 @@ def closed_form(a: Any, y0: Any, t: Any) -> Any:
 @st.composite
 def linear_problems(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = draw(st.integers(1, 3))
-    a = draw(float_arrays((n, n), floats(-1.0, 1.0)))
-    y0 = draw(float_arrays((n,), floats(-2.0, 2.0)))
-    steps = draw(float_arrays((draw(st.integers(1, 4)),), floats(0.1, 0.8)))
+    a = draw(float_arrays((n, n), elements=floats(-1.0, 1.0)))
+    y0 = draw(float_arrays((n,), elements=floats(-2.0, 2.0)))
+    steps = draw(float_arrays((draw(st.integers(1, 4)),), elements=floats(0.1, 0.8)))
     t = draw(floats(-1.0, 1.0)) + np.concatenate([[0.0], np.cumsum(steps)])
     return a, y0, t[::-1].copy() if draw(st.booleans()) else t  # backwards in time too
 
@@ -110,8 +110,8 @@ def lotka_volterra(y: Any, t: Any, p: dict[str, Any]) -> Any:
 @EXAMPLES
 @given(data=st.data())
 def test_lotka_volterra_gradients_in_every_argument(data: st.DataObject) -> None:
-    y0 = data.draw(float_arrays((2,), floats(0.5, 2.0)))
-    t = np.concatenate([[0.0], np.cumsum(data.draw(float_arrays((3,), floats(0.2, 1.0))))])
+    y0 = data.draw(float_arrays((2,), elements=floats(0.5, 2.0)))
+    t = np.concatenate([[0.0], np.cumsum(data.draw(float_arrays((3,), elements=floats(0.2, 1.0))))])
     params = {"a": data.draw(floats(0.5, 1.5)), "b": 0.4, "c": np.array(0.3), "d": 0.8, "label": "lv"}
     check_grads(lambda y0, t, p: odeint(lotka_volterra, y0, t, args=(p,), **TOL), y0, t, params, **NUMERIC)
 

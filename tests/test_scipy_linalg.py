@@ -41,7 +41,7 @@ def _positive_definite(draw: st.DrawFn, n: int) -> np.ndarray:
 def _lu_friendly(draw: st.DrawFn, n: int) -> np.ndarray:
     """P L U with multipliers of magnitude at most 1/2: the pivots are clear-cut."""
     order = draw(st.permutations(range(n)))
-    unit_lower = np.tril(draw(float_arrays((n, n), floats(-0.5, 0.5))), -1) + np.eye(n)
+    unit_lower = np.tril(draw(float_arrays((n, n), elements=floats(-0.5, 0.5))), -1) + np.eye(n)
     upper = np.triu(triangular(draw, (n, n), lower=False))
     return (unit_lower @ upper)[np.argsort(order)]
 
@@ -89,7 +89,7 @@ ASSUME_A = [
 def test_solve_reads_what_scipy_reads(assume_a: str | None, data: st.DataObject) -> None:
     a, b = data.draw(_system(assume_a))
     if assume_a not in ("sym", "her", "pos", None, "gen"):  # entries scipy must not read
-        a = a + np.triu(data.draw(float_arrays(a.shape, floats(-0.3, 0.3))), 2)
+        a = a + np.triu(data.draw(float_arrays(a.shape, elements=floats(-0.3, 0.3))), 2)
     lower, transposed = data.draw(st.booleans()), data.draw(st.booleans())
     options = {"lower": lower, "assume_a": assume_a, "transposed": transposed and assume_a in (None, "gen")}
     expected = scipy.linalg.solve(a, b, **options)
@@ -120,7 +120,8 @@ def test_inv_of_a_diagonal_reads_the_diagonal_alone() -> None:
 def test_factorisations_and_their_solves_match_scipy(data: st.DataObject) -> None:
     n = data.draw(st.integers(1, 4))
     a, lower = _positive_definite(data.draw, n), data.draw(st.booleans())
-    a = a + np.tril(data.draw(float_arrays((n, n), floats(-0.1, 0.1))), -1)  # not symmetric: one triangle is read
+    skew = data.draw(float_arrays((n, n), elements=floats(-0.1, 0.1)))
+    a = a + np.tril(skew, -1)  # not symmetric: one triangle is read
     b = data.draw(float_arrays((n, 2)))
     read = a if lower else a.T
     _same(sla.cholesky(a, lower=lower), scipy.linalg.cholesky(read if lower else read.T, lower=lower))
@@ -230,7 +231,7 @@ def test_solve_triangular_gives_nothing_to_the_triangle_it_does_not_read() -> No
 @given(data=st.data())
 def test_the_expm_gradient_is_scipys_frechet_derivative(data: st.DataObject) -> None:
     n = data.draw(st.integers(1, 5))
-    a, g = data.draw(float_arrays((n, n), floats(-1.5, 1.5))), data.draw(float_arrays((n, n)))
+    a, g = data.draw(float_arrays((n, n), elements=floats(-1.5, 1.5))), data.draw(float_arrays((n, n)))
     _, back = ng.vjp(sla.expm, a)
     (grad,) = back(g)
     # Two algorithms (the block expm against scipy's own Frechet recurrence): they agree to
@@ -251,7 +252,7 @@ def test_sqrtm_and_logm_gradients_match_central_differences_closely(name: str, d
 @pytest.mark.parametrize(
     ("name", "make"),
     [
-        ("expm", lambda draw: (draw(float_arrays((3, 3), floats(-1.0, 1.0))),)),
+        ("expm", lambda draw: (draw(float_arrays((3, 3), elements=floats(-1.0, 1.0))),)),
         ("sqrtm", lambda draw: (positive_spectrum(draw, (2, 2)),)),
         ("logm", lambda draw: (positive_spectrum(draw, (2, 2)),)),
         (
@@ -273,7 +274,7 @@ def test_second_derivatives(name: str, make: Callable[[st.DrawFn], tuple[Any, ..
 
 
 def _complex(draw: st.DrawFn, a: np.ndarray, scale: float = 0.2) -> np.ndarray:
-    return a + 1j * draw(float_arrays(a.shape, floats(-scale, scale)))
+    return a + 1j * draw(float_arrays(a.shape, elements=floats(-scale, scale)))
 
 
 @pytest.mark.parametrize("name", ["expm", "sqrtm", "logm", "solve_sylvester", "solve_triangular", "lu_factor", "solve"])
@@ -284,7 +285,11 @@ def test_complex_matrices(name: str, data: st.DataObject) -> None:
     b = _complex(draw, draw(float_arrays((n, 2))), 1.0)
     trans = draw(st.sampled_from([0, 1, 2]))
     cases: dict[str, tuple[Callable[..., Any], Callable[..., Any], tuple[Any, ...]]] = {
-        "expm": (sla.expm, scipy.linalg.expm, (_complex(draw, draw(float_arrays((n, n), floats(-1.0, 1.0)))),)),
+        "expm": (
+            sla.expm,
+            scipy.linalg.expm,
+            (_complex(draw, draw(float_arrays((n, n), elements=floats(-1.0, 1.0)))),),
+        ),
         "sqrtm": (sla.sqrtm, scipy.linalg.sqrtm, (_complex(draw, positive_spectrum(draw, (n, n))),)),
         "logm": (sla.logm, scipy.linalg.logm, (_complex(draw, positive_spectrum(draw, (n, n))),)),
         "solve_sylvester": (

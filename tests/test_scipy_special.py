@@ -26,7 +26,7 @@ import nodegrad as ng
 from nodegrad.errors import ArenaError, ArgumentError, NoGradientError
 from nodegrad.testing import check_grads
 from tests.ops.harness import draw_operand
-from tests.strategies import broadcastable_shapes, float_arrays, floats, shapes, single_axis
+from tests.strategies import axes, broadcastable_shapes, float_arrays, floats, shapes
 
 sc = pytest.importorskip("scipy.special")
 special = pytest.importorskip("nodegrad.scipy.special")
@@ -68,7 +68,7 @@ def test_a_unary_scipy_ufunc_records_its_op(name: str, data: st.DataObject) -> N
 @given(data=st.data())
 def test_a_binary_scipy_ufunc_records_its_op(name: str, data: st.DataObject) -> None:
     ufunc, (_, _, x_domain, y_domain) = getattr(sc, name), BINARY[name]
-    shape_x, shape_y = data.draw(broadcastable_shapes(2)).input_shapes
+    shape_x, shape_y = data.draw(broadcastable_shapes(2))
     x, y = draw_operand(data.draw, shape_x, x_domain), draw_operand(data.draw, shape_y, y_domain)
     out, _ = ng.vjp(ufunc, x, y)
     _close(out, ufunc(x, y), rtol=0)
@@ -259,9 +259,9 @@ def test_entropies_at_the_edges_of_their_domains() -> None:
 def _weighted(draw: st.DrawFn) -> tuple[np.ndarray, Any, Any, bool]:
     """``(a, b, axis, keepdims)``: ``a`` with some ``-inf``, ``b`` with zeros and negatives."""
     shape = draw(shapes(min_dims=1))
-    a = draw(float_arrays(shape, st.one_of(floats(), st.just(-np.inf))))
-    b = draw(st.one_of(st.none(), float_arrays(shape, st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0, -0.5]))))
-    axis = draw(st.one_of(st.none(), single_axis(len(shape)), st.just(tuple(range(len(shape))))))
+    a = draw(float_arrays(shape, elements=st.one_of(floats(), st.just(-np.inf))))
+    b = draw(st.one_of(st.none(), float_arrays(shape, elements=st.sampled_from([0.0, 0.5, 1.0, 2.0, -1.0, -0.5]))))
+    axis = draw(st.one_of(st.none(), axes(len(shape), single=True), st.just(tuple(range(len(shape))))))
     return a, b, axis, draw(st.booleans())
 
 
@@ -285,9 +285,9 @@ def test_logsumexp_values_are_scipys(case: tuple[np.ndarray, Any, Any, bool]) ->
 @given(data=st.data())
 def test_logsumexp_gradients(data: st.DataObject) -> None:
     shape = data.draw(shapes(min_dims=1))
-    axis = data.draw(st.one_of(st.none(), single_axis(len(shape))))
+    axis = data.draw(st.one_of(st.none(), axes(len(shape), single=True)))
     a = data.draw(float_arrays(shape))
-    b = data.draw(float_arrays(shape, floats(0.5, 2.0)))
+    b = data.draw(float_arrays(shape, elements=floats(0.5, 2.0)))
     check_grads(lambda a, b: special.logsumexp(a, axis, b), a, b)
     # Signed: one entry dominates, so the sum keeps its sign near the point.
     b = b * np.where(np.arange(b.size).reshape(shape) % 2, -0.01, 1.0)
@@ -334,7 +334,7 @@ def test_logsumexp_of_empty_and_zero_dimensional_values() -> None:
 @given(data=st.data())
 def test_softmax_log_softmax_softplus_are_scipys(data: st.DataObject) -> None:
     shape = data.draw(shapes(min_dims=1))
-    axis = data.draw(st.one_of(st.none(), single_axis(len(shape))))
+    axis = data.draw(st.one_of(st.none(), axes(len(shape), single=True)))
     x = data.draw(float_arrays(shape))
     for ours, theirs in ((special.softmax, sc.softmax), (special.log_softmax, sc.log_softmax)):
         _close(ours(x, axis), theirs(x, axis), rtol=1e-15)

@@ -66,10 +66,10 @@ _SCALE = st.one_of(floats(0.2, 3.0), st.sampled_from([0.0, -1.0]))
 @given(data=st.data())
 def test_continuous_values_are_scipys(name: str, data: st.DataObject) -> None:
     n_shapes = len(CONTINUOUS[name][0])
-    shapes = data.draw(broadcastable_shapes(n_shapes + 3)).input_shapes
-    x = data.draw(float_arrays(shapes[0], _ANYWHERE))
-    params = [data.draw(float_arrays(s, _SHAPE_PARAMETER)) for s in shapes[1 : n_shapes + 1]]
-    loc, scale = data.draw(float_arrays(shapes[-2])), data.draw(float_arrays(shapes[-1], _SCALE))
+    shapes = data.draw(broadcastable_shapes(n_shapes + 3))
+    x = data.draw(float_arrays(shapes[0], elements=_ANYWHERE))
+    params = [data.draw(float_arrays(s, elements=_SHAPE_PARAMETER)) for s in shapes[1 : n_shapes + 1]]
+    loc, scale = data.draw(float_arrays(shapes[-2])), data.draw(float_arrays(shapes[-1], elements=_SCALE))
     ours, theirs = getattr(stats, name), getattr(scipy_stats, name)
     for method in METHODS:
         expected = _quiet(getattr(theirs, method), x, *params, loc=loc, scale=scale)
@@ -100,13 +100,13 @@ def test_far_tails_are_scipys() -> None:
 @EXAMPLES
 @given(data=st.data())
 def test_discrete_values_are_scipys(name: str, data: st.DataObject) -> None:
-    shape_k, shape_p = data.draw(broadcastable_shapes(2)).input_shapes
-    k = data.draw(float_arrays(shape_k, st.one_of(st.integers(-2, 12).map(float), _ANYWHERE)))
+    shape_k, shape_p = data.draw(broadcastable_shapes(2))
+    k = data.draw(float_arrays(shape_k, elements=st.one_of(st.integers(-2, 12).map(float), _ANYWHERE)))
     loc = data.draw(st.sampled_from([0, 1, -2]))
     if name == "poisson":
-        params: list[Any] = [data.draw(float_arrays(shape_p, st.one_of(floats(0.0, 8.0), st.just(-1.0))))]
+        params: list[Any] = [data.draw(float_arrays(shape_p, elements=st.one_of(floats(0.0, 8.0), st.just(-1.0))))]
     else:
-        p = data.draw(float_arrays(shape_p, st.one_of(floats(0.0, 1.0), st.sampled_from([0.0, 1.0, 1.5]))))
+        p = data.draw(float_arrays(shape_p, elements=st.one_of(floats(0.0, 1.0), st.sampled_from([0.0, 1.0, 1.5]))))
         params = [p] if name == "bernoulli" else [data.draw(st.sampled_from([0, 1, 6, 10, 5.5, -1])), p]
     ours, theirs = getattr(stats, name), getattr(scipy_stats, name)
     for method in DISCRETE_METHODS:
@@ -120,11 +120,11 @@ def test_discrete_values_are_scipys(name: str, data: st.DataObject) -> None:
 def _inside(draw: st.DrawFn, name: str) -> tuple[np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]:
     """``(x, shape parameters, loc, scale)`` broadcast together, ``z`` inside the support."""
     domains, support = CONTINUOUS[name]
-    shapes = draw(broadcastable_shapes(len(domains) + 3)).input_shapes
-    loc = draw(float_arrays(shapes[-2], floats(-0.5, 0.5)))
-    scale = draw(float_arrays(shapes[-1], floats(0.5, 2.0)))
-    z = draw(float_arrays(np.broadcast_shapes(shapes[0], loc.shape, scale.shape), support))
-    params = [draw(float_arrays(s, d)) for s, d in zip(shapes[1:-2], domains, strict=True)]
+    shapes = draw(broadcastable_shapes(len(domains) + 3))
+    loc = draw(float_arrays(shapes[-2], elements=floats(-0.5, 0.5)))
+    scale = draw(float_arrays(shapes[-1], elements=floats(0.5, 2.0)))
+    z = draw(float_arrays(np.broadcast_shapes(shapes[0], loc.shape, scale.shape), elements=support))
+    params = [draw(float_arrays(s, elements=d)) for s, d in zip(shapes[1:-2], domains, strict=True)]
     return z * scale + loc, params, loc, scale
 
 
@@ -189,7 +189,7 @@ def _mvn(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarra
     leading = draw(st.sampled_from([(), (1,), (4,), (2, 3)]))
     x = draw(float_arrays((*leading, dim)))
     mean = draw(float_arrays((dim,)))
-    root = draw(float_arrays((dim, dim), floats(-1.0, 1.0)))
+    root = draw(float_arrays((dim, dim), elements=floats(-1.0, 1.0)))
     return x, mean, root, np.eye(dim)
 
 

@@ -72,13 +72,17 @@ def float_arrays(
     dtype: Any = np.float64,
     bound: float = 3.0,
     away_from_zero: float = 0.0,
+    *,
+    elements: st.SearchStrategy[float] | None = None,
+    unique: bool = False,
 ) -> st.SearchStrategy[np.ndarray]:
     """Float arrays with entries in ``[-bound, bound]`` (and ``|x| >= away_from_zero``).
 
-    Bounded, finite entries keep ops and their finite differences well conditioned;
+    Bounded, finite, normal entries keep ops and their finite differences well conditioned;
     ``away_from_zero`` keeps ``log``, ``sqrt``, ``1/x`` or ``abs`` clear of their kinks.
-    A complex ``dtype`` (``complex64``, ``complex128``) gives complex arrays, as
-    :func:`complex_arrays` does.
+    ``elements`` draws the entries from a strategy of your own instead (a grid that keeps
+    them apart, a domain), and ``unique`` makes them pairwise distinct. A complex ``dtype``
+    (``complex64``, ``complex128``) gives complex arrays, as :func:`complex_arrays` does.
 
     Examples
     --------
@@ -95,10 +99,10 @@ def float_arrays(
     """
     if np.dtype(dtype).kind == "c":
         return complex_arrays(shape, dtype, bound, away_from_zero)
-    values = _parts(dtype, bound)
+    values = _parts(dtype, bound) if elements is None else elements
     if away_from_zero:
         values = values.filter(lambda v: abs(v) >= away_from_zero)
-    return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values)
+    return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values, unique=unique)
 
 
 def complex_arrays(
@@ -106,12 +110,17 @@ def complex_arrays(
     dtype: Any = np.complex128,
     bound: float = 3.0,
     away_from_zero: float = 0.0,
+    *,
+    real: st.SearchStrategy[float] | None = None,
+    imag: st.SearchStrategy[float] | None = None,
 ) -> st.SearchStrategy[np.ndarray]:
     """Complex arrays whose real and imaginary parts lie in ``[-bound, bound]`` (and with
     ``|z| >= away_from_zero``): the complex twin of :func:`float_arrays`.
 
     Keeping a function clear of its branch cuts (``log`` and ``sqrt`` on the negative
-    real axis, say) is the test's choice: filter the drawn arrays, or shift them.
+    real axis, say) is the test's choice: filter the drawn arrays, or shift them, or draw
+    the ``real`` and ``imag`` parts from strategies of your own (floats the dtype's parts
+    hold exactly).
 
     Examples
     --------
@@ -135,17 +144,18 @@ def complex_arrays(
         msg = f"complex_arrays: dtype must be complex64 or complex128, got {np.dtype(dtype)}"
         raise ValueError(msg)
     parts = _parts(np.float32 if np.dtype(dtype) == np.complex64 else np.float64, bound)
-    values = st.builds(complex, parts, parts)
+    values = st.builds(complex, parts if real is None else real, parts if imag is None else imag)
     if away_from_zero:
         values = values.filter(lambda z: abs(z) >= away_from_zero)
     return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values)
 
 
 def _parts(dtype: Any, bound: float) -> st.SearchStrategy[float]:
-    """Finite floats in ``[-bound, bound]`` that ``dtype`` holds exactly."""
+    """Finite floats in ``[-bound, bound]`` that ``dtype`` holds exactly, and no subnormal
+    ones (they carry fewer digits than the rest, and ``1/x`` of one overflows)."""
     if np.dtype(dtype) == np.float32:
-        return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, width=32)
-    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False)
+        return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, allow_subnormal=False, width=32)
+    return st.floats(-bound, bound, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
 
 def broadcastable_shapes(num_shapes: int = 2, max_dims: int = 3, max_side: int = 4) -> st.SearchStrategy[Any]:
@@ -155,16 +165,14 @@ def broadcastable_shapes(num_shapes: int = 2, max_dims: int = 3, max_side: int =
     )
 
 
-@st.composite
-def axes(draw: st.DrawFn, ndim: int, single: bool = False) -> Any:
-    """A valid ``axis`` for ``ndim`` dimensions: None, an int (maybe negative) or a tuple."""
-    if ndim == 0:
-        return None
+def axes(ndim: int, single: bool = False) -> st.SearchStrategy[Any]:
+    """A valid ``axis`` for ``ndim`` dimensions: None, an int (maybe negative) or a tuple
+    of distinct axes (negative ones, and the empty tuple, which numpy's reductions read as
+    no axis at all, included); ``single``: an int alone (None for a 0-d array)."""
     one = st.integers(-ndim, ndim - 1)
     if single:
-        return draw(one)
-    several = st.lists(st.integers(0, ndim - 1), unique=True, min_size=1, max_size=ndim).map(tuple)
-    return draw(st.one_of(st.none(), one, several))
+        return one if ndim else st.none()
+    return st.one_of([st.none(), hnp.valid_tuple_axes(ndim), *([one] if ndim else [])])
 
 
 @st.composite

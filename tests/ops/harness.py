@@ -46,12 +46,11 @@ __all__ = [
     "draw_operand",
     "int_index",
     "nontrivial",
-    "shape_like",
     "unique_index",
     "well_separated_matrices",
 ]
 
-SomeShapes = st.SearchStrategy[hnp.BroadcastableShapes]
+SomeShapes = st.SearchStrategy[tuple[tuple[int, ...], ...]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +147,7 @@ def _with_imaginary(draw: st.DrawFn, value: Any, imag: st.SearchStrategy[float],
     stay exact zeros (the product and scan specs place them on purpose)."""
     if type(value) is float:
         return complex(value, 0.0 if keep_zeros and value == 0 else draw(imag))
-    parts = draw(float_arrays(value.shape, imag))
+    parts = draw(float_arrays(value.shape, elements=imag))
     if keep_zeros:
         parts[value == 0] = 0.0
     return np.asarray(value + 1j * parts, dtype=np.result_type(value.dtype, np.complex64))
@@ -219,7 +218,7 @@ def draw_operand(draw: st.DrawFn, shape: tuple[int, ...], elements: st.SearchStr
     elements = floats() if elements is None else elements
     if shape == () and draw(st.booleans()):
         return draw(elements)
-    return draw(float_arrays(shape, elements))
+    return draw(float_arrays(shape, elements=elements))
 
 
 @st.composite
@@ -235,14 +234,9 @@ def diff_mask(draw: st.DrawFn, n: int) -> tuple[bool, ...]:
 
 def nontrivial(num_shapes: int) -> SomeShapes:
     """Broadcastable shapes where at least one input is actually stretched or extended."""
-    return broadcastable_shapes(num_shapes).filter(lambda b: any(s != b.result_shape for s in b.input_shapes))
-
-
-@st.composite
-def shape_like(draw: st.DrawFn, target: tuple[int, ...]) -> tuple[int, ...]:
-    """A shape that broadcasts to ``target``: a suffix of it with some sides set to 1."""
-    kept = target[len(target) - draw(st.integers(0, len(target))) :]
-    return tuple(1 if draw(st.booleans()) else n for n in kept)
+    return broadcastable_shapes(num_shapes).filter(
+        lambda shapes: any(s != np.broadcast_shapes(*shapes) for s in shapes)
+    )
 
 
 @st.composite

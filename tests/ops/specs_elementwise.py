@@ -128,7 +128,7 @@ def _gelu_cases(draw: st.DrawFn, approximate: bool | None = None, elements: Any 
 @st.composite
 def _binary_cases(draw: st.DrawFn, name: str, shape_pairs: SomeShapes, all_diff: bool = False) -> Case:
     fn, ref, x_elements, y_elements = BINARY[name]
-    shape_x, shape_y = draw(shape_pairs).input_shapes
+    shape_x, shape_y = draw(shape_pairs)
     x = draw_operand(draw, shape_x, x_elements)
     y = draw_operand(draw, shape_y, y_elements)
     diff = (True, True) if all_diff else draw(diff_mask(2))
@@ -140,7 +140,7 @@ def _clamp_cases(
     draw: st.DrawFn, shape_triples: SomeShapes, bounds: st.SearchStrategy[str], all_diff: bool = False
 ) -> Case:
     # x on the 0.01 grid, lo < 0 < hi on the shifted grid: never at a bound, lo < hi.
-    shape_x, shape_lo, shape_hi = draw(shape_triples).input_shapes
+    shape_x, shape_lo, shape_hi = draw(shape_triples)
     which = draw(bounds)
     x = draw_operand(draw, shape_x, grid())
     lo = draw_operand(draw, shape_lo, grid(hi=-0.005, offset=0.005)) if which != "hi" else None
@@ -163,7 +163,7 @@ def _clamp_cases(
 
 @st.composite
 def _where_cases(draw: st.DrawFn, shape_triples: SomeShapes, all_diff: bool = False) -> Case:
-    shape_m, shape_a, shape_b = draw(shape_triples).input_shapes
+    shape_m, shape_a, shape_b = draw(shape_triples)
     kind = draw(st.sampled_from(["bool", "int 0/1", "float 0/1"]))
     mask = draw(hnp.arrays(np.bool_, shape_m))
     if kind != "bool":
@@ -227,7 +227,7 @@ def _part_cases(draw: st.DrawFn, name: str) -> Case:
     if shape == () and draw(st.booleans()):
         z: Any = draw(complexes(*_OFF_REAL_AXIS))
     else:
-        z = draw(complex_arrays(shape, *_OFF_REAL_AXIS))
+        z = draw(complex_arrays(shape, real=_OFF_REAL_AXIS[0], imag=_OFF_REAL_AXIS[1]))
     if deg:
         return Case(lambda z: fn(z, deg=True), lambda z: ref(z, deg=True), (z,), (True,), desc=f"{name} deg=True")
     return Case(fn, ref, (z,), (True,), desc=name)

@@ -18,7 +18,7 @@ import nodegrad as ng
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError
 from nodegrad.ops import fourier
 from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask
-from tests.strategies import float_arrays, shapes, single_axis
+from tests.strategies import axes, float_arrays, shapes
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
@@ -56,7 +56,7 @@ def _one_axis_cases(
     as_is: bool = False,
 ) -> Case:
     shape = draw(shapes(min_dims=1, max_side=5))
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     n = draw(st.one_of(st.none(), st.integers(1, 7)))
     if n is None and default(shape[axis]) < 1:
         n = draw(st.integers(1, 7))  # irfft of one entry: no default length

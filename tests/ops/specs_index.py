@@ -13,8 +13,8 @@ import nodegrad as ng
 from nodegrad.errors import OpIndexError, ShapeError
 from nodegrad.ops import getitem, index_add, index_set
 from nodegrad.ops.index import scatter
-from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, int_index, shape_like, unique_index
-from tests.strategies import float_arrays, floats, shapes, single_axis
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, int_index, unique_index
+from tests.strategies import axes, float_arrays, floats, shapes, stretchable_to
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
@@ -54,7 +54,7 @@ def _getitem_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _gather_cases(draw: st.DrawFn) -> Case:
     shape = draw(shapes(min_dims=1))
-    axis = draw(st.one_of(single_axis(len(shape)), st.none()))  # None: from the flattened array
+    axis = draw(st.one_of(axes(len(shape), single=True), st.none()))  # None: from the flattened array
     n = int(np.prod(shape)) if axis is None else shape[axis]
     indices = draw(hnp.arrays(np.int64, shapes(max_dims=2), elements=st.integers(-n, n - 1)))
     x = draw(float_arrays(shape))
@@ -102,7 +102,7 @@ def _update_cases(draw: st.DrawFn, name: str, all_diff: bool = False, broadcast:
     shape = draw(shapes())
     kind, index = draw(unique_index(shape) if name.endswith("set") else _any_index(shape))
     selected = np.empty(shape)[index].shape
-    v_shape = draw(shape_like(selected)) if broadcast or draw(st.booleans()) else selected
+    v_shape = draw(stretchable_to(selected)) if broadcast or draw(st.booleans()) else selected
     if broadcast and v_shape == selected:
         v_shape = selected[1:]
     x, v = draw(float_arrays(shape)), draw_operand(draw, v_shape, floats())
@@ -122,7 +122,7 @@ def _scatter_cases(draw: st.DrawFn) -> Case:
     shape = draw(shapes())
     kind, index = draw(_any_index(shape))
     selected = np.empty(shape)[index].shape
-    v = draw_operand(draw, draw(shape_like(selected)) if draw(st.booleans()) else selected, floats())
+    v = draw_operand(draw, draw(stretchable_to(selected)) if draw(st.booleans()) else selected, floats())
     return Case(
         lambda v: scatter(v, index, shape),
         lambda v: _add_at(np.zeros(shape), v, index),

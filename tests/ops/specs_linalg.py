@@ -879,8 +879,8 @@ def _norm_cases(draw: st.DrawFn) -> ComplexCase:
     """Vector and matrix norms of complex values, and np.linalg.cond."""
     if draw(st.booleans()):  # moduli distinct (no ties for the max and min) and away from 0 (|x|'s kink)
         n = draw(st.integers(1, 5))
-        moduli = draw(float_arrays((n,), grid(0.2, 3.0, step=0.1), unique=True))
-        x = moduli * np.exp(1j * draw(float_arrays((n,), floats(-3.0, 3.0))))
+        moduli = draw(float_arrays((n,), elements=grid(0.2, 3.0, step=0.1), unique=True))
+        x = moduli * np.exp(1j * draw(float_arrays((n,), elements=floats(-3.0, 3.0))))
         order = draw(st.sampled_from([None, 2, 1, np.inf, -np.inf, 3, 0.5]))
         return _one(lambda x: ng.norm(x, order), lambda x: np.linalg.norm(x, order), x, f"vector norm {order}")
     x = _square(draw, max_batch=0)
@@ -916,8 +916,8 @@ def _sort_complex_cases(draw: st.DrawFn) -> ComplexCase:
     """Complex or real values with distinct real parts: no ties (not even of real parts
     alone), so the permutation is the same on both sides of a finite difference."""
     n = draw(st.integers(1, 6))
-    real = draw(float_arrays((n,), grid(step=0.1), unique=True))
-    x = real + 1j * draw(float_arrays((n,), floats())) if draw(st.booleans()) else real
+    real = draw(float_arrays((n,), elements=grid(step=0.1), unique=True))
+    x = real + 1j * draw(float_arrays((n,), elements=floats())) if draw(st.booleans()) else real
     return _one(np.sort_complex, np.sort_complex, x, f"sort_complex {x}")
 
 

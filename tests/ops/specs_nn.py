@@ -13,7 +13,7 @@ import numpy as np
 import nodegrad as ng
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError
 from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask
-from tests.strategies import float_arrays, floats, separated_arrays, shapes, single_axis
+from tests.strategies import axes, float_arrays, floats, separated_arrays, shapes
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS", "log_softmax_ref"]
 
@@ -28,7 +28,7 @@ def log_softmax_ref(x: Any, axis: int) -> Any:
 @st.composite
 def _softmax_cases(draw: st.DrawFn, name: str) -> Case:
     shape = draw(shapes(min_dims=1))
-    axis = draw(single_axis(len(shape)))
+    axis = draw(axes(len(shape), single=True))
     x = draw(float_arrays(shape))
     exp = np.exp if name == "softmax" else (lambda y: y)
     return Case(
@@ -65,7 +65,7 @@ def _cross_entropy_cases(draw: st.DrawFn) -> Case:
 def _cross_entropy_probs_cases(draw: st.DrawFn) -> Case:
     batch, classes = draw(shapes(max_dims=2)), draw(st.integers(1, 5))
     logits = draw(float_arrays((*batch, classes)))
-    targets = draw(float_arrays((*batch, classes), floats(0.0, 1.0)))
+    targets = draw(float_arrays((*batch, classes), elements=floats(0.0, 1.0)))
     normalized = draw(st.booleans())
     if normalized:  # proper distributions; unnormalised mass is allowed too
         targets = (targets + 0.1) / np.sum(targets + 0.1, axis=-1, keepdims=True)

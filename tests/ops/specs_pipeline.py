@@ -18,8 +18,8 @@ import numpy as np
 
 import nodegrad as ng
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError
-from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand, shape_like
-from tests.strategies import axes, float_arrays, floats, separated_arrays, shapes, single_axis
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, draw_operand
+from tests.strategies import axes, float_arrays, floats, separated_arrays, shapes, stretchable_to
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS", "ssm_ref"]
 
@@ -79,7 +79,7 @@ def _segment_cases(draw: st.DrawFn, name: str) -> Case:
 @st.composite
 def _shape_and_axis(draw: st.DrawFn) -> tuple[tuple[int, ...], int]:
     shape = draw(shapes(min_dims=1))
-    return shape, draw(single_axis(len(shape)))
+    return shape, draw(axes(len(shape), single=True))
 
 
 @st.composite
@@ -105,9 +105,9 @@ def _take_along_axis_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _scan_cases(draw: st.DrawFn, name: str) -> Case:
     shape = draw(shapes(max_side=3 if name == "cumprod" else 4))
-    axis = draw(st.one_of(st.none(), single_axis(len(shape)))) if shape else None
+    axis = draw(st.one_of(st.none(), axes(len(shape), single=True))) if shape else None
     if name == "cumprod":  # up to two exact zeros; small entries, as for prod
-        x = draw(float_arrays(shape, floats(-1.2, 1.2)))
+        x = draw(float_arrays(shape, elements=floats(-1.2, 1.2)))
         for _ in range(draw(st.integers(0, 2))):
             x.flat[draw(st.integers(0, x.size - 1))] = 0.0
     else:
@@ -122,7 +122,7 @@ def _ssm_scan_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
     # suffixes of it with some sides 1 (so a constant over time when it lacks axis 0).
     full = (draw(st.integers(1, 5)), *draw(shapes(max_dims=2, max_side=3)))
     which = draw(st.integers(0, 2))
-    shapes_ = [full if k == which else draw(shape_like(full)) for k in range(3)]
+    shapes_ = [full if k == which else draw(stretchable_to(full)) for k in range(3)]
     if broadcast and all(s == full for s in shapes_):
         shapes_[(which + 1) % 3] = full[1:]
     elements = (floats(-1.2, 1.2), floats(), floats())
@@ -154,7 +154,7 @@ def _scatter_add_cases(draw: st.DrawFn) -> Case:
     n = shape[axis]
     indices = draw(hnp.arrays(np.int64, shapes(max_dims=2), elements=st.integers(-n, n - 1)))
     selected = np.take(np.empty(shape), indices, axis=axis).shape
-    x, updates = draw(float_arrays(shape)), draw(float_arrays(draw(shape_like(selected))))
+    x, updates = draw(float_arrays(shape)), draw(float_arrays(draw(stretchable_to(selected))))
     where = (slice(None),) * (axis % len(shape)) + (indices,)
 
     def ref(x: Any, updates: Any) -> Any:
@@ -183,7 +183,7 @@ def _sort_cases(draw: st.DrawFn) -> Case:
 def _masked_cases(draw: st.DrawFn, name: str) -> Case:
     shape = draw(shapes())
     axis, keepdims = draw(axes(len(shape))), draw(st.booleans())
-    mask = draw(hnp.arrays(np.bool_, draw(shape_like(shape))))
+    mask = draw(hnp.arrays(np.bool_, draw(stretchable_to(shape))))
     x = draw(float_arrays(shape))
     count = np.sum(np.broadcast_to(mask, shape), axis=axis, keepdims=keepdims)
     total = lambda x: np.sum(np.where(mask, x, 0.0), axis=axis, keepdims=keepdims)

@@ -13,7 +13,7 @@ from hypothesis import assume
 import nodegrad as ng
 from nodegrad.errors import ArgumentError, ShapeError
 from tests.ops.harness import BadCall, Case, ComplexSpec, draw_operand, well_separated_matrices
-from tests.strategies import BOUND, axes, float_arrays, floats, grid, separated_arrays, shapes, single_axis
+from tests.strategies import BOUND, axes, float_arrays, floats, grid, separated_arrays, shapes
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
@@ -39,7 +39,7 @@ def _reduce_cases(draw: st.DrawFn, name: str) -> Case:
         # Small groups of small entries: with two zeros the true gradient is 0 and the
         # central difference's eps**2 term (a product of the other entries) must stay
         # below check_grads' atol.
-        x = draw(float_arrays(shape, floats(-1.2, 1.2)))
+        x = draw(float_arrays(shape, elements=floats(-1.2, 1.2)))
         for _ in range(draw(st.integers(0, 2)) if x.size else 0):
             x.flat[draw(st.integers(0, x.size - 1))] = 0.0
     else:
@@ -96,13 +96,13 @@ def _norm_cases(draw: st.DrawFn) -> Case:
     # Entries away from 0 (abs has a kink there) with distinct |x| (inf-norms take a max).
     kind = draw(st.sampled_from(["vector", "matrix", "flat"]))
     shape = draw(shapes(min_dims=2 if kind == "matrix" else 1))
-    magnitudes = draw(float_arrays(shape, grid(lo=0.1, hi=BOUND, offset=0.005), unique=True))
+    magnitudes = draw(float_arrays(shape, elements=grid(lo=0.1, hi=BOUND, offset=0.005), unique=True))
     x = magnitudes * draw(hnp.arrays(np.float64, shape, elements=st.sampled_from([-1.0, 1.0])))
     axis: Any = None
     if kind == "vector":
         # ord 0 counts the nonzeros (gradient 0); a numpy integer works as a Python one.
         ord_ = draw(st.sampled_from([None, 2, 1, 3.0, 0.5, -1, 0, np.int64(3), np.inf, -np.inf]))
-        axis = draw(single_axis(len(shape))) if len(shape) > 1 or draw(st.booleans()) else None
+        axis = draw(axes(len(shape), single=True)) if len(shape) > 1 or draw(st.booleans()) else None
     elif kind == "matrix":
         # Induced norms: the max/min over columns (1, -1) or rows (inf, -inf) of |x| sums;
         # the largest and smallest singular value (2, -2) and their sum ("nuc").
@@ -136,12 +136,12 @@ def _complex_norm_cases(draw: st.DrawFn) -> Case:
     # norms need separated line sums of |z|. (The singular-value norms are linalg's.)
     kind = draw(st.sampled_from(["vector", "matrix", "flat"]))
     shape = draw(shapes(min_dims=2 if kind == "matrix" else 1))
-    magnitudes = draw(float_arrays(shape, grid(lo=0.1, hi=BOUND, offset=0.005), unique=True))
-    z = magnitudes * np.exp(1j * draw(float_arrays(shape, floats(-np.pi, np.pi))))
+    magnitudes = draw(float_arrays(shape, elements=grid(lo=0.1, hi=BOUND, offset=0.005), unique=True))
+    z = magnitudes * np.exp(1j * draw(float_arrays(shape, elements=floats(-np.pi, np.pi))))
     axis: Any = None
     if kind == "vector":
         ord_ = draw(st.sampled_from([None, 2, 1, 3.0, 0.5, -1, 0, np.inf, -np.inf]))
-        axis = draw(single_axis(len(shape))) if len(shape) > 1 or draw(st.booleans()) else None
+        axis = draw(axes(len(shape), single=True)) if len(shape) > 1 or draw(st.booleans()) else None
     elif kind == "matrix":
         ord_ = draw(st.sampled_from([None, "fro", 1, -1, np.inf, -np.inf]))
         axis = tuple(draw(st.permutations(range(-len(shape), 0)))[:2])

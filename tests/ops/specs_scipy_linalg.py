@@ -36,8 +36,8 @@ def positive_spectrum(draw: st.DrawFn, shape: tuple[int, ...], skew: float = 0.2
     out = np.empty(shape)
     for index in np.ndindex(*batch):
         q = _orthogonal(draw, n)
-        s = draw(float_arrays((n,), floats(0.5, 2.0)))
-        out[index] = (q * s) @ q.T + draw(float_arrays((n, n), floats(-skew, skew))) / n
+        s = draw(float_arrays((n,), elements=floats(0.5, 2.0)))
+        out[index] = (q * s) @ q.T + draw(float_arrays((n, n), elements=floats(-skew, skew))) / n
     return out
 
 
@@ -45,13 +45,13 @@ def triangular(draw: st.DrawFn, shape: tuple[int, ...], lower: bool) -> np.ndarr
     """Triangular matrices (the other triangle holds entries too, which must not be read)
     with a diagonal of magnitude 1 to 2 and entries of magnitude at most 1/2 beside it."""
     n = shape[-1]
-    full = draw(float_arrays(shape, floats(-0.5, 0.5)))
-    diagonal = draw(float_arrays((*shape[:-1],), floats(1.0, 2.0))) * draw(
-        float_arrays((*shape[:-1],), st.sampled_from([-1.0, 1.0]))
+    full = draw(float_arrays(shape, elements=floats(-0.5, 0.5)))
+    diagonal = draw(float_arrays((*shape[:-1],), elements=floats(1.0, 2.0))) * draw(
+        float_arrays((*shape[:-1],), elements=st.sampled_from([-1.0, 1.0]))
     )
     full[..., np.arange(n), np.arange(n)] = diagonal
     unread = ~(np.tril(np.ones((n, n), bool)) if lower else np.triu(np.ones((n, n), bool)))
-    full[..., unread] = draw(float_arrays((int(unread.sum()),), floats()))
+    full[..., unread] = draw(float_arrays((int(unread.sum()),), elements=floats()))
     return full
 
 
@@ -96,7 +96,7 @@ def _sylvester_in_one_dtype(a: Any, b: Any, q: Any) -> Any:
 def _lu_factor_cases(draw: st.DrawFn) -> Case:
     n = draw(st.integers(1, 4))
     order = draw(st.permutations(range(n)))
-    unit_lower = np.tril(draw(float_arrays((n, n), floats(-0.5, 0.5))), -1) + np.eye(n)
+    unit_lower = np.tril(draw(float_arrays((n, n), elements=floats(-0.5, 0.5))), -1) + np.eye(n)
     upper = triangular(draw, (n, n), lower=False) * np.triu(np.ones((n, n)))
     a = (unit_lower @ upper)[np.argsort(order)]
     return Case(
@@ -107,7 +107,7 @@ def _lu_factor_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _expm_cases(draw: st.DrawFn) -> Case:
     shape = (*draw(shapes(max_dims=1, max_side=3)), *(2 * (draw(st.integers(1, 4)),)))
-    a = draw(float_arrays(shape, floats(-1.0, 1.0)))
+    a = draw(float_arrays(shape, elements=floats(-1.0, 1.0)))
     return Case(sla.expm, scipy.linalg.expm, (a,), (True,), desc=f"expm {shape}")
 
 

@@ -11,8 +11,8 @@ import numpy as np
 
 import nodegrad as ng
 from nodegrad.errors import DtypeError, ShapeError
-from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask, shape_like
-from tests.strategies import complex_arrays, float_arrays, floats, shapes, single_axis
+from tests.ops.harness import BadCall, Case, ComplexSpec, diff_mask
+from tests.strategies import axes, complex_arrays, float_arrays, floats, shapes, stretchable_to
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
@@ -76,7 +76,7 @@ def _transpose_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _cat_cases(draw: st.DrawFn) -> Case:
     base = draw(shapes(min_dims=1))
-    axis = draw(single_axis(len(base)))
+    axis = draw(axes(len(base), single=True))
     sizes = draw(st.lists(st.integers(1, 3), min_size=1, max_size=4))
     k = axis % len(base)
     xs = tuple(draw(float_arrays((*base[:k], n, *base[k + 1 :]))) for n in sizes)
@@ -106,7 +106,7 @@ def _stack_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _broadcast_to_cases(draw: st.DrawFn) -> Case:
     target = draw(shapes())
-    x = draw(float_arrays(draw(shape_like(target))))
+    x = draw(float_arrays(draw(stretchable_to(target))))
     to = target if draw(st.booleans()) or len(target) != 1 else target[0]  # an int for one axis
     return _unary("broadcast_to", lambda x: ng.broadcast_to(x, to), lambda x: np.broadcast_to(x, to), x, f"to {to}")
 
@@ -176,14 +176,14 @@ def _moveaxis_cases(draw: st.DrawFn) -> Case:
 @st.composite
 def _swapaxes_cases(draw: st.DrawFn) -> Case:
     x = draw(float_arrays(shapes(min_dims=1)))
-    a, b = draw(single_axis(x.ndim)), draw(single_axis(x.ndim))
+    a, b = draw(axes(x.ndim, single=True)), draw(axes(x.ndim, single=True))
     return _unary("swapaxes", lambda x: ng.swapaxes(x, a, b), lambda x: np.swapaxes(x, a, b), x, f"{a}, {b}")
 
 
 @st.composite
 def _flip_cases(draw: st.DrawFn) -> Case:
     x = draw(float_arrays(shapes()))
-    axis: Any = draw(st.one_of(st.none(), hnp.valid_tuple_axes(x.ndim), *([single_axis(x.ndim)] if x.ndim else [])))
+    axis: Any = draw(axes(x.ndim))
     return _unary("flip", lambda x: ng.flip(x, axis), lambda x: np.flip(x, axis), x, f"axis={axis}")
 
 
@@ -191,7 +191,7 @@ def _flip_cases(draw: st.DrawFn) -> Case:
 def _split_cases(draw: st.DrawFn) -> Case:
     # The pieces come back raveled, weighted 1, 2, ... and joined: one array to compare.
     x = draw(float_arrays(shapes(min_dims=1)))
-    axis = draw(single_axis(x.ndim))
+    axis = draw(axes(x.ndim, single=True))
     n = x.shape[axis]
     if draw(st.booleans()):
         sections: Any = draw(st.sampled_from([d for d in range(1, n + 1) if n % d == 0]))

@@ -17,7 +17,7 @@ import numpy as np
 from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError
 from nodegrad.ops import special
 from tests.ops.harness import BadCall, Case, ComplexSpec, SomeShapes, diff_mask, draw_operand, nontrivial
-from tests.strategies import away_from_zero, broadcastable_shapes, float_arrays, floats, shapes, single_axis
+from tests.strategies import away_from_zero, axes, broadcastable_shapes, float_arrays, floats, shapes
 
 __all__ = ["BAD_CALLS", "BROADCASTING", "COMPLEX", "COMPOSITES", "SPECS"]
 
@@ -114,7 +114,7 @@ if special.HAVE_SCIPY:
     ) -> Case:
         fn, ref, x_domain, y_domain = BINARY[name]
         x_domain, y_domain = domains or (x_domain, y_domain)
-        shape_x, shape_y = draw(pairs).input_shapes
+        shape_x, shape_y = draw(pairs)
         x, y = draw_operand(draw, shape_x, x_domain), draw_operand(draw, shape_y, y_domain)
         diff = (True, True) if all_diff else draw(diff_mask(2))
         return Case(fn, ref, (x, y), diff, desc=f"{name} {np.shape(x)} {np.shape(y)}")
@@ -122,8 +122,8 @@ if special.HAVE_SCIPY:
     @st.composite
     def _in_the_point_cases(draw: st.DrawFn, name: str, shape_sets: SomeShapes) -> Case:
         fn, ref, param_domains, domain = IN_THE_POINT[name]
-        *param_shapes, shape = draw(shape_sets).input_shapes
-        params = tuple(draw(float_arrays(s, d)) for s, d in zip(param_shapes, param_domains, strict=True))
+        *param_shapes, shape = draw(shape_sets)
+        params = tuple(draw(float_arrays(s, elements=d)) for s, d in zip(param_shapes, param_domains, strict=True))
         x = draw_operand(draw, shape, domain)
 
         def like(x: Any) -> tuple[Any, ...]:  # the shape parameters in the precision of x
@@ -134,13 +134,13 @@ if special.HAVE_SCIPY:
     @st.composite
     def _logsumexp_cases(draw: st.DrawFn, complex_ok: bool = False, nontrivial_b: bool = False) -> Case:
         shape = draw(shapes(min_dims=1))
-        axis = draw(st.one_of(st.none(), single_axis(len(shape))))
+        axis = draw(st.one_of(st.none(), axes(len(shape), single=True)))
         keepdims = draw(st.booleans())
         return_sign = draw(st.booleans()) and not complex_ok
         a = draw(float_arrays(shape))
         b_shape = draw(st.sampled_from([shape, shape[1:], (1,) * len(shape)])) if nontrivial_b else shape
         # With the sign returned, b may be negative (away from a cancelling sum: one entry dominates).
-        b = draw(float_arrays(b_shape, floats(0.5, 2.0)))
+        b = draw(float_arrays(b_shape, elements=floats(0.5, 2.0)))
         if return_sign and draw(st.booleans()):
             b = -b
         with_b = nontrivial_b or draw(st.booleans())
