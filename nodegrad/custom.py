@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -50,10 +49,10 @@ def _origin(found: Traced, mark: int) -> str:
         i = todo.pop()
         if i < mark:
             where = f"{paths[i]}, " if i in paths else ""
-            return f"{where}node {i} ({nodes[i][0].name}, {describe(nodes[i][4])})"
+            return f"{where}node {i} ({nodes[i].op.name}, {describe(nodes[i].value)})"
         if i not in seen:
             seen.add(i)
-            todo.extend(nodes[i][1])
+            todo.extend(nodes[i].parents)
     return f"node {found.index} ({describe(found.value)})"
 
 
@@ -130,44 +129,18 @@ def _own_level_lowered(name: str, level: Arena, traced_g: bool, cotangents: tupl
 
 
 class _Residuals:
-    """Where a custom op's forward leaves its residuals for its backward, and where the
-    backward keeps its last answer: the sweep asks once per input with the same cotangent,
-    and ``bwd`` should run once. The answer is dropped as soon as the sweep drops that
-    cotangent, so an arena kept for another sweep does not hold a gradient's worth of
-    arrays (a cotangent that cannot be weakly referenced keeps it until the next one)."""
+    """Where a custom op's forward leaves its residuals for its backward (the node's
+    argument 0, with no gradient of its own). The op's joint rule runs ``bwd`` once for all
+    the inputs the sweep asks about."""
 
-    __slots__ = ("answer", "given", "level", "value")
+    __slots__ = ("given", "level", "value")
 
     def __init__(self, given: Any = None, value: Any = None) -> None:
         self.value: Any = value
-        self.answer: tuple[Callable[[], Any], bool, Any] | None = None
         # An output fwd has already computed (see custom_vjp._through_closure), or None.
         self.given: Any = given
         # The arena the node is recorded in, once it is.
         self.level: Arena | None = None
-
-    def keep(self, g: Any, recording: bool, cotangents: tuple[Any, ...]) -> None:
-        """Keep ``bwd``'s answer for the cotangent ``g`` while ``g`` lives."""
-        try:
-            ref: Callable[[], Any] = weakref.ref(g, self._forget)
-        except TypeError:  # a numpy scalar, say
-            ref = functools.partial(_same, g)
-        self.answer = (ref, recording, cotangents)
-
-    def kept(self, g: Any, recording: bool) -> tuple[Any, ...] | None:
-        """The answer kept for this very ``g``, or None."""
-        answer = self.answer
-        if answer is not None and answer[0]() is g and answer[1] is recording:
-            return answer[2]
-        return None
-
-    def _forget(self, dead: Any) -> None:
-        if self.answer is not None and self.answer[0] is dead:
-            self.answer = None
-
-
-def _same(value: Any) -> Any:
-    return value
 
 
 def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
@@ -267,9 +240,6 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
 
         def backward(g: Any, ans: Any, box: _Residuals, values: tuple[Any, ...]) -> tuple[Any, ...]:
             recording = any(type(v) is Traced for v in values)
-            kept = box.kept(g, recording)
-            if kept is not None:
-                return kept  # asked again for another input
             residuals = box.value
             out = unwrap(ans)
             shaped_g = materialize(g, out, "", [], True) if is_container(out) else g
@@ -287,11 +257,9 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 raise StructureError(msg)
             if box.level is not None and not any(type(v) is Traced and v.arena is box.level for v in values):
                 cotangents = _own_level_lowered(name, box.level, _has_traced(shaped_g), cotangents)
-            box.keep(g, recording, cotangents)
             return cotangents
 
-        def rule(k: int, g: Any, ans: Any, box: _Residuals, *values: Any) -> Any:
-            ct = backward(g, ans, box, values)[k - 1]
+        def fitted(k: int, ct: Any, values: tuple[Any, ...]) -> Any:
             if ct is None:
                 return None
             value = unwrap(values[k - 1])
@@ -299,7 +267,14 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 return cotangent_for(ct, value, f"{name} argument {k - 1}")
             return _fitted(name, k - 1, ct, value)
 
-        self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(rule), "custom")
+        def rule(wanted: tuple[int, ...], g: Any, ans: Any, box: _Residuals, *values: Any) -> tuple[Any, ...]:
+            cotangents = backward(g, ans, box, values)  # bwd runs once for every input asked about
+            return tuple(fitted(k, cotangents[k - 1], values) for k in wanted)
+
+        def one(k: int, g: Any, ans: Any, *args: Any) -> Any:
+            return rule((k,), g, ans, *args)[0]
+
+        self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(one), "custom", joint=rule)
         self._rules = (fwd, bwd)
 
     def __reduce__(self) -> Any:

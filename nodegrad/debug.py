@@ -217,7 +217,7 @@ class CheckedNodes(list):
             if i in paths:
                 found.append(paths[i])
             else:
-                frontier.extend(self[i][1])
+                frontier.extend(self[i].parents)
         unique = list(dict.fromkeys(found))
         return f" from {', '.join(unique)}" if unique else ""
 
@@ -236,7 +236,7 @@ class CheckedSweep:
 
     def __setitem__(self, i: int, node: tuple[Any, ...]) -> None:
         # The sweep releasing a node's values: the node keeps its own op, not the wrapper.
-        self._nodes[i] = (self._nodes[i][0], *node[1:])
+        self._nodes[i] = self._nodes[i]._replace(args=node[3], value=node[4])
 
 
 class _CheckedRules:
@@ -250,6 +250,21 @@ class _CheckedRules:
     @property
     def vjps(self) -> _CheckedRules:
         return self
+
+    @property
+    def joint(self) -> Any:
+        joint = self._op.joint
+        if joint is None:
+            return None
+
+        def checked(wanted: tuple[int, ...], g: Any, ans: Any, *args: Any) -> Any:
+            answers = joint(wanted, g, ans, *args)
+            for k, out in zip(wanted, answers, strict=True):
+                if out is not None and not _finite(out) and _finite(g):
+                    raise NonFiniteError(self._describe(k, g, out))
+            return answers
+
+        return checked
 
     def __getitem__(self, k: int) -> Any:
         rule = self._op.vjps[k]

@@ -478,3 +478,34 @@ def test_the_middle_checks_fail_where_they_should(tmp_path: pathlib.Path) -> Non
         "fake.family.one:10 reaches into an arena's _nodes",
     ]
     assert second_recording_paths(root) == [f"fake.family.one:10 appends to a node list: record through {RECORDER}"]
+
+
+def test_the_public_ops_are_the_functions_their_modules_define() -> None:
+    # Errors are wrapped where a function is defined (@guarded), not by rebinding names at
+    # import: nodegrad.inv is nodegrad.ops.linalg.decompositions.inv, one object.
+    import importlib
+
+    ops = importlib.import_module("nodegrad.ops")
+    elsewhere = []
+    for name in ops.__all__:
+        fn = getattr(ops, name)
+        if not callable(fn) or isinstance(fn, type):
+            continue
+        inner = getattr(fn, "__wrapped__", fn)
+        home = importlib.import_module(inner.__module__)
+        if getattr(home, inner.__name__, None) is not fn:
+            elsewhere.append(name)
+    assert elsewhere == []
+    # Each reads its arguments before it records, and names itself in their errors; the
+    # arithmetic and transcendental functions are one recording call each, whose failures
+    # the recording already names, and stay as they are: they are the commonest calls.
+    one_record = ("nodegrad.ops.elementwise.arithmetic", "nodegrad.ops.elementwise.transcendental")
+    unguarded = [
+        name
+        for name in ops.__all__
+        if callable(getattr(ops, name))
+        and not isinstance(getattr(ops, name), type)
+        and getattr(getattr(ops, name), "__module__", "") not in one_record
+        and not getattr(getattr(ops, name), "guarded", False)
+    ]
+    assert unguarded == []

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nodegrad as ng
-from nodegrad.errors import DtypeError, NodegradError, ShapeError
+from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError
 
 
 def test_grad_of_a_python_float_is_a_python_float():
@@ -176,3 +176,14 @@ def test_every_public_transform_documents_each_of_its_parameters(name: str) -> N
     signature = inspect.signature(fn)
     assert set(signature.parameters) - {"self"} <= _documented_parameters(doc)
     assert "Examples\n--------\n>>> " in doc
+
+
+@pytest.mark.parametrize("argnums", [(0, -2), (1, -1), (0, 0)])
+def test_argnums_that_name_one_argument_twice_are_refused(argnums: tuple[int, ...]) -> None:
+    # (0, -2) of two arguments is argument 0 twice: differentiated once, its first copy's
+    # gradient would silently be zero.
+    for transform in (ng.grad, ng.value_and_grad, ng.jacobian):
+        with pytest.raises(ArgumentError, match=r"argnums .*(name one argument twice|distinct)"):
+            transform(lambda x, y: x * y, argnums=argnums)(1.0, 2.0)
+    with pytest.raises(ArgumentError, match="check_grads"):
+        ng.testing.check_grads(lambda x, y: x * y, 1.0, 2.0, argnums=argnums)

@@ -122,14 +122,14 @@ def _runs(nodes: Any, codes: np.ndarray, lo: int, hi: int, p: int) -> list[Fold]
 def _repeats(nodes: Any, codes: np.ndarray, i: int, p: int) -> bool:
     """Whether node ``i + p`` repeats node ``i``."""
     j = i + p
-    if codes[i] != codes[j] or nodes[i][0] is not nodes[j][0]:
+    if codes[i] != codes[j] or nodes[i].op is not nodes[j].op:
         return False
-    return all(b == a or b - a == p for a, b in zip(nodes[i][1], nodes[j][1], strict=True))
+    return all(b == a or b - a == p for a, b in zip(nodes[i].parents, nodes[j].parents, strict=True))
 
 
 def _is_chain(nodes: Any, fold: Fold) -> bool:
     """Whether every node of the fold is an elementwise op of the one before it alone: a
     chain, which the picture draws as one box anyway."""
     return all(
-        nodes[i][0].family == "elementwise" and set(nodes[i][1]) == {i - 1} for i in range(fold.start, fold.stop)
+        nodes[i].op.family == "elementwise" and set(nodes[i].parents) == {i - 1} for i in range(fold.start, fold.stop)
     )

@@ -255,11 +255,11 @@ def _group(nodes: Any, indices: list[int]) -> list[_Unit]:
     is_in = set(indices)
     children: dict[int, list[int]] = {}
     for i in indices:
-        for p in nodes[i][1]:
+        for p in nodes[i].parents:
             children.setdefault(p, []).append(i)
     reads: dict[int, list[int]] = {}
     for i in indices:
-        op, parents = nodes[i][0], nodes[i][1]
+        op, parents = nodes[i].op, nodes[i].parents
         if op.name in _READS and parents and parents[0] in is_in:
             reads.setdefault(parents[0], []).append(i)
     read_nodes = {r for rs in reads.values() for r in rs}
@@ -294,12 +294,12 @@ def _fold_unit(nodes: Any, fold: Fold, max_width: float) -> _Unit:
 def _chain(nodes: Any, start: int, children: dict[int, list[int]], taken: set[int]) -> list[int]:
     """The run of elementwise ops from ``start`` where each feeds only the next."""
     chain = [start]
-    if nodes[start][0].family != "elementwise":
+    if nodes[start].op.family != "elementwise":
         return chain
     i = start
     while len(children.get(i, ())) == 1:
         (j,) = children[i]
-        op, parents = nodes[j][0], nodes[j][1]
+        op, parents = nodes[j].op, nodes[j].parents
         if op.family != "elementwise" or set(parents) != {i} or j in taken:
             break
         chain.append(j)
@@ -315,7 +315,7 @@ def _layers(units: list[_Unit], nodes: Any) -> list[list[_Unit]]:
             owner[i] = k
     depth: dict[int, int] = {}
     for k, u in enumerate(units):
-        parents = {owner.get(p) for i in u.span() for p in nodes[i][1]}
+        parents = {owner.get(p) for i in u.span() for p in nodes[i].parents}
         depth[k] = 1 + max((depth[q] for q in parents if q in depth and q != k), default=-1)
     layers: dict[int, list[_Unit]] = {}
     for k, u in enumerate(units):
@@ -371,7 +371,7 @@ def _edges(box: _Unit, box_of: dict[int, _Unit], nodes: Any, boxes: list[_Unit])
     same: set[int] = set()
     second = fold.start + fold.period if fold is not None else 0
     for i in [*box.nodes, *again]:
-        for p in nodes[i][1]:
+        for p in nodes[i].parents:
             src = box_of[p]
             # A node of the second iteration reading one of the first: carried over.
             previous = fold is not None and i >= second and fold.start <= p < second
@@ -494,15 +494,15 @@ def _box_svg(box: _Unit, nodes: Any, output: int) -> str:
         stroke = ' stroke-dasharray="3 3"'
     elif box.kind == "chain":
         first, last = box.nodes[0], box.nodes[-1]
-        ops = [nodes[i][0].name for i in box.nodes]
+        ops = [nodes[i].op.name for i in box.nodes]
         names = sorted(set(ops), key=ops.index)
-        _, shape = _label(nodes[last][0], nodes[last][4])
+        _, shape = _label(nodes[last].op, nodes[last].value)
         title = f"nodes {first} to {last}: {len(ops)} elementwise ops ({', '.join(names)}) {shape}"
         lines = (_clip(f"{len(ops)}x {','.join(names)}"), _clip(f"{first}-{last} {shape}"))
         fill, stroke = _COLORS["chain"], ""
     else:
         (i,) = box.nodes
-        op, value = nodes[i][0], nodes[i][4]
+        op, value = nodes[i].op, nodes[i].value
         name, shape = _label(op, value)
         title = f"node {i}: {name} {shape}"
         if box.fold is not None:

@@ -93,7 +93,7 @@ def gradient_html(arena: Any, i: int) -> str:
     """
     grads = arena.last_gradients
     if i in grads:
-        lines = _gradient_lines(grads[i], arena.nodes[i][4], "")
+        lines = _gradient_lines(grads[i], arena.nodes[i].value, "")
     else:
         lines = _from_a_requested_input(arena, i) or _from_requested_reads(arena, i)
     if len(lines) > _GRADIENT_LINES:
@@ -115,24 +115,24 @@ def _from_a_requested_input(arena: Any, i: int) -> list[str]:
     base = arena.path_of(root)
     if not path.startswith(base):
         return []
-    return _gradient_lines(grads[root], arena.nodes[root][4], base, select=path)
+    return _gradient_lines(grads[root], arena.nodes[root].value, base, select=path)
 
 
 def _from_requested_reads(arena: Any, i: int) -> list[str]:
     """For a structured node: the gradients of the requested reads of its entries (and of
     their entries), one line per key path, in the order they were read."""
     nodes = arena.nodes
-    if not is_container(nodes[i][4]):
+    if not is_container(nodes[i].value):
         return []
     base = arena.path_of(i)
     lines = []
     for r in sorted(k for k in arena.last_gradients if k > i):
         ancestor = r
-        while ancestor > i and nodes[ancestor][0].family == "structured" and nodes[ancestor][1]:
-            ancestor = nodes[ancestor][1][0]
+        while ancestor > i and nodes[ancestor].op.family == "structured" and nodes[ancestor].parents:
+            ancestor = nodes[ancestor].parents[0]
         path = arena.path_of(r)
         if ancestor == i and path.startswith(base):
-            lines += _gradient_lines(arena.last_gradients[r], nodes[r][4], "", prefix=path[len(base) :])
+            lines += _gradient_lines(arena.last_gradients[r], nodes[r].value, "", prefix=path[len(base) :])
     return lines
 
 

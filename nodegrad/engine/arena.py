@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.cycles import unwalkable
-from nodegrad.engine.nodes import Node
+from nodegrad.engine.nodes import GradOp, Node
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import SealedNodes, append_node, refuse_array_subclass
-from nodegrad.engine.registry import INPUT, PARAM, Op
+from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced, describe
@@ -82,9 +82,7 @@ class Arena:
         # A checking arena's node list notes source lines and checks values as they come; an
         # arena the user makes in a notebook notes source lines for its table. A transform's
         # arena that does not check pays for neither.
-        self._nodes: list[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]] = (
-            PLUGINS.checked_nodes(self) if checking else new_nodes()
-        )
+        self._nodes: list[GradOp] = PLUGINS.checked_nodes(self) if checking else new_nodes()
         #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
         self.last_visited = 0
         # Key paths of nodes that hold a part of a structured value, for messages.
@@ -328,7 +326,7 @@ class Arena:
     def _release_node(self, i: int) -> None:
         op, parents, argnums, _, _ = self._nodes[i]
         if parents:
-            self._nodes[i] = (op, parents, argnums, (), _RELEASED)
+            self._nodes[i] = GradOp(op, parents, argnums, (), _RELEASED)
 
     @property
     def nbytes(self) -> int:
@@ -385,7 +383,7 @@ class Arena:
         if checked is not None:
             checked.check_all(other._nodes, locations, "the merged arena")  # before anything is appended
         for i, (op, parents, argnums, args, value) in enumerate(list(other._nodes)):
-            node = (op, tuple(p + offset for p in parents), argnums, args, value)
+            node = GradOp(op, tuple(p + offset for p in parents), argnums, args, value)
             if checked is not None:
                 # Checked where it was recorded (or not at all): keep its own source line.
                 checked.adopt(node, locations[i] if locations else "recorded in a merged arena")
@@ -408,7 +406,7 @@ class Arena:
 
     # -- inspection ----------------------------------------------------------------------
     @property
-    def nodes(self) -> Sequence[tuple[Op, tuple[int, ...], tuple[int, ...], tuple[Any, ...], Any]]:
+    def nodes(self) -> Sequence[GradOp]:
         """The nodes as the engine keeps them, in index order: ``(op, parents, argnums,
         args, value)``, the op itself, the indices of the nodes it read and at which of its
         arguments, its arguments (a parent's as its value) and its value. For the layers
@@ -487,7 +485,7 @@ class Arena:
             del self._paths[index]
 
     def _handle(self, index: int) -> Traced:
-        return Traced(self, index, self._nodes[index][4])
+        return Traced(self, index, self._nodes[index].value)
 
     def __repr__(self) -> str:
         return f"<Arena with {len(self._nodes)} nodes>"

@@ -9,15 +9,21 @@ input's structure. Both walk the value's :class:`~nodegrad.engine.structure.Tree
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
-from nodegrad.engine.structure import TreeDef, flatten, is_differentiable_leaf, zip_leaves
+from nodegrad.engine.structure import Tree, TreeDef, flatten, is_differentiable_leaf, zip_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, StructureError
 
-__all__ = ["StructCotangent", "check_seed_dtype", "cotangent_for", "materialize"]
+__all__ = ["Cotangent", "StructCotangent", "check_seed_dtype", "cotangent_for", "materialize"]
+
+
+#: What flows back through the sweep: an array (or number) shaped like the value it is the
+#: cotangent of, a :class:`StructCotangent` for a structured value, a traced value when the
+#: sweep is itself differentiated, or ``None`` for a symbolic zero.
+Cotangent: TypeAlias = Any
 
 
 class StructCotangent:
@@ -56,8 +62,8 @@ class StructCotangent:
 
 
 def materialize(
-    cotangent: Any,
-    value: Any,
+    cotangent: Cotangent,
+    value: Tree,
     path: str,
     missing: list[str],
     zero_missing: bool,
@@ -119,7 +125,7 @@ def check_seed_dtype(seed_dtype: np.dtype[Any], dtype: np.dtype[Any], path: str)
         raise DtypeError(msg)
 
 
-def cotangent_for(seed: Any, value: Any, path: str) -> Any:
+def cotangent_for(seed: Tree, value: Tree, path: str) -> Cotangent:
     """Turn a user's seed shaped like a structured ``value`` into a :class:`StructCotangent`."""
     found, treedef = flatten(value)
     seeds: list[Any] = []

@@ -17,12 +17,10 @@ from __future__ import annotations
 import dis
 import functools
 import inspect
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
-import numpy as np
 
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import NoGradientError
@@ -33,8 +31,8 @@ __all__ = [
     "PARAM",
     "REGISTRY",
     "Op",
-    "PerCotangent",
     "Rule",
+    "defjoint",
     "defop",
     "rule_reads",
     "same_rule_for_all",
@@ -63,6 +61,9 @@ class Op:
     #: (``None``: anything). A value no rule of its node reads need not be kept for the
     #: sweep (:func:`nodegrad.engine.record.lean_node`); its shape and dtype always are.
     reads: tuple[frozenset[int], ...] | None = None
+    #: One rule for the inputs that share backward work (see :func:`defjoint`), or ``None``.
+    #: The sweep calls it once per node; ``vjps`` then holds its per-input views.
+    joint: Callable[..., tuple[Any, ...]] | None = None
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
@@ -74,14 +75,15 @@ REGISTRY: dict[str, Op] = {}
 ANS = -1
 
 
-def rule_reads(rule: Rule | None) -> frozenset[int] | None:
+def rule_reads(rule: Rule | None, leading: int = 2) -> frozenset[int] | None:
     """What ``rule(g, ans, *args)`` may read: :data:`ANS` and the positions of the
     arguments whose names its code loads, or ``None`` (anything) when that cannot be seen
     from its code (``*args``, a closure over a parameter, a wrapped or builtin callable).
 
     Read from the bytecode, so it cannot go stale: a parameter the code never loads is
     not read, whatever the rule calls. A parameter passed on to a helper counts as read,
-    even if the helper uses only its shape.
+    even if the helper uses only its shape. ``leading`` counts the parameters before the
+    arguments, ``ans`` last among them (3 for a joint rule's ``wanted, g, ans``).
     """
     if rule is None:
         return frozenset()
@@ -91,15 +93,15 @@ def rule_reads(rule: Rule | None) -> frozenset[int] | None:
     if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
         return None
     params = code.co_varnames[: code.co_argcount]
-    if len(params) < 2 or any(p in code.co_cellvars for p in params):
+    if len(params) < leading or any(p in code.co_cellvars for p in params):
         return None
     loaded: set[str] = set()
     for instruction in dis.get_instructions(code):
         if instruction.opname.startswith("LOAD_FAST"):
             argval = instruction.argval
             loaded.update(argval if isinstance(argval, tuple) else (argval,))
-    read = {k for k, p in enumerate(params[2:]) if p in loaded}
-    if params[1] in loaded:
+    read = {k for k, p in enumerate(params[leading:]) if p in loaded}
+    if params[leading - 1] in loaded:
         read.add(ANS)
     return frozenset(read)
 
@@ -191,34 +193,44 @@ def same_rule_for_all(rule: Callable[..., Any]) -> Any:
     return _AllPositions(rule)
 
 
-class PerCotangent:
-    """Work that several rules of one node share, done once per sweep.
+def defjoint(
+    name: str,
+    forward: Callable[..., Any],
+    rule: Callable[..., tuple[Any, ...]],
+    positions: Sequence[int] | None,
+    *,
+    family: str,
+    broadcasts: bool = False,
+    doc: str = "",
+) -> Op:
+    """Register an op whose inputs share backward work, with one rule for all of them.
 
-    The sweep calls a node's rules one after another with the same cotangent object, so a
-    rule can keep what it computed from ``g`` for the next rule of that node to find. The
-    entry is keyed on the identity of ``g`` (held by a weak reference, so an id is never
-    mistaken for a new object's) and of ``key`` (an argument of the node), and dropped as
-    soon as ``g`` is. Rules never write into what they are given, so sharing is safe.
-    Only plain arrays are kept: a traced ``g`` (a recorded sweep) recomputes.
+    ``rule(wanted, g, ans, *args)`` returns a tuple holding the cotangent (or ``None``) of
+    each argument position in ``wanted``, in that order: the positions the sweep needs at
+    that node, so work for the others is never done, and work they share is done once
+    (a solve shared by both inputs of ``solve``, say). ``positions`` lists the
+    differentiable argument positions; ``None`` means every one (a variadic op).
     """
+    if name in REGISTRY:
+        msg = f"op {name!r} is already registered"
+        raise ValueError(msg)
+    rules: Sequence[Rule | None]
+    if positions is None:
+        rules = _AllPositions(lambda k, g, ans, *args: rule((k,), g, ans, *args)[0])
+    else:
+        rules = tuple(_one_of(rule, k) if k in positions else None for k in range(max(positions, default=-1) + 1))
+    reads = rule_reads(rule, leading=3)
+    every = None if reads is None or positions is None else tuple(reads for _ in rules)
+    op = Op(name, forward, rules, family, broadcasts, doc, False, every, rule)
+    REGISTRY[name] = op
+    return op
 
-    def __init__(self) -> None:
-        self._entry: tuple[Any, ...] | None = None
 
-    def get(self, g: Any, key: Any) -> Any:
-        """What :meth:`put` kept for this ``g`` and ``key``, or None."""
-        entry = self._entry
-        if entry is not None and entry[0]() is g and entry[1] is key:
-            return entry[2]
-        return None
+def _one_of(rule: Callable[..., tuple[Any, ...]], k: int) -> Rule:
+    """The rule of position ``k`` alone, out of a joint rule: for the code that asks one
+    input at a time (the checks of nodegrad.debug, a test of one rule)."""
 
-    def put(self, g: Any, key: Any, value: Any) -> None:
-        """Keep ``value`` for as long as ``g`` lives (only for a plain array ``g``)."""
-        if type(g) is not np.ndarray:
-            return
-        self._entry = (weakref.ref(g, self._forget), key, value)
+    def one(g: Any, ans: Any, *args: Any) -> Any:
+        return rule((k,), g, ans, *args)[0]
 
-    def _forget(self, dead: weakref.ref[Any]) -> None:
-        entry = self._entry
-        if entry is not None and entry[0] is dead:
-            self._entry = None
+    return one

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from nodegrad.errors import StructureError
 __all__ = [
     "LEAF",
     "STATIC",
+    "Tree",
     "TreeDef",
     "UnwalkableError",
     "container_kind",
@@ -65,6 +66,11 @@ __all__ = [
     "register_container",
     "zip_leaves",
 ]
+
+
+#: A structured value: a leaf (an array, a number, any object that is no container) or a
+#: record, dict, list or tuple of them, nested to any depth.
+Tree: TypeAlias = Any
 
 
 class UnwalkableError(StructureError):
@@ -188,7 +194,7 @@ class TreeDef:
 LEAF = TreeDef(None, None, [], [], [], 1)
 
 
-def flatten(value: Any) -> tuple[list[Any], TreeDef]:
+def flatten(value: Tree) -> tuple[list[Any], TreeDef]:
     """The leaves of ``value`` in order (static ones included) and its :class:`TreeDef`.
 
     Raises :class:`UnwalkableError` for a container that holds itself or nesting deeper than
@@ -248,12 +254,12 @@ def _flatten(value: Any, handler: Handler, found: list[Any], depth: int, on_path
 _UNKNOWN: Any = object()  # a type handler_for has not been asked about yet
 
 
-def is_container(value: Any) -> bool:
+def is_container(value: Tree) -> bool:
     """Whether ``value`` is a record, map or sequence (not a leaf)."""
     return handler_for(value) is not None
 
 
-def container_kind(value: Any) -> str | None:
+def container_kind(value: Tree) -> str | None:
     """``"record"``, ``"map"`` or ``"sequence"`` for a container, ``None`` for a leaf."""
     handler = handler_for(value)
     return None if handler is None else handler.kind
@@ -276,7 +282,7 @@ def rebuild(template: Any, children: list[Any]) -> Any:
 # -- walks built on flatten -------------------------------------------------------------------
 
 
-def leaves(value: Any) -> list[Any]:
+def leaves(value: Tree) -> list[Any]:
     """Every leaf of ``value``, static ones included, in order.
 
     Examples
@@ -288,7 +294,7 @@ def leaves(value: Any) -> list[Any]:
     return flatten(value)[0]
 
 
-def flatten_with_paths(value: Any, path: str = "") -> list[tuple[str, Any]]:
+def flatten_with_paths(value: Tree, path: str = "") -> list[tuple[str, Any]]:
     """``(key_path, leaf)`` for every leaf of ``value``, static ones included.
 
     Examples
@@ -301,7 +307,7 @@ def flatten_with_paths(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return list(zip(treedef.paths(path), found, strict=True))
 
 
-def differentiable_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+def differentiable_leaves(value: Tree, path: str = "") -> list[tuple[str, Any]]:
     """``(key_path, leaf)`` for the differentiable leaves of ``value`` only: float leaves
     that are not inside a field marked static."""
     found, treedef = flatten(value)
@@ -309,7 +315,7 @@ def differentiable_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     return [(p, leaf) for p, leaf, static in pairs if not static and is_differentiable_leaf(leaf)]
 
 
-def has_differentiable_leaf(value: Any) -> bool:
+def has_differentiable_leaf(value: Tree) -> bool:
     """True when some leaf of ``value`` (not marked static) is differentiable."""
     found, treedef = flatten(value)
     if treedef is LEAF:
@@ -317,7 +323,7 @@ def has_differentiable_leaf(value: Any) -> bool:
     return any(not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, treedef.static_leaves(), strict=True))
 
 
-def integer_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
+def integer_leaves(value: Tree, path: str = "") -> list[tuple[str, Any]]:
     """``(key_path, leaf)`` for the integer numbers of ``value`` (Python ints and numpy
     integer scalars, not bools) outside fields marked static.
 
@@ -340,7 +346,7 @@ def integer_leaves(value: Any, path: str = "") -> list[tuple[str, Any]]:
     ]
 
 
-def map_with_paths(fn: Callable[[str, Any], Any], value: Any, path: str = "") -> Any:
+def map_with_paths(fn: Callable[[str, Any], Any], value: Tree, path: str = "") -> Any:
     """Rebuild ``value`` with every leaf replaced by ``fn(key_path, leaf)``.
 
     Containers are rebuilt as their own type, without running validators.
@@ -360,7 +366,7 @@ def map_unless_static(fn: Callable[[Any], Any], value: Any) -> Any:
     )
 
 
-def zip_leaves(value: Any, other: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+def zip_leaves(value: Tree, other: Tree, path: str = "") -> list[tuple[str, Any, Any]]:
     """Walk two values of one structure together: ``(key_path, leaf, other_leaf)`` in
     ``value``'s order.
 
@@ -399,7 +405,7 @@ def _zip(treedef: TreeDef, value: Any, other: Any, path: str, found: list[tuple[
         _zip(child, handler.get(value, key), other_handler.get(other, key), path + format_key(handler.kind, key), found)
 
 
-def pair_leaves(value: Any, other: Any, absent: Any = None, path: str = "") -> list[tuple[str, Any, Any]]:
+def pair_leaves(value: Tree, other: Tree, absent: Any = None, path: str = "") -> list[tuple[str, Any, Any]]:
     """``(key_path, leaf, other_leaf)`` for every leaf of ``value``, in order; where
     ``other`` holds ``None`` for a whole subtree, each of its leaves is paired with
     ``absent``. Raises :func:`zip_leaves`' error where the structures differ."""
@@ -421,7 +427,7 @@ def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable]) -> bool:
 # -- values that are not trees, found without recursion (for the errors that name them) ---------
 
 
-def cycle_in(value: Any, path: str = "") -> tuple[str, str] | None:
+def cycle_in(value: Tree, path: str = "") -> tuple[str, str] | None:
     """``(inner, outer)`` key paths where a container of ``value`` holds itself (``inner``
     is the place, ``outer`` the container it is), or ``None`` for a tree.
 
@@ -461,7 +467,7 @@ def cycle_in(value: Any, path: str = "") -> tuple[str, str] | None:
 _DONE = object()
 
 
-def depth_of(value: Any) -> int:
+def depth_of(value: Tree) -> int:
     """How many containers deep ``value`` nests (0 for a leaf), walked iteratively; for a
     tree (see :func:`cycle_in`)."""
     deepest = 0

@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
-from nodegrad.engine.cotangents import StructCotangent, check_seed_dtype, cotangent_for, materialize
+from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
+from nodegrad.engine.nodes import GradOp
 from nodegrad.engine.structure import (
     flatten_with_paths,
     integer_leaves,
@@ -158,8 +159,12 @@ def _marks(nodes: list[Any], wrt: list[int], lo: int, out: int, wrt_is_every_lea
 
 
 def sweep(
-    nodes: list[Any], seeds: dict[int, Any], wrt: list[int], release: bool = False, wrt_is_every_leaf: bool = False
-) -> tuple[dict[int, Any], int]:
+    nodes: list[Any],
+    seeds: dict[int, Cotangent],
+    wrt: list[int],
+    release: bool = False,
+    wrt_is_every_leaf: bool = False,
+) -> tuple[dict[int, Cotangent], int]:
     """Propagate the ``seeds`` (node index -> cotangent) back to the nodes in ``wrt``.
 
     ``seeds`` is consumed: each seed is dropped as soon as its node is processed, as every
@@ -199,17 +204,18 @@ def sweep(
             grads[i] = g.copy() if isinstance(g, StructCotangent) else g
         op, parents, argnums, args, value = nodes[i]
         rules = op.vjps
+        joint = None if op.joint is None else _joint_answers(op, mark, parents, argnums, g, value, args)
         for p, k in zip(parents, argnums):  # noqa: B905  (equal by construction; hot loop)
             if mark[p]:
-                try:
-                    gp = rules[k](g, value, *args)
-                except Warning:  # see nodegrad.errors.rerun_reporting_warnings
-                    gp = rerun_reporting_warnings(rules[k], g, value, *args)
-                except Exception as exc:
-                    failure = _rule_failed(op, g, value, args, exc)
-                    if failure is exc:
-                        raise
-                    raise failure from exc
+                if joint is not None:
+                    gp = joint[k]
+                else:
+                    try:
+                        gp = rules[k](g, value, *args)
+                    except Warning:  # see nodegrad.errors.rerun_reporting_warnings
+                        gp = rerun_reporting_warnings(rules[k], g, value, *args)
+                    except Exception as exc:
+                        raise _reported(op, g, value, args, exc) from exc
                 if gp is None:
                     continue
                 if op.broadcasts:
@@ -223,8 +229,32 @@ def sweep(
                     pending[p] = total = prev + gp
                     owned.add(id(total))
         if release and parents:
-            nodes[i] = (op, parents, argnums, (), None)
+            nodes[i] = GradOp(op, parents, argnums, (), None)
     return grads, visited
+
+
+def _joint_answers(
+    op: Any, mark: Any, parents: tuple[int, ...], argnums: tuple[int, ...], g: Any, value: Any, args: tuple[Any, ...]
+) -> dict[int, Any]:
+    """The cotangents of a joint-rule op's inputs the sweep needs at this node, by position,
+    from one call of its rule."""
+    wanted = tuple(k for p, k in zip(parents, argnums, strict=True) if mark[p])
+    try:
+        answers = op.joint(wanted, g, value, *args)
+    except Warning:  # see nodegrad.errors.rerun_reporting_warnings
+        answers = rerun_reporting_warnings(op.joint, wanted, g, value, *args)
+    except Exception as exc:
+        raise _reported(op, g, value, args, exc) from exc
+    return dict(zip(wanted, answers, strict=True))
+
+
+def _reported(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
+    """The exception to raise for a failed rule: :func:`_rule_failed`'s, or ``exc`` itself
+    (re-raised as it is, with its own traceback)."""
+    failure = _rule_failed(op, g, value, args, exc)
+    if failure is exc:
+        raise exc
+    return failure
 
 
 # -- from user structures to the sweep and back -------------------------------------------
@@ -257,9 +287,8 @@ def _seed_value(value: Any, seed: Any, path: str) -> Any:
             f"{np.shape(value)}"
         )
         raise ShapeError(msg)
-    # Always a copy the sweep owns: rules share work per cotangent object (custom_vjp's
-    # kept answer, PerCotangent), so the caller's array, written between two calls with
-    # the same object, must never reach them.
+    # Always a copy the sweep owns: the sweep adds further cotangents into the ones it
+    # owns in place, so the caller's array must never be one of them.
     return np.array(seed_array, dtype=dtype)
 
 

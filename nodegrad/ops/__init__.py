@@ -8,7 +8,6 @@ named as numpy names it where numpy has it; the Fourier transforms stay in their
 functions in theirs, :mod:`nodegrad.ops.special` (registered when scipy is installed).
 """
 
-from nodegrad.engine.record import guarded
 from nodegrad.engine.registry import REGISTRY as REGISTRY
 from nodegrad.engine.registry import Op as Op
 from nodegrad.engine.registry import defop as defop
@@ -264,18 +263,3 @@ __all__ = [
     "view",
     "where",
 ]
-
-
-def _guard_public_functions() -> None:
-    """Guard every exported function that reads its arguments before recording (see
-    :func:`~nodegrad.engine.record.guarded`). The arithmetic and transcendental functions
-    are one recording call each, whose failures the recording already names: they stay
-    as they are, for they are the commonest calls of all."""
-    one_record = (elementwise.arithmetic, elementwise.transcendental)
-    for name in __all__:
-        fn = globals()[name]
-        if not any(getattr(module, name, None) is fn for module in one_record):
-            globals()[name] = guarded(fn)
-
-
-_guard_public_functions()

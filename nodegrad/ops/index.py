@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record1, record2
+from nodegrad.engine.record import composite, guarded, record1, record2
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
@@ -226,6 +226,7 @@ def scatter(v: Any, index: Any, shape: tuple[int, ...]) -> Any:
     return record1(SCATTER, v, _static_index(index, "scatter"), tuple(shape))
 
 
+@guarded
 def index_add(x: Any, v: Any, index: Any) -> Any:
     """A copy of ``x`` with ``v`` added at ``index``; repeated indices accumulate.
 
@@ -239,6 +240,7 @@ def index_add(x: Any, v: Any, index: Any) -> Any:
     return record2(INDEX_ADD, x, v, _static_index(index, "index_add"))
 
 
+@guarded
 def index_set(x: Any, v: Any, index: Any) -> Any:
     """A copy of ``x`` with ``v`` written at ``index``; an element may be selected once only.
 
@@ -290,6 +292,7 @@ class _AtIndex:
         return index_add(self._x, v, self._index)
 
 
+@guarded
 def at(x: Any) -> _At:
     """Functional updates of an array: ``at(x)[index].set(v)`` and ``at(x)[index].add(v)``.
 
@@ -310,6 +313,7 @@ def at(x: Any) -> _At:
     return _At(x)
 
 
+@guarded
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: ints, slices, ``None``, ``...``, integer arrays and boolean masks.
 
@@ -323,6 +327,7 @@ def getitem(x: Any, index: Any) -> Any:
     return record1(GETITEM, x, _static_index(index))
 
 
+@guarded
 def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
     """Take entries of ``x`` at integer ``indices`` along ``axis``, as ``np.take``.
 
@@ -357,6 +362,7 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
     return record1(GATHER, x, indices, given[0] % ndim)
 
 
+@guarded
 def flip(x: Any, axis: Any = None) -> Any:
     """Reverse the order of entries along ``axis`` (all axes by default), as ``np.flip``.
 
@@ -372,6 +378,7 @@ def flip(x: Any, axis: Any = None) -> Any:
     return getitem(x, tuple(slice(None, None, -1) if k in axes else slice(None) for k in range(ndim)))
 
 
+@guarded
 @composite
 def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     """Split into pieces along ``axis``, as ``np.split``: ``N`` equal pieces, or pieces

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record, record1, record2
+from nodegrad.engine.record import guarded, record, record1, record2
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
@@ -195,6 +195,7 @@ def _single_axis(op_name: str, x: Any, axis: int) -> int:
     return axes[0]
 
 
+@guarded
 def softmax(x: Any, axis: int = -1) -> Any:
     """Softmax along ``axis``, computed stably (shifted by the maximum; of complex values,
     the largest real part: the function is holomorphic, as ``jax.nn.softmax``).
@@ -209,6 +210,7 @@ def softmax(x: Any, axis: int = -1) -> Any:
     return record1(SOFTMAX, x, _single_axis("softmax", x, axis))
 
 
+@guarded
 def log_softmax(x: Any, axis: int = -1) -> Any:
     """Logarithm of the softmax along ``axis``, computed stably; of complex values
     ``x - log(sum(exp(x)))`` with the principal logarithm.
@@ -223,6 +225,7 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
     return record1(LOG_SOFTMAX, x, _single_axis("log_softmax", x, axis))
 
 
+@guarded
 def cross_entropy(logits: Any, targets: Any) -> Any:
     """Softmax cross-entropy, averaged over the batch (real logits and targets: complex
     ones raise :class:`~nodegrad.errors.DtypeError`).
@@ -295,6 +298,7 @@ def _check_affine(op_name: str, x: Any, weight: Any, bias: Any, size: int) -> No
             raise ShapeError(msg)
 
 
+@guarded
 def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """Normalise ``x`` over its last axis, then ``* weight + bias`` when given (real
     values: complex ones raise :class:`~nodegrad.errors.DtypeError`).
@@ -326,6 +330,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) 
     return record(LAYER_NORM, x, weight, bias, float(eps))
 
 
+@guarded
 def batch_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
     """Batch normalisation in training mode: each channel (axis 1) is normalised with the
     mean and variance over the batch and any spatial axes, then ``* weight + bias`` (real

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record1
+from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
@@ -120,6 +120,7 @@ def _reduce(op: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     return record1(op, x, axes, bool(keepdims))
 
 
+@guarded
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001  (numpy's name)
     """Sum of elements over ``axis`` (all axes by default).
 
@@ -142,6 +143,7 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 
     return _reduce(SUM, x, axis, keepdims)
 
 
+@guarded
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Arithmetic mean over ``axis`` (all axes by default).
 
@@ -155,6 +157,7 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return _reduce(MEAN, x, axis, keepdims)
 
 
+@guarded
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001  (numpy's name)
     """Maximum over ``axis``; positions tied for the maximum share the gradient evenly.
 
@@ -168,6 +171,7 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001 
     return _reduce(MAX, x, axis, keepdims)
 
 
+@guarded
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A001  (numpy's name)
     """Minimum over ``axis``; positions tied for the minimum share the gradient evenly.
 
@@ -207,6 +211,7 @@ PROD = defop(
 )
 
 
+@guarded
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Product of elements over ``axis``; the gradient is exact where ``x`` has zeros.
 
@@ -228,6 +233,7 @@ def _squared_magnitude(x: Any) -> Any:
     return x * x
 
 
+@guarded
 @composite
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """Variance over ``axis`` with ``ddof`` delta degrees of freedom, as ``np.var``: of
@@ -246,6 +252,7 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     return sum(_squared_magnitude(centred), axes, keepdims) / builtins.max(n - ddof, 0)
 
 
+@guarded
 @composite
 def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     """Standard deviation over ``axis``, as ``np.std`` (real for complex values too).
@@ -273,6 +280,7 @@ def _is_number(ord: Any) -> bool:  # noqa: A002
     return isinstance(ord, (int, float, np.integer, np.floating)) and not isinstance(ord, (bool, np.bool_))
 
 
+@guarded
 @composite
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:  # noqa: A002  (numpy's name)
     """Vector and matrix norms, as ``np.linalg.norm``.

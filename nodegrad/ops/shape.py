@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record, record1
+from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
@@ -102,6 +102,7 @@ STACK = defop(
 )
 
 
+@guarded
 def reshape(x: Any, shape: Any) -> Any:
     """Give ``x`` a new shape with the same number of elements (``-1`` infers one axis).
 
@@ -115,6 +116,7 @@ def reshape(x: Any, shape: Any) -> Any:
     return record1(RESHAPE, x, as_ints("reshape", "the shape", shape))
 
 
+@guarded
 def transpose(x: Any, axes: Any = None) -> Any:
     """Permute the axes of ``x``; by default reverse them.
 
@@ -157,6 +159,7 @@ def _joined(op_name: str, xs: Any, axis: int, new_axis: bool) -> tuple[list[Any]
     return xs, int(axis) % ndim
 
 
+@guarded
 @composite  # reading a traced xs as its rows records nodes before the checks can fail
 def cat(xs: Any, axis: int = 0) -> Any:
     """Concatenate arrays along an existing ``axis`` (``np.concatenate``).
@@ -173,6 +176,7 @@ def cat(xs: Any, axis: int = 0) -> Any:
     return record(CAT, axis, *items)
 
 
+@guarded
 @composite
 def stack(xs: Any, axis: int = 0) -> Any:
     """Stack arrays of one shape along a new ``axis`` (``np.stack``).
@@ -216,6 +220,7 @@ PAD = defop(
 )
 
 
+@guarded
 def broadcast_to(x: Any, shape: Any) -> Any:
     """``x`` repeated to ``shape`` by numpy's broadcasting rules.
 
@@ -229,6 +234,7 @@ def broadcast_to(x: Any, shape: Any) -> Any:
     return record1(BROADCAST_TO, x, as_ints("broadcast_to", "the shape", shape))
 
 
+@guarded
 def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float = 0) -> Any:
     """Pad with a constant, as ``np.pad(x, pad_width, mode="constant")``.
 
@@ -267,6 +273,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     return record1(PAD, x, tuple((int(a), int(b)) for a, b in widths), value.tolist())
 
 
+@guarded
 def expand_dims(x: Any, axis: Any) -> Any:
     """Insert size-1 axes at ``axis`` (an int or a tuple), as ``np.expand_dims``.
 
@@ -284,6 +291,7 @@ def expand_dims(x: Any, axis: Any) -> Any:
     return reshape(x, tuple(1 if k in new_axes else next(rest) for k in range(len(shape) + count)))
 
 
+@guarded
 def squeeze(x: Any, axis: Any = None) -> Any:
     """Remove size-1 axes (all of them, or those in ``axis``), as ``np.squeeze``.
 
@@ -302,6 +310,7 @@ def squeeze(x: Any, axis: Any = None) -> Any:
     return reshape(x, tuple(n for k, n in enumerate(shape) if k not in axes))
 
 
+@guarded
 def astype(x: Any, dtype: Any) -> Any:
     """``x`` cast to ``dtype``, as ``ndarray.astype``.
 
@@ -337,6 +346,7 @@ def astype(x: Any, dtype: Any) -> Any:
     return record1(ASTYPE, x, target)
 
 
+@guarded
 def ravel(x: Any) -> Any:
     """The flattened array, as ``np.ravel``.
 
@@ -350,6 +360,7 @@ def ravel(x: Any) -> Any:
     return reshape(x, (-1,))
 
 
+@guarded
 def moveaxis(x: Any, source: Any, destination: Any) -> Any:
     """Move axes to new positions, as ``np.moveaxis``.
 
@@ -374,6 +385,7 @@ def moveaxis(x: Any, source: Any, destination: Any) -> Any:
     return transpose(x, tuple(order))
 
 
+@guarded
 def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
     """Exchange two axes, as ``np.swapaxes``.
 

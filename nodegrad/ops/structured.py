@@ -22,7 +22,7 @@ import numpy as np
 
 from nodegrad.engine.cotangents import StructCotangent
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import record, record1
+from nodegrad.engine.record import guarded, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.structure import (
     LEAF,
@@ -113,6 +113,7 @@ def _read_node(parent: Traced, kind: str, index: int, total: int, key: Hashable,
     return handle
 
 
+@guarded
 def struct_field(parent: Traced, field_index: int, total_fields: int) -> Traced:
     """Read field ``field_index`` of a record node that has ``total_fields`` fields.
 
@@ -136,6 +137,7 @@ def struct_field(parent: Traced, field_index: int, total_fields: int) -> Traced:
     return _read_entry(parent, "struct_field", "record", field_index, total_fields)
 
 
+@guarded
 def map_lookup(map_node: Traced, key_index: int, total_keys: int) -> Traced:
     """Read entry ``key_index`` (keys in insertion order) of a map node with ``total_keys`` keys.
 
@@ -152,6 +154,7 @@ def map_lookup(map_node: Traced, key_index: int, total_keys: int) -> Traced:
     return _read_entry(map_node, "map_lookup", "map", key_index, total_keys)
 
 
+@guarded
 def seq_index(seq_node: Traced, index: int, total: int) -> Traced:
     """Read item ``index`` of a list or tuple node with ``total`` items.
 
@@ -188,6 +191,7 @@ def _refuse_pandas(value: Any, path: str) -> None:
         raise StructureError(msg)
 
 
+@guarded
 def view(node: Traced) -> Any:
     """The traced view of a node: the node itself for an array, else an instance of the
     value's own container type whose differentiable leaves are traced read nodes.
@@ -273,6 +277,7 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
     return treedef.unflatten(made)
 
 
+@guarded
 def pack(value: Any) -> Any:
     """Record a constructor node for a structure holding traced values, bottom-up.
 

@@ -490,7 +490,4 @@ def _positions(argnums: int | Sequence[int] | None, f: Function, nargs: int) -> 
     except ArgumentError as exc:
         msg = f"check_grads: {exc}"
         raise ArgumentError(msg) from None
-    if len(set(nums)) != len(nums):  # (0, -2) of two arguments: distinct ints, the same argument
-        msg = f"check_grads: argnums {argnums!r} must be distinct positions among {nargs} argument(s)"
-        raise ArgumentError(msg)
     return nums

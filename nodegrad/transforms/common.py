@@ -33,6 +33,7 @@ from nodegrad.engine.structure import (
 )
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
+from nodegrad.ops.structured import leaf_view
 from nodegrad.tree import zeros_like
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "check_holomorphic_inputs",
     "check_scalar",
     "gradient_like",
+    "leaf_params",
     "like_argument",
     "lower",
     "name_of",
@@ -146,7 +148,27 @@ def resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any]) 
             name = getattr(fun, "__name__", repr(fun))
             msg = f"argnums {k} is out of range: {name} was called with {nargs} positional argument(s)"
             raise ArgumentError(msg)
-    return tuple(k % nargs for k in nums)
+    resolved = tuple(k % nargs for k in nums)
+    if len(set(resolved)) != len(resolved):
+        name = getattr(fun, "__name__", repr(fun))
+        msg = (
+            f"argnums {nums} name one argument twice ({name} was called with {nargs} positional argument(s)): "
+            "each argument is differentiated once"
+        )
+        raise ArgumentError(msg)
+    return resolved
+
+
+def leaf_params(
+    arena: Arena, value: Any, name: str, leaves: list[Traced], layouts: list[Any], where: str = "grad"
+) -> Any:
+    """The differentiated argument ``value`` as user code sees it: each differentiable leaf
+    a leaf node of ``arena`` of its own (appended to ``leaves``), in ``value``'s own
+    structure (see :func:`~nodegrad.ops.structured.leaf_view`)."""
+    try:
+        return leaf_view(arena, value, name, leaves, layouts)
+    except UnwalkableError:
+        raise unwalkable(where, name, value) from None
 
 
 def snapshot(traced: Any) -> Any:

@@ -14,16 +14,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodegrad.engine.arena import nested_arena
+from nodegrad.engine.structure import pair_leaves
 from nodegrad.engine.sweep import gradients
+from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
     check_callable,
+    leaf_params,
     like_argument,
     lower,
     name_of,
     probe_cotangent,
     same_shapes,
-    snapshot,
     traced_leaves,
     zero_tangent,
 )
@@ -127,10 +129,11 @@ def _linearized(fun: Callable[..., Any], primals: tuple[Any, ...], name: str) ->
     stands for the output's cotangent. Returns the output and ``push(tangents)``: the
     gradient of ``<vjp(u), tangents>`` with respect to ``u``, one sweep of the second arena
     seeded with the tangents, which is the JVP."""
+    leaves: list[Traced] = []  # every differentiated leaf of the primals, in order, as grad makes them
+    layouts: list[Any] = []
     with nested_arena() as arena:
         try:
-            traced = tuple(arena.param(p, name=f"primals[{k}]") for k, p in enumerate(primals))
-            wrt = tuple(snapshot(t) for t in traced)
+            traced = tuple(leaf_params(arena, p, f"primals[{k}]", leaves, layouts, name) for k, p in enumerate(primals))
             out = fun(*traced)
             value = lower(out, arena)
             if not any(leaf.arena is arena for leaf in traced_leaves(out)):
@@ -140,13 +143,29 @@ def _linearized(fun: Callable[..., Any], primals: tuple[Any, ...], name: str) ->
                 dual.cotangent_probe = True
                 try:
                     u = dual.param(probe_cotangent(value, name), name="cotangent")
-                    pulled = gradients(arena, out, wrt, seed=u)
+                    pulled = gradients(arena, out, tuple(leaves), seed=u)
                 finally:
                     dual.seal(name)
         finally:
             arena.seal(name)
 
     def push(tangents: tuple[Any, ...]) -> Any:
-        return like_argument(gradients(dual, pulled, u, seed=tuple(tangents)), value)
+        # The tangent of each differentiated leaf, in the leaves' order (dicts by key).
+        seeds = tuple(
+            t
+            for primal, tangent, layout in zip(primals, tangents, layouts, strict=True)
+            for t in _leaf_tangents(primal, tangent, layout)
+        )
+        return like_argument(gradients(dual, pulled, u, seed=seeds), value)
 
     return value, push
+
+
+def _leaf_tangents(primal: Any, tangent: Any, layout: Any) -> list[Any]:
+    """``tangent``'s entries at the leaves of ``primal`` that were made leaf nodes (per
+    ``layout``, as :func:`~nodegrad.ops.structured.leaf_view` took ``primal`` apart),
+    paired by key path."""
+    if layout is None:
+        return [tangent]
+    _, _, chosen = layout
+    return [t for (_, _, t), take in zip(pair_leaves(primal, tangent), chosen, strict=True) if take]

@@ -14,12 +14,10 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, overload
 import numpy as np
 
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
-from nodegrad.engine.cycles import unwalkable
-from nodegrad.engine.structure import UnwalkableError, zip_leaves
+from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.sweep import GradOptions, gradients, strict_integer_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
-from nodegrad.ops.structured import leaf_view
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
@@ -27,7 +25,7 @@ from nodegrad.transforms.common import (
     check_holomorphic_inputs,
     check_scalar,
     gradient_like,
-    like_argument,
+    leaf_params,
     lower,
     name_of,
     normalize_argnums,
@@ -226,16 +224,6 @@ def _refuse_integer_leaves(args: tuple[Any, ...], positions: Sequence[int], name
         raise NoGradientError(msg)
 
 
-def leaf_params(arena: Arena, value: Any, name: str, leaves: list[Traced], layouts: list[Any]) -> Any:
-    """The differentiated argument ``value`` as user code sees it: each differentiable leaf
-    a leaf node of ``arena`` of its own (appended to ``leaves``), in ``value``'s own
-    structure (see :func:`~nodegrad.ops.structured.leaf_view`)."""
-    try:
-        return leaf_view(arena, value, name, leaves, layouts)
-    except UnwalkableError:
-        raise unwalkable("grad", name, value) from None
-
-
 def write_gradients(
     arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any, seed: Any = None
 ) -> None:
@@ -379,18 +367,19 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     """
     check_callable(fun, "vjp")
     arguments: tuple[Any, ...] = args
+    leaves: list[Traced] = []  # every differentiated leaf, in order, as grad makes them
+    layouts: list[Any] = []
     with nested_arena() as arena:
         arena.lean = not arena.check_finite  # its sweeps are never recorded
         try:
-            traced = [arena.param(a, name=f"args[{k}]") for k, a in enumerate(arguments)]
-            wrt = tuple(snapshot(t) for t in traced)
+            traced = [leaf_params(arena, a, f"args[{k}]", leaves, layouts, "vjp") for k, a in enumerate(arguments)]
             result, aux = split_output(fun(*traced), has_aux)
         finally:
             arena.seal(name_of("vjp", fun))
 
     def vjp_fun(cotangent: Any) -> tuple[Any, ...]:
-        grads = gradients(arena, result, wrt, cotangent)
-        return tuple(like_argument(g, a) for g, a in zip(grads, arguments, strict=True))
+        grads = iter(gradients(arena, result, tuple(leaves), cotangent))
+        return tuple(gradient_like(a, grads, layout) for a, layout in zip(arguments, layouts, strict=True))
 
     value = lower(result, arena)
     return (value, vjp_fun, lower(aux, arena)) if has_aux else (value, vjp_fun)

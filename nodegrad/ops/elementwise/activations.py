@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record1
+from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, user_location
@@ -100,6 +100,7 @@ SILU = unary("silu", _silu, _silu_rule, "x * sigmoid(x)")
 GELU = defop("gelu", _gelu, _gelu_rule, None, family=FAMILY, doc="Gaussian error linear unit")
 
 
+@guarded
 def sigmoid(x: Any) -> Any:
     """Elementwise logistic function ``1 / (1 + e^-x)``, accurate for large ``|x|``;
     holomorphic for complex ``x`` (as ``jax.nn.sigmoid``).
@@ -113,6 +114,7 @@ def sigmoid(x: Any) -> Any:
     return record1(SIGMOID, x)
 
 
+@guarded
 def relu(x: Any) -> Any:
     """Elementwise ``max(x, 0)``; the gradient at 0 is 0. Complex values are ordered as
     numpy orders them (``np.maximum``: by real part, then imaginary part), and the
@@ -127,6 +129,7 @@ def relu(x: Any) -> Any:
     return record1(RELU, x)
 
 
+@guarded
 def silu(x: Any) -> Any:
     """Elementwise ``x * sigmoid(x)`` (also called swish).
 
@@ -139,6 +142,7 @@ def silu(x: Any) -> Any:
     return record1(SILU, x)
 
 
+@guarded
 def gelu(x: Any, approximate: bool = True) -> Any:
     """Gaussian error linear unit ``x * Phi(x)``.
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record1
+from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.traced import describe, unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops.elementwise.arithmetic import positive, unary
@@ -67,6 +67,7 @@ def _is_complex(name: str, x: Any) -> bool:
     return dtype.kind == "c"
 
 
+@guarded
 def real(x: Any) -> Any:
     """The real part, as ``np.real``; a real ``x`` is returned as it is.
 
@@ -79,6 +80,7 @@ def real(x: Any) -> Any:
     return record1(REAL, x) if _is_complex("real", x) else x
 
 
+@guarded
 def imag(x: Any) -> Any:
     """The imaginary part, as ``np.imag``; zeros (no gradient) for a real ``x``.
 
@@ -91,6 +93,7 @@ def imag(x: Any) -> Any:
     return record1(IMAG, x) if _is_complex("imag", x) else np.imag(unwrap(x))
 
 
+@guarded
 def conj(x: Any) -> Any:
     """The complex conjugate, as ``np.conj``; a real ``x`` gives a new node of its values.
 
@@ -103,6 +106,7 @@ def conj(x: Any) -> Any:
     return record1(CONJ, x) if _is_complex("conj", x) else positive(x)
 
 
+@guarded
 def angle(x: Any, deg: bool = False) -> Any:
     """The argument (phase) of complex values, as ``np.angle``; for a real ``x``, 0 or
     pi (180 with ``deg``) as plain values, with no gradient.

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record, record2
-from nodegrad.engine.registry import PerCotangent, defop
+from nodegrad.engine.record import guarded, record, record2
+from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.elementwise.arithmetic import FAMILY, binary
@@ -111,38 +111,30 @@ def _where(mask: Any, a: Any, b: Any, keep: Any) -> Any:
     return np.where(mask, a, b)
 
 
-_SPLIT = PerCotangent()
-
-
-def _select(g: Any, mask: Any, keep: Any, chosen: bool) -> Any:
-    """``np.where(mask, g, 0)`` (``chosen``) or ``np.where(mask, 0, g)``, exactly."""
+def _where_rule(wanted: tuple[int, ...], g: Any, ans: Any, mask: Any, a: Any, b: Any, keep: Any) -> tuple[Any, ...]:
+    """where(mask, g, 0) for a, where(mask, 0, g) for b: exactly, and for both at once"""
     if not _usable(keep, g):
-        return np.where(mask, g, 0) if chosen else np.where(mask, 0, g)
-    split = _SPLIT.get(g, keep)
-    if split is None:
-        # A strided cotangent (one part of a concatenation's, say) is made contiguous
-        # once: both passes below are then about twice as fast, and the second rule
-        # reuses the first's work: g & keep for one branch, g ^ (g & keep) for the other.
-        dense = np.ascontiguousarray(g).view(keep.dtype)
-        split = (dense, np.bitwise_and(dense, keep))
-        _SPLIT.put(g, keep, split)
-    dense, kept = split
-    return (kept if chosen else np.bitwise_xor(dense, kept)).view(g.dtype)
+        return tuple(np.where(mask, g, 0) if k == 1 else np.where(mask, 0, g) for k in wanted)
+    # A strided cotangent (one part of a concatenation's, say) is made contiguous once:
+    # both passes below are then about twice as fast, and b's share reuses a's work:
+    # g & keep for one branch, g ^ (g & keep) for the other.
+    dense = np.ascontiguousarray(g).view(keep.dtype)
+    kept = np.bitwise_and(dense, keep)
+    return tuple((kept if k == 1 else np.bitwise_xor(dense, kept)).view(g.dtype) for k in wanted)
 
 
-WHERE = defop(
+WHERE = defjoint(
     "where",
     _where,
-    None,
-    lambda g, ans, m, a, b, keep: _select(g, m, keep, True),
-    lambda g, ans, m, a, b, keep: _select(g, m, keep, False),
-    None,
+    _where_rule,
+    (1, 2),
     family=FAMILY,
     broadcasts=True,
     doc="a where mask is true, else b; the mask carries no gradient",
 )
 
 
+@guarded
 def maximum(x: Any, y: Any) -> Any:
     """Elementwise maximum; where ``x == y`` each input gets half the gradient. Complex
     values are ordered as numpy orders them: by real part, then imaginary part.
@@ -156,6 +148,7 @@ def maximum(x: Any, y: Any) -> Any:
     return record2(MAXIMUM, x, y)
 
 
+@guarded
 def minimum(x: Any, y: Any) -> Any:
     """Elementwise minimum; where ``x == y`` each input gets half the gradient.
 
@@ -168,6 +161,7 @@ def minimum(x: Any, y: Any) -> Any:
     return record2(MINIMUM, x, y)
 
 
+@guarded
 def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
     """Limit ``x`` to ``[lo, hi]`` elementwise; ``lo`` and ``hi`` may be arrays or ``None``.
     Complex values are ordered as ``np.clip`` orders them (by real part, then imaginary part).
@@ -196,6 +190,7 @@ def _as_operand(value: Any) -> Any:
     return np.asarray(value)
 
 
+@guarded
 def where(mask: Any, a: Any, b: Any) -> Any:
     """``a`` where ``mask`` is true, else ``b``, with numpy broadcasting.
 

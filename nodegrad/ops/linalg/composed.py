@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record
+from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
@@ -65,6 +65,7 @@ PINV = defop(
 )
 
 
+@guarded
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = np._NoValue) -> Any:
     """The Moore-Penrose pseudo-inverse of a matrix, or of each matrix of a stack, as
     ``np.linalg.pinv``: singular values at most ``rcond * max(s)`` (or ``rtol``, as numpy
@@ -106,6 +107,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = np._
 # -- lstsq -----------------------------------------------------------------------------------------
 
 
+@guarded
 @composite
 def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     """The least-squares solution ``x`` of ``a @ x = b`` (of least norm when ``a`` has
@@ -156,6 +158,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
 # -- matrix_power, tensorsolve, tensorinv ---------------------------------------------------------------
 
 
+@guarded
 @composite
 def matrix_power(a: Any, n: int) -> Any:
     """The integer power ``a ** n`` of a square matrix, or of each matrix of a stack, as

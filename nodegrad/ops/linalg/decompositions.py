@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record, record2
-from nodegrad.engine.registry import PerCotangent, defop
+from nodegrad.engine.record import composite, guarded, record, record2
+from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
@@ -117,33 +117,22 @@ INV = defop(
 )
 
 
-_SOLVED = PerCotangent()
+def _solve_rule(wanted: tuple[int, ...], g: Any, ans: Any, a: Any, b: Any) -> tuple[Any, ...]:
+    """g_b = solve(a^T, g) (a vector, or columns like b); g_a = -g_b x^T: both need g_b, solved once"""
+    vector = np.ndim(b) == 1
+    g_b = np.linalg.solve(transposed(a), g[..., None] if vector else g)
+    g_b = g_b[..., 0] if vector else g_b
+    if 0 not in wanted:
+        return (g_b,)
+    g_a = -(g_b[..., :, None] * ans[..., None, :]) if vector else -np.matmul(g_b, transposed(ans))
+    return tuple(g_a if k == 0 else g_b for k in wanted)
 
 
-def _solve_for(a: Any, g: Any, vector: bool) -> Any:
-    """``solve(a^T, g)``: the cotangent of ``b``, as a vector or as columns like ``b``. Both
-    of solve's rules need it: it is solved once per sweep."""
-    solved = _SOLVED.get(g, a)
-    if solved is None:
-        columns = g[..., None] if vector else g
-        solved = np.linalg.solve(transposed(a), columns)
-        solved = solved[..., 0] if vector else solved
-        _SOLVED.put(g, a, solved)
-    return solved
-
-
-def _solve_rule_a(g: Any, ans: Any, a: Any, b: Any) -> Any:
-    g_b = _solve_for(a, g, np.ndim(b) == 1)
-    if np.ndim(b) == 1:
-        return -(g_b[..., :, None] * ans[..., None, :])
-    return -np.matmul(g_b, transposed(ans))
-
-
-SOLVE = defop(
+SOLVE = defjoint(
     "solve",
     np.linalg.solve,
-    _solve_rule_a,
-    lambda g, ans, a, b: _solve_for(a, g, np.ndim(b) == 1),
+    _solve_rule,
+    (0, 1),
     family="linalg",
     broadcasts=True,
     doc="x with a @ x = b (b a vector when 1-D, else columns), batch axes broadcast",
@@ -248,6 +237,7 @@ CHOLESKY = defop(
 )
 
 
+@guarded
 @composite
 def cholesky(x: Any, upper: bool = False) -> Any:
     """The Cholesky factor of a symmetric (Hermitian) positive-definite matrix, or of each
@@ -278,6 +268,7 @@ def cholesky(x: Any, upper: bool = False) -> Any:
     return record(CHOLESKY, read_triangle(x, lower=not upper), bool(upper))
 
 
+@guarded
 def inv(x: Any) -> Any:
     """The inverse of a square matrix, or of each matrix of a stack, as ``np.linalg.inv``.
 
@@ -293,6 +284,7 @@ def inv(x: Any) -> Any:
     return record(INV, x)
 
 
+@guarded
 def solve(a: Any, b: Any) -> Any:
     """The solution ``x`` of ``a @ x = b``, as ``np.linalg.solve``: ``b`` is a vector when it
     is 1-D, otherwise a matrix of columns (or a stack of them); batch axes broadcast.
@@ -310,6 +302,7 @@ def solve(a: Any, b: Any) -> Any:
     return record2(SOLVE, a, b)
 
 
+@guarded
 def det(x: Any) -> Any:
     """The determinant of a square matrix, or of each matrix of a stack, as
     ``np.linalg.det``. Its gradient is the cofactor matrix, exact also at singular
@@ -327,6 +320,7 @@ def det(x: Any) -> Any:
     return record(DET, x)
 
 
+@guarded
 def slogdet(x: Any) -> Any:
     """The sign and the log of the absolute value of the determinant, as
     ``np.linalg.slogdet`` (a ``(sign, logabsdet)`` pair): ``logabsdet`` is differentiable;

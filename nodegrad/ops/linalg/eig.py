@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record
+from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
@@ -171,6 +171,7 @@ def _square(name: str, a: Any) -> None:
         raise ShapeError(msg)
 
 
+@guarded
 def eig(a: Any) -> Any:
     """The eigenvalues and right eigenvectors (the columns, each of unit 2-norm) of a square
     matrix, or of each matrix of a stack, as ``np.linalg.eig``: an
@@ -212,6 +213,7 @@ def eig(a: Any) -> Any:
     return _EigResult(record(EIGVALS, a, True), record(EIG_VECTORS, a, False))
 
 
+@guarded
 def eigvals(a: Any) -> Any:
     """The eigenvalues of a square matrix, or of each matrix of a stack, as
     ``np.linalg.eigvals``: complex in general (real when every eigenvalue of a real matrix

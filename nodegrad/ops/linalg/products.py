@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record, record2
+from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
@@ -79,6 +79,7 @@ MATMUL = defop(
 )
 
 
+@guarded
 def matmul(x: Any, y: Any) -> Any:
     """Matrix product of ``x`` and ``y`` (``x @ y``), with ``np.matmul``'s rules.
 
@@ -202,6 +203,7 @@ EINSUM = defop(
 )
 
 
+@guarded
 def einsum(subscripts: str, *operands: Any) -> Any:
     """Einstein summation over ``operands``, as ``np.einsum`` (explicit or implicit output,
     ``...`` broadcasting), differentiable in every operand, also one whose subscripts repeat
@@ -226,6 +228,7 @@ def einsum(subscripts: str, *operands: Any) -> Any:
     return record(EINSUM, (tuple(inputs), output), *operands)
 
 
+@guarded
 @composite
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     """Sum products over the given axes of ``a`` and ``b``, as ``np.tensordot``.
@@ -263,6 +266,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
 
 
+@guarded
 def dot(a: Any, b: Any) -> Any:
     """``np.dot``: a product for scalars, ``matmul`` up to 2-D, and a sum over the last axis
     of ``a`` and the second-to-last of ``b`` beyond.
@@ -282,6 +286,7 @@ def dot(a: Any, b: Any) -> Any:
     return tensordot(a, b, axes=([nda - 1], [ndb - 2]))
 
 
+@guarded
 @composite
 def outer(a: Any, b: Any) -> Any:
     """The outer product of the flattened ``a`` and ``b``, as ``np.outer``.

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record
+from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
@@ -83,6 +83,7 @@ QR_R = defop(
 _QR_MODES = ("reduced", "complete", "r", "raw")
 
 
+@guarded
 def qr(a: Any, mode: str = "reduced") -> Any:
     """The QR factorisation ``a = Q @ R`` of a matrix, or of each matrix of a stack, as
     ``np.linalg.qr``: a ``QRResult(Q, R)`` (``mode="reduced"``, ``Q`` with orthonormal

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import record
+from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
@@ -97,6 +97,7 @@ SVDVALS = defop(
 )
 
 
+@guarded
 def svdvals(x: Any) -> Any:
     """The singular values of a matrix, or of each matrix of a stack (the last two axes),
     largest first, as ``np.linalg.svdvals``.
@@ -257,6 +258,7 @@ SVD_VH = defop(
 )
 
 
+@guarded
 def svd(a: Any, full_matrices: bool = True) -> Any:
     """The singular value decomposition ``a = U @ diag(S) @ Vh`` of a matrix, or of each
     matrix of a stack, as ``np.linalg.svd``: an ``SVDResult(U, S, Vh)``, singular values

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record
+from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
@@ -117,6 +117,7 @@ def _square(name: str, x: Any) -> None:
         raise ShapeError(msg)
 
 
+@guarded
 @composite
 def eigvalsh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
     """The eigenvalues of a symmetric matrix (of each in a stack), in ascending order, as
@@ -148,6 +149,7 @@ def eigvalsh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
     return record(EIGVALSH, read_triangle(x, lower=uplo == "L"), uplo)
 
 
+@guarded
 @composite
 def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (numpy's name)
     """The eigenvalues (ascending) and eigenvectors (the columns) of a symmetric (complex:

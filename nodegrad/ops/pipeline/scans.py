@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record, record1
-from nodegrad.engine.registry import PerCotangent, defop
+from nodegrad.engine.record import composite, guarded, record, record1
+from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
@@ -150,6 +150,7 @@ def _scan_axis(op_name: str, x: Any, axis: int | None) -> tuple[Any, int]:
     return x, normalize_axis(op_name, axis, np.ndim(unwrap(x)))[0]  # type: ignore[index]
 
 
+@guarded
 @composite
 def cumsum(x: Any, axis: int | None = None) -> Any:
     """Running sum along ``axis`` (the flattened array when ``axis`` is None), as ``np.cumsum``.
@@ -165,6 +166,7 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     return record1(CUMSUM, x, axis)
 
 
+@guarded
 @composite
 def cumprod(x: Any, axis: int | None = None) -> Any:
     """Running product along ``axis`` (flattened when None), as ``np.cumprod``; the
@@ -191,38 +193,35 @@ def _ssm_adjoint(g: Any, a: Any, b: Any, x: Any) -> Any:
     """``lam[t] = g[t] + a[t+1] * lam[t+1]``: the cotangent of each hidden state, a scan
     backwards in time (an ``ssm_scan`` node itself when ``g`` or ``a`` is traced).
 
-    The sweep calls the rules of one node one after another with the same cotangent
-    object, and all three need ``lam``: on arrays it is computed once and kept for as long
-    as that cotangent lives (see :class:`~nodegrad.engine.registry.PerCotangent`).
+    All three inputs' cotangents are made from it: the op's joint rule computes it once.
     """
-    lam = _SHARED_ADJOINT.get(g, a)  # kept only for a plain-array g
-    if lam is None:
-        full = np.broadcast_to(a, np.shape(g))
-        after = np.concatenate([full[1:], np.zeros_like(full[:1])])
-        lam = _scan(after, g, reverse=True)
-        _SHARED_ADJOINT.put(g, a, lam)
-    return lam
-
-
-_SHARED_ADJOINT = PerCotangent()
+    full = np.broadcast_to(a, np.shape(g))
+    after = np.concatenate([full[1:], np.zeros_like(full[:1])])
+    return _scan(after, g, reverse=True)
 
 
 def _previous(h: Any) -> Any:
     return np.concatenate([np.zeros_like(h[:1]), h[:-1]])
 
 
-SSM_SCAN = defop(
+def _ssm_rule(wanted: tuple[int, ...], g: Any, ans: Any, a: Any, b: Any, x: Any) -> tuple[Any, ...]:
+    """lam * h[t-1] for a, lam * x for b, lam * b for x: one adjoint scan lam for all three"""
+    lam = _ssm_adjoint(g, a, b, x)
+    return tuple(lam * _previous(ans) if k == 0 else lam * x if k == 1 else lam * b for k in wanted)
+
+
+SSM_SCAN = defjoint(
     "ssm_scan",
     _ssm,
-    lambda g, ans, a, b, x: _ssm_adjoint(g, a, b, x) * _previous(ans),
-    lambda g, ans, a, b, x: _ssm_adjoint(g, a, b, x) * x,
-    lambda g, ans, a, b, x: _ssm_adjoint(g, a, b, x) * b,
+    _ssm_rule,
+    (0, 1, 2),
     family=_F,
     broadcasts=True,
     doc="linear recurrence h[t] = a[t] * h[t-1] + b[t] * x[t] along axis 0",
 )
 
 
+@guarded
 def ssm_scan(a: Any, b: Any, x: Any) -> Any:
     """The linear recurrence ``h[t] = a[t] * h[t-1] + b[t] * x[t]`` along axis 0, ``h[-1] = 0``.
 
@@ -299,6 +298,7 @@ LOGSUMEXP = defop(
 )
 
 
+@guarded
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(x), axis))`` computed without overflow; its gradient is the softmax.
     Of complex values it is holomorphic, with the principal logarithm (as scipy's).
@@ -338,6 +338,7 @@ def _mask(op_name: str, x: Any, mask: Any) -> np.ndarray:
         raise ShapeError(msg) from exc
 
 
+@guarded
 @composite
 def masked_sum(x: Any, mask: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Sum of the entries of ``x`` where ``mask`` is true; masked-out entries get no gradient.
@@ -353,6 +354,7 @@ def masked_sum(x: Any, mask: Any, axis: Any = None, keepdims: bool = False) -> A
     return reduce_sum(where(m, x, 0), axis, keepdims)
 
 
+@guarded
 @composite
 def masked_mean(x: Any, mask: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """Mean of the entries of ``x`` where ``mask`` is true; NaN where nothing is selected

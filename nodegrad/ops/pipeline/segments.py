@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, record1
+from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
@@ -109,6 +109,7 @@ SEGMENT_MAX = defop(
 )
 
 
+@guarded
 def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
     """Sum the rows of ``data`` (axis 0) by group: ``out[s] = sum(data[segment_ids == s])``.
 
@@ -132,6 +133,7 @@ def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None) ->
     return record1(SEGMENT_SUM, data, ids, num)
 
 
+@guarded
 def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
     """Mean of the rows of ``data`` by group; an empty segment's mean is 0.
 
@@ -148,6 +150,7 @@ def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -
     return divide(record1(SEGMENT_SUM, data, ids, num), np.maximum(counts, 1).astype(np.result_type(unwrap(data))))
 
 
+@guarded
 def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None) -> Any:
     """Maximum of the rows of ``data`` by group; an empty segment gives ``-inf``.
 
@@ -185,6 +188,7 @@ def _check_indices(op_name: str, indices: Any, size: int) -> np.ndarray:
     return idx
 
 
+@guarded
 @composite
 def scatter_add(x: Any, indices: Any, updates: Any, axis: int = 0) -> Any:
     """A copy of ``x`` with ``updates`` added at ``indices`` along ``axis``; the inverse of
@@ -226,6 +230,7 @@ TAKE_ALONG_AXIS = defop(
 )
 
 
+@guarded
 @composite
 def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
     """``np.take_along_axis``: entries of ``x`` picked along ``axis`` by ``indices``, which
@@ -267,6 +272,7 @@ def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
     return record1(TAKE_ALONG_AXIS, x, idx, axis)
 
 
+@guarded
 def sort(x: Any, axis: int = -1) -> Any:
     """Sort along ``axis`` (stable); the gradient flows back through the permutation.
 
@@ -282,6 +288,7 @@ def sort(x: Any, axis: int = -1) -> Any:
     return take_along_axis(x, order, axis)
 
 
+@guarded
 def one_hot(indices: Any, num_classes: int, dtype: Any = np.float64) -> np.ndarray:
     """One-hot rows for integer ``indices``: shape ``indices.shape + (num_classes,)``.
 

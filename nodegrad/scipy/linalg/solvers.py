@@ -18,7 +18,7 @@ import numpy as np
 import scipy.linalg
 
 from nodegrad.engine.record import composite, guarded, record
-from nodegrad.engine.registry import PerCotangent, defop
+from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cholesky as _lower_cholesky
@@ -51,46 +51,37 @@ def _solve_triangular(a: Any, b: Any, trans: int, lower: bool, unit_diagonal: bo
     return record(SOLVE_TRIANGULAR, a, b, trans, lower, unit_diagonal)
 
 
-_TRIANGULAR_SOLVED = PerCotangent()
-
-
-def _triangular_b_rule(g: Any, ans: Any, a: Any, b: Any, trans: int, lower: bool, unit_diagonal: bool) -> Any:
-    """op(a)^-T g, solved with the same triangle"""
+def _triangular_rule(
+    wanted: tuple[int, ...], g: Any, ans: Any, a: Any, b: Any, trans: int, lower: bool, unit_diagonal: bool
+) -> tuple[Any, ...]:
+    """z = op(a)^-T g for b, solved with the same triangle; for a, -z x^T (trans 0), -x z^T
+    (1) or -conj(x z^T) (2) on the triangle read: both from one solve"""
     # b -> op(a)^-1 b is linear; its transpose is (op(a)^T)^-1: a^T, a, or conj(a) for
-    # trans 0, 1 and 2. Both rules need it: it is solved once per sweep.
-    solved = _TRIANGULAR_SOLVED.get(g, a)
-    if solved is None:
-        vector = np.ndim(unwrap(b)) == 1  # g is a stack of vectors when a is a stack
-        columns = g[..., None] if vector else g
-        if trans == 2 and np.iscomplexobj(unwrap(a)):
-            solved = np.conjugate(_solve_triangular(a, np.conjugate(columns), 0, lower, unit_diagonal))
-        else:
-            solved = _solve_triangular(a, columns, 1 if trans == 0 else 0, lower, unit_diagonal)
-        solved = solved[..., 0] if vector else solved
-        _TRIANGULAR_SOLVED.put(g, a, solved)
-    return solved
-
-
-def _triangular_a_rule(g: Any, ans: Any, a: Any, b: Any, trans: int, lower: bool, unit_diagonal: bool) -> Any:
-    """-z x^T (trans 0), -x z^T (1) or -conj(x z^T) (2), on the triangle read, with z = op(a)^-T g"""
-    z = _triangular_b_rule(g, ans, a, b, trans, lower, unit_diagonal)
+    # trans 0, 1 and 2.
+    vector = np.ndim(unwrap(b)) == 1  # g is a stack of vectors when a is a stack
+    columns = g[..., None] if vector else g
+    if trans == 2 and np.iscomplexobj(unwrap(a)):
+        z = np.conjugate(_solve_triangular(a, np.conjugate(columns), 0, lower, unit_diagonal))
+    else:
+        z = _solve_triangular(a, columns, 1 if trans == 0 else 0, lower, unit_diagonal)
+    z = z[..., 0] if vector else z
+    if 0 not in wanted:
+        return (z,)
     left, right = (z, ans) if trans == 0 else (ans, z)
     vector = np.ndim(unwrap(b)) == 1
     outer = left[..., :, None] * right[..., None, :] if vector else matmul(left, transposed(right))
     if trans == 2 and np.iscomplexobj(unwrap(a)):
         outer = np.conjugate(outer)  # d(a^H) transposes to the conjugate
     # 0 - (...), not -(...): the entries off the triangle are +0.0, not -0.0.
-    return 0.0 - outer * triangle(np.shape(unwrap(a))[-1], lower, strict=unit_diagonal)
+    g_a = 0.0 - outer * triangle(np.shape(unwrap(a))[-1], lower, strict=unit_diagonal)
+    return tuple(g_a if k == 0 else z for k in wanted)
 
 
-SOLVE_TRIANGULAR = defop(
+SOLVE_TRIANGULAR = defjoint(
     "solve_triangular",
     _triangular_forward,
-    _triangular_a_rule,
-    _triangular_b_rule,
-    None,
-    None,
-    None,
+    _triangular_rule,
+    (0, 1),
     family=FAMILY,
     broadcasts=True,
     doc="x with op(a) @ x = b for a triangular a (its other triangle unread), as scipy.linalg.solve_triangular",
@@ -165,17 +156,12 @@ def _sylvester(a: Any, b: Any, q: Any) -> Any:
     return record(SOLVE_SYLVESTER, a, b, q)
 
 
-_SYLVESTER_SOLVED = PerCotangent()
-
-
-def _sylvester_q_rule(g: Any, ans: Any, a: Any, b: Any, q: Any) -> Any:
-    """s with a^T s + s b^T = g"""
+def _sylvester_rule(wanted: tuple[int, ...], g: Any, ans: Any, a: Any, b: Any, q: Any) -> tuple[Any, ...]:
+    """s with a^T s + s b^T = g for q; -s x^T for a and -x^T s for b: one solve for all three"""
     # a x + x b = q is linear in q; the transpose of q -> x solves the transposed equation.
-    solved = _SYLVESTER_SOLVED.get(g, a)
-    if solved is None:
-        solved = _sylvester(transposed(a), transposed(b), g)
-        _SYLVESTER_SOLVED.put(g, a, solved)
-    return solved
+    s = _sylvester(transposed(a), transposed(b), g)
+    shares = (lambda: -matmul(s, transposed(ans)), lambda: -matmul(transposed(ans), s), lambda: s)
+    return tuple(shares[k]() for k in wanted)
 
 
 def _sylvester_forward(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -186,12 +172,11 @@ def _sylvester_forward(a: np.ndarray, b: np.ndarray, q: np.ndarray) -> np.ndarra
     return scipy.linalg.solve_sylvester(a.astype(common), b.astype(common), q.astype(common))
 
 
-SOLVE_SYLVESTER = defop(
+SOLVE_SYLVESTER = defjoint(
     "solve_sylvester",
     _sylvester_forward,
-    lambda g, ans, a, b, q: -matmul(_sylvester_q_rule(g, ans, a, b, q), transposed(ans)),
-    lambda g, ans, a, b, q: -matmul(transposed(ans), _sylvester_q_rule(g, ans, a, b, q)),
-    _sylvester_q_rule,
+    _sylvester_rule,
+    (0, 1, 2),
     family=FAMILY,
     broadcasts=True,
     doc="x with a @ x + x @ b = q, as scipy.linalg.solve_sylvester",
