@@ -217,7 +217,7 @@ class CheckedNodes(list):
             if i in paths:
                 found.append(paths[i])
             else:
-                frontier.extend(self[i].parents)
+                frontier.extend(self[i][1])  # the node's parents
         unique = list(dict.fromkeys(found))
         return f" from {', '.join(unique)}" if unique else ""
 
@@ -236,7 +236,7 @@ class CheckedSweep:
 
     def __setitem__(self, i: int, node: tuple[Any, ...]) -> None:
         # The sweep releasing a node's values: the node keeps its own op, not the wrapper.
-        self._nodes[i] = self._nodes[i]._replace(args=node[3], value=node[4])
+        self._nodes[i] = (self._nodes[i][0], *node[1:])
 
 
 class _CheckedRules:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.cycles import unwalkable
-from nodegrad.engine.nodes import GradOp, Node
+from nodegrad.engine.nodes import GradOp, GradOps, Node
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import SealedNodes, append_node, refuse_array_subclass
 from nodegrad.engine.registry import INPUT, PARAM
@@ -82,7 +82,7 @@ class Arena:
         # A checking arena's node list notes source lines and checks values as they come; an
         # arena the user makes in a notebook notes source lines for its table. A transform's
         # arena that does not check pays for neither.
-        self._nodes: list[GradOp] = PLUGINS.checked_nodes(self) if checking else new_nodes()
+        self._nodes: list[tuple[Any, ...]] = PLUGINS.checked_nodes(self) if checking else new_nodes()
         #: How many nodes the most recent backward sweep visited (pruned nodes excluded).
         self.last_visited = 0
         # Key paths of nodes that hold a part of a structured value, for messages.
@@ -326,7 +326,7 @@ class Arena:
     def _release_node(self, i: int) -> None:
         op, parents, argnums, _, _ = self._nodes[i]
         if parents:
-            self._nodes[i] = GradOp(op, parents, argnums, (), _RELEASED)
+            self._nodes[i] = (op, parents, argnums, (), _RELEASED)
 
     @property
     def nbytes(self) -> int:
@@ -383,7 +383,7 @@ class Arena:
         if checked is not None:
             checked.check_all(other._nodes, locations, "the merged arena")  # before anything is appended
         for i, (op, parents, argnums, args, value) in enumerate(list(other._nodes)):
-            node = GradOp(op, tuple(p + offset for p in parents), argnums, args, value)
+            node = (op, tuple(p + offset for p in parents), argnums, args, value)
             if checked is not None:
                 # Checked where it was recorded (or not at all): keep its own source line.
                 checked.adopt(node, locations[i] if locations else "recorded in a merged arena")
@@ -412,7 +412,7 @@ class Arena:
         arguments, its arguments (a parent's as its value) and its value. For the layers
         that read a whole graph (display, folding, checking); read them, never change
         them. :meth:`__getitem__` gives one as a :class:`Node`."""
-        return self._nodes
+        return GradOps(self._nodes)
 
     @property
     def source_locations(self) -> Sequence[str] | None:
@@ -485,7 +485,7 @@ class Arena:
             del self._paths[index]
 
     def _handle(self, index: int) -> Traced:
-        return Traced(self, index, self._nodes[index].value)
+        return Traced(self, index, self._nodes[index][4])
 
     def __repr__(self) -> str:
         return f"<Arena with {len(self._nodes)} nodes>"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar, overload
 
@@ -174,9 +175,12 @@ class Handler:
         self._static = static
         self._entries = entries
 
-    def static_mask(self, value: Any) -> list[bool]:
-        """Which entries are marked static by the class itself."""
-        return self._static(value) if self._static else [False] * len(self.keys(value))
+    def static_mask(self, value: Any, count: int | None = None) -> list[bool]:
+        """Which entries are marked static by the class itself (``count``: how many
+        entries ``value`` has, when the caller knows)."""
+        if self._static:
+            return self._static(value)
+        return [False] * (len(self.keys(value)) if count is None else count)
 
     def entries(self, value: Any) -> tuple[list[Hashable], list[Any]]:
         """The keys and the entries of ``value``, in order, in one call (the walker's read)."""
@@ -213,6 +217,7 @@ def _get_field(value: Any, name: Hashable) -> Any:
 def _fields_handler(fields: Any) -> Handler:
     """The handler of an attrs class or a dataclass, from its field definitions."""
     names: list[Hashable] = [f.name for f in fields]
+    fetch = operator.attrgetter(*(str(n) for n in names)) if names else None  # every field in one call
     mask = [bool(f.metadata.get("nodegrad.static")) for f in fields]
     return Handler(
         "record",
@@ -220,7 +225,7 @@ def _fields_handler(fields: Any) -> Handler:
         _get_field,
         lambda t, c: _build_instance(t, c, names),
         lambda v: mask,
-        lambda v: (names, [getattr(v, str(n)) for n in names]),
+        lambda v: (names, list(fetch(v)) if len(names) > 1 else [fetch(v)] if names else []),  # type: ignore[misc]
     )
 
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from nodegrad.engine.nodes import GradOp
 from nodegrad.engine.registry import ANS, Op
 from nodegrad.engine.structure import UnwalkableError
 from nodegrad.engine.traced import Traced, describe
@@ -130,18 +129,18 @@ def append_node(
     argnums: tuple[int, ...],
     args: tuple[Any, ...],
     out: Any,
-    slim_args: bool = True,
 ) -> Traced:
     """Append the node ``(op, parents, argnums, args, out)`` to ``arena`` and return its
-    handle: the one place a node is appended. A lean arena keeps only what the node's
-    rules read of large arrays (see :func:`lean_node`); the fast paths of :func:`record`
-    look only at the output (``slim_args=False``), whose size almost always decides, as
-    looking at every argument would cost every op."""
+    handle: how :func:`record` and the arena's leaves append, and the only function that
+    does (:func:`record1` and :func:`record2`, its fast paths, write it out). A lean arena
+    keeps only what the node's rules read of large arrays (see :func:`lean_node`); the
+    fast paths look only at the output, whose size almost always decides, as looking at
+    every argument would cost every op."""
     nodes = arena._nodes
-    if (slim_args or (type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES)) and parents and arena._lean:
+    if parents and arena._lean:
         nodes.append(lean_node(op, parents, argnums, args, out))
     else:
-        nodes.append(_new(GradOp, (op, parents, argnums, args, out)))
+        nodes.append((op, parents, argnums, args, out))
     return Traced(arena, len(nodes) - 1, out)
 
 
@@ -225,7 +224,14 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
             out = op.forward(*args)
         except Exception as exc:
             out = _failed(op, args, (x,), exc)
-    return append_node(x.arena, op, (x.index,), _ARG0, args, out, False)
+    # append_node, inlined: this is the commonest path of all (W1 pays it per op).
+    arena = x.arena
+    nodes = arena._nodes
+    if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
+        nodes.append(lean_node(op, (x.index,), _ARG0, args, out))
+    else:
+        nodes.append((op, (x.index,), _ARG0, args, out))
+    return Traced(arena, len(nodes) - 1, out)
 
 
 def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
@@ -261,13 +267,15 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             out = op.forward(*args)
         except Exception as exc:
             out = _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
-    return append_node(arena, op, parents, argnums, args, out, False)
+    nodes = arena._nodes  # append_node, inlined (as in record1)
+    if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
+        nodes.append(lean_node(op, parents, argnums, args, out))
+    else:
+        nodes.append((op, parents, argnums, args, out))
+    return Traced(arena, len(nodes) - 1, out)
 
 
 _NDARRAY = np.ndarray  # read on every recorded op: one global lookup, not two
-#: Makes a GradOp from a tuple without the Python-level ``__new__`` a named tuple's class
-#: call runs (a quarter of the cost of appending a node).
-_new = tuple.__new__
 
 #: Arrays of at least this many bytes that no rule reads are not kept by a lean arena.
 #: (Smaller ones are not worth the stand-in; the tests set it to 0 to try every op.)
@@ -285,7 +293,7 @@ def lean_node(op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: 
     """
     reads = op.reads
     if reads is None:
-        return _new(GradOp, (op, parents, argnums, args, out))
+        return op, parents, argnums, args, out
     read: set[int] = set()
     for k in argnums:
         read |= reads[k]
@@ -295,7 +303,7 @@ def lean_node(op: Op, parents: tuple[int, ...], argnums: tuple[int, ...], args: 
     for k in argnums:
         if k not in read:
             kept[k] = stand_in(kept[k])
-    return _new(GradOp, (op, parents, argnums, tuple(kept), out))
+    return op, parents, argnums, tuple(kept), out
 
 
 _NAN: dict[np.dtype[Any], np.ndarray] = {}

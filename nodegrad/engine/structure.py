@@ -101,7 +101,7 @@ class TreeDef:
     and settings from, its keys, which entries are marked static, and a TreeDef per entry.
     """
 
-    __slots__ = ("children", "handler", "has_static", "keys", "num_leaves", "static", "template")
+    __slots__ = ("children", "flat", "handler", "has_static", "keys", "num_leaves", "static", "template")
 
     def __init__(
         self,
@@ -112,6 +112,7 @@ class TreeDef:
         children: list[TreeDef],
         num_leaves: int,
         has_static: bool = False,
+        flat: bool = False,
     ) -> None:
         self.handler = handler
         self.template = template
@@ -121,6 +122,8 @@ class TreeDef:
         self.num_leaves = num_leaves
         #: Whether an entry anywhere inside is marked static (most values have none).
         self.has_static = has_static
+        #: Whether every entry is a leaf (one level: the commonest container).
+        self.flat = flat
 
     @property
     def kind(self) -> str:
@@ -131,6 +134,9 @@ class TreeDef:
         """The value rebuilt from ``leaves`` (one per leaf, in :func:`flatten`'s order),
         each container an instance of the template's type; with ``static_as_none`` an
         entry marked static is ``None`` as a whole (its leaves are still consumed)."""
+        if self.flat and type(leaves) is list and not (static_as_none and self.has_static):
+            # One level of leaves, the commonest container: built at once.
+            return self.handler.build(self.template, leaves)  # type: ignore[union-attr]
         return self._build(iter(leaves), static_as_none)
 
     def _build(self, leaves: Iterator[Any], static_as_none: bool) -> Any:
@@ -194,8 +200,11 @@ class TreeDef:
 LEAF = TreeDef(None, None, [], [], [], 1)
 
 
-def flatten(value: Tree) -> tuple[list[Any], TreeDef]:
+def flatten(value: Tree, paths: list[str] | None = None, prefix: str = "") -> tuple[list[Any], TreeDef]:
     """The leaves of ``value`` in order (static ones included) and its :class:`TreeDef`.
+
+    With ``paths``, each leaf's key path (starting with ``prefix``) is appended to it on
+    the way, as :meth:`TreeDef.paths` would give them, without a second walk.
 
     Raises :class:`UnwalkableError` for a container that holds itself or nesting deeper than
     :func:`max_depth`.
@@ -211,11 +220,13 @@ def flatten(value: Tree) -> tuple[list[Any], TreeDef]:
     """
     handler = handler_for(value)
     if handler is None:
+        if paths is not None:
+            paths.append(prefix)
         return [value], LEAF
     found: list[Any] = []
     on_path: set[int] = set()
     try:
-        treedef = _flatten(value, handler, found, max_depth(), on_path)
+        treedef = _flatten(value, handler, found, max_depth(), on_path, paths, prefix)
     except _UnfinishedError:
         raise UnwalkableError(value) from None
     return found, treedef
@@ -226,25 +237,47 @@ class _UnfinishedError(Exception):
     where the whole value is at hand to name the place."""
 
 
-def _flatten(value: Any, handler: Handler, found: list[Any], depth: int, on_path: set[int]) -> TreeDef:
+def _flatten(
+    value: Any,
+    handler: Handler,
+    found: list[Any],
+    depth: int,
+    on_path: set[int],
+    paths: list[str] | None,
+    prefix: str,
+) -> TreeDef:
     if depth <= 0 or id(value) in on_path:
         raise _UnfinishedError
     on_path.add(id(value))
     start = len(found)
     keys, entries = handler.entries(value)
-    children: list[TreeDef] = []
-    static = handler.static_mask(value)
+    static = handler.static_mask(value, len(keys))
     has_static = True in static
     cache = _HANDLERS
-    for child in entries:
-        child_handler = cache.get(type(child), _UNKNOWN)
+    if paths is None:
+        steps: Any = keys  # unused
+    elif handler.kind == "record":
+        steps = [f"{prefix}.{key}" for key in keys]  # format_key, inlined
+    else:
+        steps = [f"{prefix}[{key!r}]" for key in keys]
+    handlers = [cache.get(type(child), _UNKNOWN) for child in entries]
+    if not any(handlers):  # every entry a leaf (the commonest container): no loop in Python
+        found.extend(entries)
+        if paths is not None:
+            paths.extend(steps)
+        on_path.discard(id(value))
+        return TreeDef(handler, value, keys, static, [LEAF] * len(keys), len(keys), has_static, True)
+    children: list[TreeDef] = []
+    for step, child, child_handler in zip(steps, entries, handlers):  # noqa: B905  (equal lengths by construction)
         if child_handler is _UNKNOWN:
             child_handler = handler_for(child)
         if child_handler is None:
             found.append(child)
             children.append(LEAF)
+            if paths is not None:
+                paths.append(step)
         else:
-            made = _flatten(child, child_handler, found, depth - 1, on_path)
+            made = _flatten(child, child_handler, found, depth - 1, on_path, paths, step)
             has_static = has_static or made.has_static
             children.append(made)
     on_path.discard(id(value))

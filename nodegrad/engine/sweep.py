@@ -22,7 +22,6 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
-from nodegrad.engine.nodes import GradOp
 from nodegrad.engine.structure import (
     flatten_with_paths,
     integer_leaves,
@@ -229,7 +228,7 @@ def sweep(
                     pending[p] = total = prev + gp
                     owned.add(id(total))
         if release and parents:
-            nodes[i] = GradOp(op, parents, argnums, (), None)
+            nodes[i] = (op, parents, argnums, (), None)
     return grads, visited
 
 

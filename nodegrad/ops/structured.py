@@ -249,10 +249,11 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
     (``chosen`` flags the leaves made nodes), or ``None`` for a value that is one leaf:
     what the transform rebuilds the gradient by (see
     :func:`nodegrad.transforms.common.gradient_like`), without walking ``value`` again."""
+    paths: list[str] = []
     if type(value) is Traced or type(value) is np.ndarray:
         found, treedef = [value], LEAF
     else:
-        found, treedef = flatten(value)
+        found, treedef = flatten(value, paths, name)
     if treedef is LEAF:
         if layouts is not None:
             layouts.append(None)
@@ -261,7 +262,7 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
         return leaf
     made = []
     chosen = []
-    for leaf, path, static in zip(found, treedef.paths(name), treedef.static_leaves(), strict=True):
+    for leaf, path, static in zip(found, paths, treedef.static_leaves(), strict=True):
         take = not static and ((type(leaf) is np.ndarray and leaf.dtype.kind in "fc") or is_differentiable_leaf(leaf))
         chosen.append(take)
         if take:

@@ -218,7 +218,10 @@ def gradient_like(original: Any, grads: Iterator[Any], layout: Any = None) -> An
         chosen = [not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, static, strict=True)]
     else:
         found, treedef, chosen = layout  # as leaf_view took it apart
-    made = [_like_leaf(next(grads), leaf) if take else None for leaf, take in zip(found, chosen, strict=True)]
+    made = [
+        (next(grads) if type(leaf) is np.ndarray else _like_leaf(next(grads), leaf)) if take else None
+        for leaf, take in zip(found, chosen, strict=True)
+    ]
     return treedef.unflatten(made, static_as_none=True)
 
 
