@@ -249,11 +249,14 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
     (``chosen`` flags the leaves made nodes), or ``None`` for a value that is one leaf:
     what the transform rebuilds the gradient by (see
     :func:`nodegrad.transforms.common.gradient_like`), without walking ``value`` again."""
+    if type(value) is np.ndarray or type(value) is Traced:  # the commonest case first: one array
+        if layouts is not None:
+            layouts.append(None)
+        leaf = arena.param(value, name=name)
+        leaves.append(leaf)
+        return leaf
     paths: list[str] = []
-    if type(value) is Traced or type(value) is np.ndarray:
-        found, treedef = [value], LEAF
-    else:
-        found, treedef = flatten(value, paths, name)
+    found, treedef = flatten(value, paths, name)
     if treedef is LEAF:
         if layouts is not None:
             layouts.append(None)

@@ -208,8 +208,10 @@ def gradient_like(original: Any, grads: Iterator[Any], layout: Any = None) -> An
     leaves, in the order :func:`~nodegrad.ops.structured.leaf_view` made them leaves: an
     instance of its own container types, ``None`` at static fields and at entries holding
     no floats, each leaf of its own type (Python float in, Python float out)."""
-    if type(original) is np.ndarray or type(original) is Traced:
-        return like_argument(next(grads), original)  # the common case: an array's gradient is an array like it
+    if type(original) is np.ndarray:
+        return next(grads)  # the common case: an array's gradient is an array like it
+    if type(original) is Traced:
+        return like_argument(next(grads), original)
     if layout is None:
         found, treedef = flatten(original)
         if treedef is LEAF:
