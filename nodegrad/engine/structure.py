@@ -224,9 +224,8 @@ def flatten(value: Tree, paths: list[str] | None = None, prefix: str = "") -> tu
             paths.append(prefix)
         return [value], LEAF
     found: list[Any] = []
-    on_path: set[int] = set()
     try:
-        treedef = _flatten(value, handler, found, max_depth(), on_path, paths, prefix)
+        treedef = _flatten(value, handler, found, max_depth(), None, paths, prefix)
     except _UnfinishedError:
         raise UnwalkableError(value) from None
     return found, treedef
@@ -242,13 +241,14 @@ def _flatten(
     handler: Handler,
     found: list[Any],
     depth: int,
-    on_path: set[int],
+    on_path: set[int] | None,
     paths: list[str] | None,
     prefix: str,
 ) -> TreeDef:
-    if depth <= 0 or id(value) in on_path:
+    """Walk ``value`` into ``found``; ``on_path`` holds the ids of the containers it is
+    inside (made when the walk first goes deeper than one level)."""
+    if depth <= 0 or (on_path is not None and id(value) in on_path):
         raise _UnfinishedError
-    on_path.add(id(value))
     start = len(found)
     keys, entries = handler.entries(value)
     static = handler.static_mask(value, len(keys))
@@ -265,8 +265,10 @@ def _flatten(
         found.extend(entries)
         if paths is not None:
             paths.extend(steps)
-        on_path.discard(id(value))
         return TreeDef(handler, value, keys, static, [LEAF] * len(keys), len(keys), has_static, True)
+    if on_path is None:
+        on_path = set()
+    on_path.add(id(value))
     children: list[TreeDef] = []
     for step, child, child_handler in zip(steps, entries, handlers):  # noqa: B905  (equal lengths by construction)
         if child_handler is _UNKNOWN:

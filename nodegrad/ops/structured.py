@@ -15,6 +15,7 @@ read nodes, so attribute access, the class's methods and properties, ``d[k]``, `
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Hashable
 from typing import Any
 
@@ -265,7 +266,8 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
         return leaf
     made = []
     chosen = []
-    for leaf, path, static in zip(found, paths, treedef.static_leaves(), strict=True):
+    statics = treedef.static_leaves() if treedef.has_static else _NONE_STATIC
+    for leaf, path, static in zip(found, paths, statics):  # noqa: B905  (_NONE_STATIC repeats)
         take = not static and ((type(leaf) is np.ndarray and leaf.dtype.kind in "fc") or is_differentiable_leaf(leaf))
         chosen.append(take)
         if take:
@@ -279,6 +281,9 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
     if layouts is not None:
         layouts.append((found, treedef, chosen))
     return treedef.unflatten(made)
+
+
+_NONE_STATIC = itertools.repeat(False)  # no entry marked static: the commonest case
 
 
 @guarded
