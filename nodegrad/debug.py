@@ -260,8 +260,7 @@ class _CheckedRules:
         def checked(wanted: tuple[int, ...], g: Any, ans: Any, *args: Any) -> Any:
             answers = joint(wanted, g, ans, *args)
             for k, out in zip(wanted, answers, strict=True):
-                if out is not None and not _finite(out) and _finite(g):
-                    raise NonFiniteError(self._describe(k, g, out))
+                self._check(k, g, out)
             return answers
 
         return checked
@@ -271,11 +270,15 @@ class _CheckedRules:
 
         def checked(g: Any, ans: Any, *args: Any) -> Any:
             out = rule(g, ans, *args)
-            if out is not None and not _finite(out) and _finite(g):
-                raise NonFiniteError(self._describe(k, g, out))
+            self._check(k, g, out)
             return out
 
         return checked
+
+    def _check(self, k: int, g: Any, out: Any) -> None:
+        """Raise for a non-finite cotangent ``out`` of input ``k`` made from a finite ``g``."""
+        if out is not None and not _finite(out) and _finite(g):
+            raise NonFiniteError(self._describe(k, g, out))
 
     def _describe(self, k: int, g: Any, out: Any) -> str:
         nodes, i = self._nodes, self._index

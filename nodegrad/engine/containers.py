@@ -189,9 +189,6 @@ class Handler:
         keys = self.keys(value)
         return keys, [self.get(value, k) for k in keys]
 
-    def children(self, value: Any) -> list[Any]:
-        return self.entries(value)[1]
-
 
 def format_key(kind: str, key: Hashable) -> str:
     """One step of a key path: ``.name`` for a record field, ``[key]`` otherwise."""

@@ -53,7 +53,6 @@ __all__ = [
     "flatten",
     "flatten_with_paths",
     "format_key",
-    "has_differentiable_leaf",
     "integer_leaves",
     "is_container",
     "is_differentiable_leaf",
@@ -348,14 +347,6 @@ def differentiable_leaves(value: Tree, path: str = "") -> list[tuple[str, Any]]:
     found, treedef = flatten(value)
     pairs = zip(treedef.paths(path), found, treedef.static_leaves(), strict=True)
     return [(p, leaf) for p, leaf, static in pairs if not static and is_differentiable_leaf(leaf)]
-
-
-def has_differentiable_leaf(value: Tree) -> bool:
-    """True when some leaf of ``value`` (not marked static) is differentiable."""
-    found, treedef = flatten(value)
-    if treedef is LEAF:
-        return is_differentiable_leaf(value)
-    return any(not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, treedef.static_leaves(), strict=True))
 
 
 def integer_leaves(value: Tree, path: str = "") -> list[tuple[str, Any]]:
