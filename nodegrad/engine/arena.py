@@ -178,6 +178,18 @@ class Arena:
             self.truncate(index)  # the arena stays as it was
             raise
 
+    def array_params(self, values: list[np.ndarray], names: list[str]) -> list[Traced]:
+        """:meth:`param` of each float or complex array in ``values`` (each named by the key
+        path in ``names``), in one call: how a transform makes the differentiable leaves of
+        a structured argument its leaf nodes."""
+        nodes = self._nodes
+        if type(nodes) is not list:  # a checking or sealed arena: one at a time, each checked
+            return [self._array_param(value, name) for value, name in zip(values, names, strict=True)]
+        start = len(nodes)
+        self._paths.update(zip(range(start, start + len(names)), names))
+        nodes.extend([(PARAM, (), (), (), value) for value in values])
+        return [Traced(self, start + k, value) for k, value in enumerate(values)]
+
     def _array_param(self, value: np.ndarray, name: str) -> Traced:
         """:meth:`param` of a float or complex array: its own leaf node, its own handle."""
         index = len(self._nodes)

@@ -281,6 +281,9 @@ _SEQUENCE = Handler(
 
 _REGISTERED: dict[type, Handler] = {}
 _CACHE: dict[type, Handler | None] = {}
+#: The types handler_for has found to be leaves: a container whose entries' types are all
+#: here is one level of leaves, which the walker tells at C speed.
+_LEAF_TYPES: set[type] = set()
 
 
 def register_container(
@@ -327,6 +330,7 @@ def register_container(
 
     _REGISTERED[cls] = Handler("record", keys, get, unflatten, None, entries)
     _CACHE.pop(cls, None)
+    _LEAF_TYPES.discard(cls)
 
 
 def handler_for(value: Any) -> Handler | None:
@@ -352,4 +356,6 @@ def handler_for(value: Any) -> Handler | None:
     else:
         handler = None
     _CACHE[cls] = handler
+    if handler is None:
+        _LEAF_TYPES.add(cls)
     return handler

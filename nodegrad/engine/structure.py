@@ -25,6 +25,7 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from nodegrad.engine.containers import _CACHE as _HANDLERS
+from nodegrad.engine.containers import _LEAF_TYPES
 from nodegrad.engine.containers import (
     STATIC,
     Handler,
@@ -224,7 +225,7 @@ def flatten(value: Tree, paths: list[str] | None = None, prefix: str = "") -> tu
         return [value], LEAF
     found: list[Any] = []
     try:
-        treedef = _flatten(value, handler, found, max_depth(), None, paths, prefix)
+        treedef = _flatten(value, handler, found, _DEPTH_UNREAD, None, paths, prefix)
     except _UnfinishedError:
         raise UnwalkableError(value) from None
     return found, treedef
@@ -239,35 +240,39 @@ def _flatten(
     value: Any,
     handler: Handler,
     found: list[Any],
-    depth: int,
+    depth: int | None,
     on_path: set[int] | None,
     paths: list[str] | None,
     prefix: str,
 ) -> TreeDef:
     """Walk ``value`` into ``found``; ``on_path`` holds the ids of the containers it is
     inside (made when the walk first goes deeper than one level)."""
-    if depth <= 0 or (on_path is not None and id(value) in on_path):
-        raise _UnfinishedError
     start = len(found)
     keys, entries = handler.entries(value)
-    static = handler.static_mask(value, len(keys))
+    static = handler._static(value) if handler._static else [False] * len(keys)  # static_mask, inlined
     has_static = True in static
-    cache = _HANDLERS
     if paths is None:
         steps: Any = keys  # unused
     elif handler.kind == "record":
         steps = [f"{prefix}.{key}" for key in keys]  # format_key, inlined
     else:
         steps = [f"{prefix}[{key!r}]" for key in keys]
-    handlers = [cache.get(type(child), _UNKNOWN) for child in entries]
-    if not any(handlers):  # every entry a leaf (the commonest container): no loop in Python
+    if _LEAF_TYPES.issuperset(map(type, entries)):  # every entry a leaf (the commonest container): no loop
         found.extend(entries)
         if paths is not None:
             paths.extend(steps)
         return TreeDef(handler, value, keys, static, [LEAF] * len(keys), len(keys), has_static, True)
+    # Deeper than one level: the depth limit and the set of enclosing containers are kept
+    # from here on (a flat container needs neither).
+    if depth is _DEPTH_UNREAD:
+        depth = max_depth()
+    if depth <= 0 or (on_path is not None and id(value) in on_path):
+        raise _UnfinishedError
     if on_path is None:
         on_path = set()
     on_path.add(id(value))
+    cache = _HANDLERS
+    handlers = [cache.get(type(child), _UNKNOWN) for child in entries]
     children: list[TreeDef] = []
     for step, child, child_handler in zip(steps, entries, handlers):  # noqa: B905  (equal lengths by construction)
         if child_handler is _UNKNOWN:
@@ -286,6 +291,7 @@ def _flatten(
 
 
 _UNKNOWN: Any = object()  # a type handler_for has not been asked about yet
+_DEPTH_UNREAD: Any = None  # the depth limit, before a walk goes deeper than one level
 
 
 def is_container(value: Tree) -> bool:

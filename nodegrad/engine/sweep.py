@@ -16,6 +16,7 @@ and cost nothing.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import attrs
@@ -202,19 +203,15 @@ def sweep(
             # Structured cotangents are merged in place later on: keep a copy.
             grads[i] = g.copy() if isinstance(g, StructCotangent) else g
         op, parents, argnums, args, value = nodes[i]
-        rules = op.vjps
-        joint = None if op.joint is None else _joint_answers(op, mark, parents, argnums, g, value, args)
+        rules = op.vjps if op.joint is None else _joint_answers(op, mark, parents, argnums, g, value, args)
         for p, k in zip(parents, argnums):  # noqa: B905  (equal by construction; hot loop)
             if mark[p]:
-                if joint is not None:
-                    gp = joint[k]
-                else:
-                    try:
-                        gp = rules[k](g, value, *args)
-                    except Warning:  # see nodegrad.errors.rerun_reporting_warnings
-                        gp = rerun_reporting_warnings(rules[k], g, value, *args)
-                    except Exception as exc:
-                        raise _reported(op, g, value, args, exc) from exc
+                try:
+                    gp = rules[k](g, value, *args)
+                except Warning:  # see nodegrad.errors.rerun_reporting_warnings
+                    gp = rerun_reporting_warnings(rules[k], g, value, *args)
+                except Exception as exc:
+                    raise _reported(op, g, value, args, exc) from exc
                 if gp is None:
                     continue
                 if op.broadcasts:
@@ -234,9 +231,10 @@ def sweep(
 
 def _joint_answers(
     op: Any, mark: Any, parents: tuple[int, ...], argnums: tuple[int, ...], g: Any, value: Any, args: tuple[Any, ...]
-) -> dict[int, Any]:
-    """The cotangents of a joint-rule op's inputs the sweep needs at this node, by position,
-    from one call of its rule."""
+) -> dict[int, Callable[..., Any]]:
+    """The cotangents of a joint-rule op's inputs the sweep needs at this node, from one
+    call of its rule, each as a rule that hands it back (by position, as ``op.vjps``): the
+    sweep's loop then calls every rule alike and pays nothing per input for joint rules."""
     wanted = tuple(k for p, k in zip(parents, argnums, strict=True) if mark[p])
     try:
         answers = op.joint(wanted, g, value, *args)
@@ -244,7 +242,11 @@ def _joint_answers(
         answers = rerun_reporting_warnings(op.joint, wanted, g, value, *args)
     except Exception as exc:
         raise _reported(op, g, value, args, exc) from exc
-    return dict(zip(wanted, answers, strict=True))
+    return {k: _answered(a) for k, a in zip(wanted, answers, strict=True)}
+
+
+def _answered(cotangent: Any) -> Callable[..., Any]:
+    return lambda *_: cotangent
 
 
 def _reported(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
@@ -450,7 +452,7 @@ def _finished(arena: Any, wrt: Any, target: Traced, g: Any, options: GradOptions
     """The gradient handed back for ``target`` (one leaf of ``wrt``), built from the
     cotangent ``g`` that reached it: ``finish(g, like)`` per array, zeros (or, with
     STRICT, a :class:`_Missing` of key paths) where nothing arrived."""
-    if g is not None and not is_container(target.value):  # the common case: an array leaf
+    if g is not None and (type(target.value) is np.ndarray or not is_container(target.value)):  # an array leaf
         return _owned(g, target.value, taken) if finish is None else finish(g, target.value)
     lacking: list[str] = []
     if finish is None:
