@@ -186,7 +186,7 @@ class Arena:
         if type(nodes) is not list:  # a checking or sealed arena: one at a time, each checked
             return [self._array_param(value, name) for value, name in zip(values, names, strict=True)]
         start = len(nodes)
-        self._paths.update(zip(range(start, start + len(names)), names))
+        self._paths.update(zip(range(start, start + len(names)), names, strict=True))
         nodes.extend([(PARAM, (), (), (), value) for value in values])
         return [Traced(self, start + k, value) for k, value in enumerate(values)]
 

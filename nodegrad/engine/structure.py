@@ -25,8 +25,8 @@ from typing import Any, TypeAlias
 import numpy as np
 
 from nodegrad.engine.containers import _CACHE as _HANDLERS
-from nodegrad.engine.containers import _LEAF_TYPES
 from nodegrad.engine.containers import (
+    _LEAF_TYPES,
     STATIC,
     Handler,
     dataclass_field,

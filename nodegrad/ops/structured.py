@@ -295,10 +295,7 @@ _ARRAYS_ONLY = {np.ndarray}
 
 
 def _all_float(arrays: list[np.ndarray]) -> bool:
-    for a in arrays:
-        if a.dtype.kind not in "fc":
-            return False
-    return True
+    return all(a.dtype.kind in "fc" for a in arrays)
 
 
 @guarded
