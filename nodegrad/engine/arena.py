@@ -185,10 +185,14 @@ class Arena:
         nodes = self._nodes
         if type(nodes) is not list:  # a checking or sealed arena: one at a time, each checked
             return [self._array_param(value, name) for value, name in zip(values, names, strict=True)]
-        start = len(nodes)
-        self._paths.update(zip(range(start, start + len(names)), names, strict=True))
-        nodes.extend([(PARAM, (), (), (), value) for value in values])
-        return [Traced(self, start + k, value) for k, value in enumerate(values)]
+        paths = self._paths
+        handles = []
+        for value, name in zip(values, names):  # noqa: B905  (one name per value, by the caller)
+            index = len(nodes)
+            paths[index] = name
+            nodes.append((PARAM, (), (), (), value))
+            handles.append(Traced(self, index, value))
+        return handles
 
     def _array_param(self, value: np.ndarray, name: str) -> Traced:
         """:meth:`param` of a float or complex array: its own leaf node, its own handle."""

@@ -264,7 +264,7 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
         leaf = arena.param(value, name=name)
         leaves.append(leaf)
         return leaf
-    if not treedef.has_static and {type(leaf) for leaf in found} == _ARRAYS_ONLY and _all_float(found):
+    if not treedef.has_static and _float_arrays(found):
         # Float arrays only, the commonest argument: made leaves in one call.
         chosen = [True] * len(found)
         made = arena.array_params(found, paths)
@@ -291,11 +291,14 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
 
 
 _NONE_STATIC = itertools.repeat(False)  # no entry marked static: the commonest case
-_ARRAYS_ONLY = {np.ndarray}
 
 
-def _all_float(arrays: list[np.ndarray]) -> bool:
-    return all(a.dtype.kind in "fc" for a in arrays)
+def _float_arrays(found: list[Any]) -> bool:
+    """Whether every leaf is a float or complex array (a loop: no generator to set up)."""
+    for leaf in found:  # noqa: SIM110
+        if type(leaf) is not np.ndarray or leaf.dtype.kind not in "fc":
+            return False
+    return True
 
 
 @guarded
