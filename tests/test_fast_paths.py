@@ -45,8 +45,9 @@ def test_sum_and_mean_forwards_are_numpys_bit_for_bit(dtype: Any, data: st.DataO
     for name, reference in (("sum", np.sum), ("mean", np.mean)):
         if name == "mean" and (x.size == 0 or (axis is not None and any(x.shape[a] == 0 for a in axis))):
             continue  # numpy warns about an empty mean; both give NaN
-        got = REGISTRY[name].forward(x, axis, keepdims)
-        expected = reference(x, axis=axis, keepdims=keepdims)
+        with np.errstate(over="ignore"):  # float16 sums overflow to inf both ways
+            got = REGISTRY[name].forward(x, axis, keepdims)
+            expected = reference(x, axis=axis, keepdims=keepdims)
         assert type(got) is type(expected)
         assert np.asarray(got).dtype == np.asarray(expected).dtype
         np.testing.assert_array_equal(got, expected)

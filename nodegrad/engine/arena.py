@@ -21,7 +21,7 @@ import numpy as np
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.nodes import GradOp, GradOps, Node
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import SealedNodes, append_node, refuse_array_subclass
+from nodegrad.engine.record import SealedNodes, append_leaves, append_node, refuse_array_subclass
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
@@ -186,13 +186,9 @@ class Arena:
         if type(nodes) is not list:  # a checking or sealed arena: one at a time, each checked
             return [self._array_param(value, name) for value, name in zip(values, names, strict=True)]
         paths = self._paths
-        handles = []
-        for value, name in zip(values, names):  # noqa: B905  (one name per value, by the caller)
-            index = len(nodes)
+        for index, name in enumerate(names, len(nodes)):
             paths[index] = name
-            nodes.append((PARAM, (), (), (), value))
-            handles.append(Traced(self, index, value))
-        return handles
+        return append_leaves(self, PARAM, values)
 
     def _array_param(self, value: np.ndarray, name: str) -> Traced:
         """:meth:`param` of a float or complex array: its own leaf node, its own handle."""

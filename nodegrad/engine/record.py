@@ -37,6 +37,7 @@ __all__ = [
     "INTERPRETERS",
     "LEAN_BYTES",
     "SealedNodes",
+    "append_leaves",
     "append_node",
     "call_atomically",
     "composite",
@@ -142,6 +143,18 @@ def append_node(
     else:
         nodes.append((op, parents, argnums, args, out))
     return Traced(arena, len(nodes) - 1, out)
+
+
+def append_leaves(arena: Arena, op: Op, values: list[Any]) -> list[Traced]:
+    """Append a leaf node ``(op, (), (), (), value)`` per value to ``arena``, whose node list
+    is a plain list (no checks to run), and return their handles: many leaves in one call
+    (a structured argument's arrays), where :func:`append_node` takes one."""
+    nodes = arena._nodes
+    handles = []
+    for value in values:
+        handles.append(Traced(arena, len(nodes), value))
+        nodes.append((op, (), (), (), value))
+    return handles
 
 
 def inner_arena(where: str, a: Arena, b: Arena) -> Arena:
