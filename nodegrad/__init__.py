@@ -34,6 +34,7 @@ from nodegrad.transforms import (
     linearize,
     value_and_grad,
     vjp,
+    vmap,
 )
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__); declared for type checkers
@@ -75,6 +76,7 @@ __all__ = [
     "tree",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]
 __all__ += ops.__all__
 

@@ -29,14 +29,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "nodegrad.engine.plugins",
             "nodegrad.engine.traced",
+            "nodegrad.engine.batched",
             "nodegrad.engine.registry",
             "nodegrad.engine.nodes",
             "nodegrad.engine.containers",
             "nodegrad.engine.structure",
             "nodegrad.engine.cotangents",
             "nodegrad.engine.cycles",
-            "nodegrad.engine.sweep",
             "nodegrad.engine.record",
+            "nodegrad.engine.sweep",
             "nodegrad.engine.arena",
             "nodegrad.engine",
         ),
@@ -45,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "op families",  # each family may use the ones above it in this list
         (
             "nodegrad.ops.arguments",
+            "nodegrad.ops.batching",
             "nodegrad.ops.structured",
             "nodegrad.ops.elementwise",
             "nodegrad.ops.shape",

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import next_stamp
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.nodes import GradOp, GradOps, Node
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import SealedNodes, append_leaves, append_node, refuse_array_subclass
+from nodegrad.engine.record import INTERPRETERS, SealedNodes, append_leaves, append_node, refuse_array_subclass
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
@@ -94,6 +95,9 @@ class Arena:
         # the time. Their handles may meet this arena's in an op (an inner transform's
         # function closing over an outer one's values), where they are constants.
         self._enclosing: tuple[Arena, ...] = ()
+        #: When it was made, among arenas and batch levels: of two that meet in one op, the
+        #: later one is nested inside the other (see nodegrad.engine.record.record).
+        self.stamp = next_stamp()
         # Set by the transform that made this arena once it has returned: its handles are
         # leaked tracers from then on.
         self._finished_by = ""
@@ -149,6 +153,14 @@ class Arena:
                     f"{value.dtype}"
                 )
                 raise DtypeError(msg)
+        elif type(value) in INTERPRETERS:  # a value another interpreter holds (batched, say)
+            if value.dtype.kind not in "fc":
+                msg = (
+                    f"{name or 'Arena.param'}: only floating-point and complex values are differentiable, got dtype "
+                    f"{value.dtype}"
+                )
+                raise DtypeError(msg)
+            return self._array_param(value, name)
         elif not is_container(value):
             value = _as_float_array(value, name or "Arena.param")
         else:

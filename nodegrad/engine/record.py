@@ -48,6 +48,7 @@ __all__ = [
     "record1",
     "record2",
     "refuse_array_subclass",
+    "register_interpreter",
     "stand_in",
 ]
 
@@ -88,6 +89,11 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
     if INTERPRETERS:
         for a in args:
             interpret = INTERPRETERS.get(type(a))
+            if interpret is None and (type(a) is tuple or type(a) is list):  # an index, a list of operands
+                for item in a:
+                    interpret = INTERPRETERS.get(type(item))
+                    if interpret is not None:
+                        break
             if interpret is not None:
                 return interpret(op, args)
     try:
@@ -103,6 +109,30 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
 #: values by calling :func:`record` again, so an arena's handle inside them records, and a
 #: handle whose values are another interpreter's values passes the op on to it.
 INTERPRETERS: dict[type, Callable[[Op, tuple[Any, ...]], Any]] = {}
+
+#: The types of values that stand for others: a handle whose value is one of these is
+#: traced at two levels (or batched), so the op goes round the recording path again.
+_HANDLES: set[type] = {Traced}
+
+
+def _newest_interpreted(args: tuple[Any, ...]) -> int | None:
+    """The stamp of the innermost level among the interpreters' values in ``args`` (and in
+    tuple or list arguments), or ``None`` when there are none."""
+    newest = None
+    for a in args:
+        for item in a if type(a) is tuple or type(a) is list else (a,):
+            if type(item) in INTERPRETERS:
+                stamp = item.level.stamp
+                if newest is None or stamp > newest:
+                    newest = stamp
+    return newest
+
+
+def register_interpreter(kind: type, interpret: Callable[[Op, tuple[Any, ...]], Any]) -> None:
+    """Hand every op given a value of type ``kind`` to ``interpret(op, args)`` (see
+    :data:`INTERPRETERS`): how an interpreter plugs in."""
+    INTERPRETERS[kind] = interpret
+    _HANDLES.add(kind)
 
 
 def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> Any:
@@ -202,6 +232,12 @@ def record(op: Op, *args: Any) -> Any:
             arena = a.arena if arena is None or a.arena is arena else inner_arena(op.name, arena, a.arena)
         elif type(a) is not Traced and type(a) is not _NDARRAY and isinstance(a, _NDARRAY):
             refuse_array_subclass(a, f"{op.name}: a constant [recorded at {user_location()}]")
+    if INTERPRETERS:
+        stamp = _newest_interpreted(args)
+        if stamp is not None and (arena is None or stamp > arena.stamp):
+            # An interpreter's value (batched, say) from a level inside the arena's: that
+            # level runs the op first, and records it here through this path again.
+            return _forward(op, args)
     values = list(args)
     parents: list[int] = []
     argnums: list[int] = []
@@ -216,7 +252,7 @@ def record(op: Op, *args: Any) -> Any:
             nested = True  # a handle of an enclosing arena: a constant at this level
             continue
         value = values[k] = a.value
-        nested = nested or type(value) is Traced
+        nested = nested or type(value) in _HANDLES
     frozen = tuple(values)
     # Traced at two levels (nested transforms): the enclosing one records first.
     out = record(op, *frozen) if nested else _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
@@ -230,8 +266,8 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     if type(x) is not Traced:
         return _forward(op, (x, *static))
     args = (x.value, *static)
-    if type(args[0]) is Traced:  # traced at two levels (nested transforms): the enclosing one first
-        out = record1(op, *args)
+    if type(args[0]) is not _NDARRAY and type(args[0]) in _HANDLES:
+        out = record1(op, *args)  # traced at two levels (nested transforms), or batched: the enclosing one first
     else:
         try:
             out = op.forward(*args)
@@ -257,20 +293,26 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             args = (x.value, y.value, *static)
             parents: tuple[int, ...] = (x.index, y.index)
             argnums: tuple[int, ...] = _ARG01
-            nested = type(args[0]) is Traced or type(args[1]) is Traced
+            nested = type(args[0]) in _HANDLES or type(args[1]) in _HANDLES
         else:
-            if type(y) is not float and type(y) is not _NDARRAY and isinstance(y, _NDARRAY):
-                refuse_array_subclass(y, f"{op.name}: a constant [recorded at {user_location()}]")
+            if type(y) is not float and type(y) is not _NDARRAY:
+                if isinstance(y, _NDARRAY):
+                    refuse_array_subclass(y, f"{op.name}: a constant [recorded at {user_location()}]")
+                if type(y) in INTERPRETERS:  # a batched constant: the general path orders the levels
+                    return record(op, x, y, *static)
             args = (x.value, y, *static)
             parents, argnums = (x.index,), _ARG0
-            nested = type(args[0]) is Traced
+            nested = type(args[0]) is not _NDARRAY and type(args[0]) in _HANDLES
     elif type(y) is Traced:
-        if type(x) is not float and type(x) is not _NDARRAY and isinstance(x, _NDARRAY):
-            refuse_array_subclass(x, f"{op.name}: a constant [recorded at {user_location()}]")
+        if type(x) is not float and type(x) is not _NDARRAY:
+            if isinstance(x, _NDARRAY):
+                refuse_array_subclass(x, f"{op.name}: a constant [recorded at {user_location()}]")
+            if type(x) in INTERPRETERS:  # a batched constant: the general path orders the levels
+                return record(op, x, y, *static)
         arena = y.arena
         args = (x, y.value, *static)
         parents, argnums = (y.index,), _ARG1
-        nested = type(args[1]) is Traced
+        nested = type(args[1]) is not _NDARRAY and type(args[1]) in _HANDLES
     else:
         return _forward(op, (x, y, *static))
     if nested:  # traced at two levels (nested transforms): the enclosing one first

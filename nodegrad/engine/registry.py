@@ -32,6 +32,7 @@ __all__ = [
     "REGISTRY",
     "Op",
     "Rule",
+    "defbatch",
     "defjoint",
     "defop",
     "rule_reads",
@@ -64,6 +65,9 @@ class Op:
     #: One rule for the inputs that share backward work (see :func:`defjoint`), or ``None``.
     #: The sweep calls it once per node; ``vjps`` then holds its per-input views.
     joint: Callable[..., tuple[Any, ...]] | None = None
+    #: How the op runs on batched values (inside ``vmap``): ``batch(op, batched, size,
+    #: *args)`` (see :mod:`nodegrad.ops.batching`), or ``None``: once per example.
+    batch: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
@@ -128,8 +132,10 @@ def defop(
     broadcasts: bool = False,
     doc: str = "",
     first_order: bool = False,
+    batch: Callable[..., Any] | None = None,
 ) -> Op:
-    """Register an op and return it. Names are unique across all families."""
+    """Register an op and return it. Names are unique across all families. ``batch`` is
+    its batching rule (see :mod:`nodegrad.ops.batching`)."""
     if name in REGISTRY:
         msg = f"op {name!r} is already registered"
         raise ValueError(msg)
@@ -140,8 +146,15 @@ def defop(
     reads = _reads_of(rules)
     if first_order:
         rules = tuple(_first_order_only(name, rule) for rule in rules)
-    op = Op(name, forward, rules, family, broadcasts, doc, first_order, reads)
+    op = Op(name, forward, rules, family, broadcasts, doc, first_order, reads, None, batch)
     REGISTRY[name] = op
+    return op
+
+
+def defbatch(op: Op, rule: Callable[..., Any]) -> Op:
+    """Give the registered ``op`` its batching rule (for an op defined before its rule
+    can be written, or by a helper that registers a family of ops); returns ``op``."""
+    object.__setattr__(op, "batch", rule)
     return op
 
 
@@ -202,6 +215,7 @@ def defjoint(
     family: str,
     broadcasts: bool = False,
     doc: str = "",
+    batch: Callable[..., Any] | None = None,
 ) -> Op:
     """Register an op whose inputs share backward work, with one rule for all of them.
 
@@ -221,7 +235,7 @@ def defjoint(
         rules = tuple(_one_of(rule, k) if k in positions else None for k in range(max(positions, default=-1) + 1))
     reads = rule_reads(rule, leading=3)
     every = None if reads is None or positions is None else tuple(reads for _ in rules)
-    op = Op(name, forward, rules, family, broadcasts, doc, False, every, rule)
+    op = Op(name, forward, rules, family, broadcasts, doc, False, every, rule, batch)
     REGISTRY[name] = op
     return op
 

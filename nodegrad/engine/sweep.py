@@ -23,6 +23,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
+from nodegrad.engine.record import INTERPRETERS
 from nodegrad.engine.structure import (
     flatten_with_paths,
     integer_leaves,
@@ -307,7 +308,7 @@ def _typed_like(seed: Any, value: Any) -> Any:
 def _dtype_of(value: Any) -> np.dtype[Any]:
     """The dtype of a forward value: an array, a Python number, or a handle of an enclosing
     transform's arena (whose value it stands for)."""
-    return value.dtype if type(value) is Traced else np.result_type(value)
+    return value.dtype if type(value) is Traced or type(value) in INTERPRETERS else np.result_type(value)
 
 
 def _output_seeds(arena: Any, output: Any, seed: Any) -> dict[int, Any]:
@@ -425,6 +426,8 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     """
     if type(g) is Traced:
         return g  # traced by an enclosing transform: the enclosing sweep differentiates it
+    if type(g) in INTERPRETERS:  # batched (inside vmap): its interpreter holds the arrays
+        return np.real(g) if _dtype_of(like).kind == "f" and g.dtype.kind == "c" else g
     dtype = like.dtype if type(like) is np.ndarray else _dtype_of(like)
     if type(g) is not np.ndarray or g.base is not None or id(g) in taken or g.dtype != dtype:
         if dtype.kind == "f" and np.iscomplexobj(g):

@@ -28,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.traced import Traced
 from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
 from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
+from nodegrad.ops.batching import value_function, value_ufunc
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
@@ -44,7 +46,21 @@ def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any)
     return dispatch_function(func, args, kwargs)
 
 
-# numpy's protocols, attached to the engine's handle from here: np.exp(x) and np.sum(x) of a
-# traced x come to this package.
+def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if ufunc in VALUE_UFUNCS or method != "__call__":
+        return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
+    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+
+def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    if func in VALUE_FUNCTIONS:
+        return value_function(func, args, kwargs)  # a shape, an index, a mask, batched
+    return dispatch_function(func, args, kwargs)
+
+
+# numpy's protocols, attached to the engine's handles from here: np.exp(x) and np.sum(x) of a
+# traced x come to this package, and of a batched x too (through the batching interpreter).
 Traced.__array_ufunc__ = _array_ufunc  # type: ignore[attr-defined]
 Traced.__array_function__ = _array_function  # type: ignore[attr-defined]
+Batched.__array_ufunc__ = _batched_ufunc  # type: ignore[attr-defined]
+Batched.__array_function__ = _batched_function  # type: ignore[attr-defined]

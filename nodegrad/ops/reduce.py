@@ -13,6 +13,7 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.batching import reduction
 from nodegrad.ops.elementwise import abs as absolute
 from nodegrad.ops.elementwise import conj, power, real, sqrt, where
 from nodegrad.ops.linalg import svdvals
@@ -76,6 +77,7 @@ SUM = defop(
     _spread,
     family=_F,
     doc="sum over axes",
+    batch=reduction,
 )
 # numpy divides the sum by an np.intp count: in float64 and complex128 that is a division in
 # the array's own dtype, in float32 a float64 division rounded twice.
@@ -98,6 +100,7 @@ MEAN = defop(
     lambda g, ans, x, axis, keepdims: _spread(g / _count(x, axis), ans, x, axis, keepdims),
     family=_F,
     doc="arithmetic mean over axes",
+    batch=reduction,
 )
 MAX = defop(
     "max",
@@ -105,6 +108,7 @@ MAX = defop(
     _extremum_rule,
     family=_F,
     doc="maximum over axes; ties share the gradient evenly",
+    batch=reduction,
 )
 MIN = defop(
     "min",
@@ -112,6 +116,7 @@ MIN = defop(
     _extremum_rule,
     family=_F,
     doc="minimum over axes; ties share the gradient evenly",
+    batch=reduction,
 )
 
 
@@ -208,6 +213,7 @@ PROD = defop(
     _prod_rule,
     family=_F,
     doc="product over axes (gradient exact with zeros)",
+    batch=reduction,
 )
 
 

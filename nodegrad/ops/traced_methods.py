@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import record1, record2
 from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops import reduce
+from nodegrad.ops.batching import comparison, value_function, value_ufunc
 from nodegrad.ops.elementwise import (
     ABS,
     ADD,
@@ -330,12 +332,59 @@ def _on_value(fn: Any, x: Any, *args: Any) -> Any:
         raise DtypeError(msg) from None
 
 
-def _attach(cls: type, methods: type) -> None:
+def _attach(cls: type, methods: type, keep: tuple[str, ...] = ()) -> None:
     """Copy the methods and properties of ``methods`` onto ``cls`` (not the class machinery
-    Python adds to every class body, nor ``__hash__``, which ``__eq__`` resets)."""
+    Python adds to every class body, nor ``__hash__``, which ``__eq__`` resets), except the
+    names in ``keep``, which ``cls`` defines itself."""
     for name, member in vars(methods).items():
-        if isinstance(member, FunctionType | property):
+        if isinstance(member, FunctionType | property) and name not in keep:
             setattr(cls, name, member)
 
 
+class _BatchedValues:
+    """Where a batched value differs from a traced one: the methods that give plain values
+    (masks, indices) give them batched, one per example (see :mod:`nodegrad.ops.batching`)."""
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Whether any entry is true, per example."""
+        return value_function(np.any, (self,), {"axis": axis, "keepdims": keepdims})
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Any:
+        """Whether every entry is true, per example."""
+        return value_function(np.all, (self,), {"axis": axis, "keepdims": keepdims})
+
+    def nonzero(self) -> Any:
+        """Refused (the number of entries depends on each example), as ``np.nonzero``."""
+        return value_function(np.nonzero, (self,), {})
+
+    def argmax(self, axis: Any = None) -> Any:
+        """Index of the maximum, per example."""
+        return value_function(np.argmax, (self,), {"axis": axis})
+
+    def argmin(self, axis: Any = None) -> Any:
+        """Index of the minimum, per example."""
+        return value_function(np.argmin, (self,), {"axis": axis})
+
+    def argsort(self, axis: int = -1) -> Any:
+        """Indices that sort each example."""
+        return value_function(np.argsort, (self,), {"axis": axis})
+
+    def __floordiv__(self, other: Any) -> Any:
+        return value_ufunc(np.floor_divide, "__call__", (self, other), {})
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return value_ufunc(np.floor_divide, "__call__", (other, self), {})
+
+    __lt__ = comparison(np.less)
+    __le__ = comparison(np.less_equal)
+    __gt__ = comparison(np.greater)
+    __ge__ = comparison(np.greater_equal)
+    __eq__ = comparison(np.equal)  # type: ignore[assignment]
+    __ne__ = comparison(np.not_equal)  # type: ignore[assignment]
+
+
 _attach(Traced, _ArrayMethods)
+# What a batched value defines itself (its example's shape, iteration, and refusals to become
+# one Python number where each example has its own) stays its own.
+_attach(Batched, _BatchedValues)
+_attach(Batched, _ArrayMethods, keep=tuple(vars(Batched)))

@@ -19,6 +19,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.arena import Arena
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import (
     LEAF,
@@ -197,8 +198,8 @@ def like_argument(g: Any, original: Any) -> Any:
 
 def _like_leaf(g: Any, original: Any) -> Any:
     if g is not None and isinstance(original, float | complex | np.inexact) and type(g) is not type(original):
-        if type(g) is Traced:
-            return g
+        if type(g) is Traced or type(g) is Batched:
+            return g  # a handle stays one (a batched gradient holds one number per example)
         return type(original)(g)
     return g
 
@@ -251,6 +252,8 @@ def check_scalar(out: Any, holomorphic: bool = False) -> None:
     """``out`` is what ``grad`` can differentiate: a real scalar, or with ``holomorphic``
     a complex one (JAX's rule: a complex output has no gradient of its own)."""
     value = unwrap(out)
+    while type(value) is Batched:  # inside vmap: each example's output is checked
+        value = unwrap(value.like_example())
     if type(value) is np.float64 and not holomorphic:
         return  # the commonest case: a reduction's float64 scalar
     if not holomorphic and isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":

@@ -15,6 +15,7 @@ import numpy as np
 from nodegrad.engine.record import record1, record2
 from nodegrad.engine.registry import Op, defop
 from nodegrad.errors import DtypeError, user_location
+from nodegrad.ops.batching import elementwise
 
 __all__ = [
     "abs",
@@ -62,13 +63,14 @@ def real_numbers_only(name: str, forward: Any) -> Any:
 
 def unary(name: str, forward: Any, rule: Any, doc: str, *, real_only: bool = False) -> Op:
     """Register an elementwise op of one input (``real_only``: refusing complex values)."""
-    return defop(name, real_numbers_only(name, forward) if real_only else forward, rule, family=FAMILY, doc=doc)
+    fwd = real_numbers_only(name, forward) if real_only else forward
+    return defop(name, fwd, rule, family=FAMILY, doc=doc, batch=elementwise)
 
 
 def binary(name: str, forward: Any, rule_x: Any, rule_y: Any, doc: str, *, real_only: bool = False) -> Op:
     """Register an elementwise op of two inputs that broadcast against each other."""
     fwd = real_numbers_only(name, forward) if real_only else forward
-    return defop(name, fwd, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc)
+    return defop(name, fwd, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc, batch=elementwise)
 
 
 ADD = binary("add", np.add, lambda g, ans, x, y: g, lambda g, ans, x, y: g, "x + y")

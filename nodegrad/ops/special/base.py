@@ -13,6 +13,7 @@ import numpy as np
 
 from nodegrad.engine.registry import Op, defop
 from nodegrad.errors import NoGradientError
+from nodegrad.ops.batching import elementwise
 from nodegrad.ops.elementwise.arithmetic import refusing_complex
 
 __all__ = ["FAMILY", "binary", "float_like", "no_closed_form", "real_only", "sc", "ternary", "unary", "xdivy"]
@@ -53,18 +54,19 @@ def real_only(name: str, forward: Any) -> Any:
 
 def unary(name: str, forward: Any, rule: Any, doc: str, *, complex_ok: bool = False) -> Op:
     """Register an op of one input (real only unless ``complex_ok``)."""
-    return defop(name, forward if complex_ok else real_only(name, forward), rule, family=FAMILY, doc=doc)
+    fwd = forward if complex_ok else real_only(name, forward)
+    return defop(name, fwd, rule, family=FAMILY, doc=doc, batch=elementwise)
 
 
 def binary(name: str, forward: Any, rule_x: Any, rule_y: Any, doc: str, *, complex_ok: bool = False) -> Op:
     """Register an op of two inputs that broadcast against each other."""
     fwd = forward if complex_ok else real_only(name, forward)
-    return defop(name, fwd, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc)
+    return defop(name, fwd, rule_x, rule_y, family=FAMILY, broadcasts=True, doc=doc, batch=elementwise)
 
 
 def ternary(name: str, forward: Any, rules: tuple[Any, Any, Any], doc: str) -> Op:
     """Register a real op of three inputs that broadcast against each other."""
-    return defop(name, real_only(name, forward), *rules, family=FAMILY, broadcasts=True, doc=doc)
+    return defop(name, real_only(name, forward), *rules, family=FAMILY, broadcasts=True, doc=doc, batch=elementwise)
 
 
 def no_closed_form(name: str, argument: str) -> Any:

@@ -1,0 +1,201 @@
+"""The batched value: what user code holds inside ``vmap``.
+
+A :class:`Batched` is ``(value, level)``: ``value`` holds one entry per example, stacked
+along its axis 0, and ``level`` is the :class:`BatchLevel` (one ``vmap`` call) that batches
+it. User code sees one example: ``shape``, ``ndim``, ``len`` and ``dtype`` are an example's.
+Like :class:`~nodegrad.engine.traced.Traced` it is only a handle here: an op given one is
+handed to the batching interpreter (:data:`nodegrad.engine.record.INTERPRETERS`), its
+operators and array methods are attached by the op families, numpy's protocols by
+:mod:`nodegrad.numpy_api`. Levels nest as arenas do: inside ``vmap(vmap(f))`` the inner
+level's values are themselves batched by the outer one, and ``value`` may be a
+``Batched`` (or a ``Traced``, under an enclosing transform) too.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.traced import describe, unwrap
+from nodegrad.errors import ArenaError, LeakedTracerError, ShapeError
+
+__all__ = ["BatchLevel", "Batched", "BatchingError", "next_stamp"]
+
+
+class BatchingError(ArenaError):
+    """A batched value asked for something that differs from example to example where one
+    answer is needed: a Python ``bool`` (an ``if``), a number, or a plain array."""
+
+
+_STAMPS = itertools.count()
+
+
+def next_stamp() -> int:
+    """A number larger than every one given before: when an arena or a batch level was
+    made. Transforms nest, so of two that are running, the later one is the inner one."""
+    return next(_STAMPS)
+
+
+class BatchLevel:
+    """One ``vmap`` call: how many examples it batches, how deep it is nested (the
+    innermost level among an op's inputs runs the op), and whether it is still running."""
+
+    __slots__ = ("active", "depth", "name", "size", "stamp")
+
+    def __init__(self, size: int, depth: int, name: str) -> None:
+        self.size = size
+        self.depth = depth
+        self.name = name
+        self.active = True
+        self.stamp = next_stamp()
+
+    def __repr__(self) -> str:
+        return f"BatchLevel({self.name}, size {self.size}, depth {self.depth})"
+
+
+class Batched:
+    """A value batched by ``vmap``: one example as user code sees it, every example inside.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> ng.vmap(lambda row: (row.shape, row.ndim))(np.ones((5, 3)))[0]
+    (3,)
+    """
+
+    __slots__ = ("level", "value")
+    __array_priority__ = 1000
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
+
+    def __init__(self, value: Any, level: BatchLevel) -> None:
+        self.value = value
+        self.level = level
+
+    # -- one example's attributes -----------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Shape of one example."""
+        return tuple(np.shape(self.value)[1:])
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """Dtype of the values."""
+        value = unwrap(self.value)
+        while type(value) is Batched:
+            value = unwrap(value.value)
+        return np.asarray(value).dtype if not hasattr(value, "dtype") else value.dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions of one example."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements of one example."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            msg = "len() of a batched value whose examples are 0-d"
+            raise TypeError(msg)
+        return shape[0]
+
+    def __iter__(self) -> Any:
+        for i in range(len(self)):
+            yield self[i]  # type: ignore[index]
+
+    def __repr__(self) -> str:
+        return f"Batched({self.level.name}: {self.level.size} examples of {describe(self.like_example())})"
+
+    def like_example(self) -> np.ndarray:
+        """A plain array of zeros shaped and typed like one example: for checks of shapes
+        and dtypes that take arrays."""
+        return np.zeros(self.shape, self.dtype)
+
+    # -- refusals: one answer where each example has its own --------------------------------
+    def _refuse(self, what: str, instead: str) -> BatchingError:
+        self._refuse_if_leaked(what)
+        msg = (
+            f"{what} of a batched value ({self.level.size} examples of {describe(self.like_example())}, inside "
+            f"{self.level.name}) has one answer per example, where Python needs one: {instead}"
+        )
+        return BatchingError(msg)
+
+    def _refuse_if_leaked(self, what: str) -> None:
+        if not self.level.active:
+            msg = (
+                f"{what} of a batched value of {self.level.name}, which has already returned (a leaked batched "
+                "value): return what you need from the function instead"
+            )
+            raise LeakedTracerError(msg)
+
+    def __bool__(self) -> bool:
+        raise self._refuse("bool() (an if or while on the value)", "write np.where(condition, a, b) per example")
+
+    def __float__(self) -> float:
+        raise self._refuse("float()", "keep it an array (use numpy functions on it)")
+
+    def __int__(self) -> int:
+        raise self._refuse("int()", "keep it an array; for an index use ng.gather or np.take_along_axis")
+
+    def __index__(self) -> int:
+        raise self._refuse("Use as an index", "index with an integer array instead (x[idx] with idx batched)")
+
+    def __round__(self, ndigits: Any = None) -> Any:
+        raise self._refuse("round()", "use np.round(x), which rounds every example")
+
+    def __trunc__(self) -> Any:
+        raise self._refuse("math.trunc()", "use np.trunc(x), which works on every example")
+
+    def __floor__(self) -> Any:
+        raise self._refuse("math.floor()", "use np.floor(x), which works on every example")
+
+    def __ceil__(self) -> Any:
+        raise self._refuse("math.ceil()", "use np.ceil(x), which works on every example")
+
+    def __complex__(self) -> complex:
+        raise self._refuse("complex()", "keep it an array (use numpy functions on it)")
+
+    def item(self, *args: Any) -> Any:
+        """Refused: each example has its own number."""
+        raise self._refuse("x.item()", "keep it an array (use numpy functions on it)")
+
+    def tolist(self) -> Any:
+        """Refused: each example has its own list."""
+        raise self._refuse("x.tolist()", "keep it an array (use numpy functions on it)")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._refuse(
+            "np.asarray()", "use numpy functions (which nodegrad batches) on it, or return it from the function"
+        )
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        msg = (
+            "a batched value cannot be assigned into: write x = ng.at(x)[index].set(value) (or .add(value)) for a new "
+            "array with those entries replaced"
+        )
+        raise TypeError(msg)
+
+    def __reduce__(self) -> Any:
+        msg = "a batched value cannot be pickled: it exists only while its vmap runs; return it from the function"
+        raise ArenaError(msg)
+
+    def __copy__(self) -> Batched:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Batched:
+        return self
+
+
+def check_size(level: BatchLevel, value: Any, where: str) -> None:
+    """Refuse ``value`` as the batched value of ``level`` unless its axis 0 holds one entry
+    per example."""
+    shape = np.shape(value)
+    if not shape or shape[0] != level.size:
+        msg = f"{where}: a batched value must have {level.size} entries along axis 0, got shape {shape}"
+        raise ShapeError(msg)

@@ -1,0 +1,322 @@
+"""The batching interpreter: how an op runs on batched values (inside ``vmap``).
+
+An op given a :class:`~nodegrad.engine.batched.Batched` value is handed here by the
+recording path (:func:`nodegrad.engine.record.register_interpreter`). The innermost batch
+level among its arguments runs it: each argument batched at that level gives its value,
+every example stacked along axis 0, and the op's **batching rule**
+``rule(op, batched, size, *args)`` computes the op for every example at once from those
+values (``batched[k]`` says whether argument ``k`` is one; ``size`` is the number of
+examples), returning one result with the examples along axis 0. Rules are written with
+numpy functions and :func:`~nodegrad.engine.record.record`, so values batched by an
+enclosing level, or traced by an enclosing transform, go on to their own interpreter or
+arena: levels nest to any depth.
+
+Most ops need one of the rules here: :func:`elementwise` (align the examples' axes and
+broadcast), :func:`reduction` (an ``axis`` moved past the batch axis), :func:`along_axis`.
+An op without a rule runs once per example (:func:`per_example`, exact, listed in the
+docs). Functions that give plain values (masks, indices, shapes) are batched here too.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.batched import Batched, BatchingError, BatchLevel
+from nodegrad.engine.record import record, register_interpreter
+from nodegrad.engine.registry import Op
+from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.errors import LeakedTracerError, ShapeError, user_location
+
+__all__ = [
+    "BatchRule",
+    "along_axis",
+    "elementwise",
+    "example_ndim",
+    "innermost",
+    "interpret",
+    "per_example",
+    "reduction",
+    "shift_axis",
+    "to_batched",
+]
+
+#: A batching rule: ``rule(op, batched, size, *args) -> result`` (examples along axis 0).
+BatchRule = Callable[..., Any]
+
+
+# -- the interpreter --------------------------------------------------------------------------
+
+
+def innermost(args: Sequence[Any]) -> BatchLevel | None:
+    """The innermost batch level among ``args`` (and inside tuple or list arguments)."""
+    found: BatchLevel | None = None
+    for a in args:
+        items = a if type(a) is tuple or type(a) is list else (a,)
+        for item in items:
+            if type(item) is Batched:
+                level = item.level
+                if not level.active:
+                    msg = (
+                        f"a batched value of {level.name}, which has already returned, reached an op (a leaked "
+                        f"batched value): return what you need from the function instead [at {user_location()}]"
+                    )
+                    raise LeakedTracerError(msg)
+                if found is None or level.stamp > found.stamp:
+                    found = level
+    return found
+
+
+def interpret(op: Op, args: tuple[Any, ...]) -> Any:
+    """Run ``op`` on ``args``, some batched: at the innermost level, by the op's batching
+    rule, or once per example where it has none. Returns the result batched at that level."""
+    level = innermost(args)
+    assert level is not None
+    values: list[Any] = []
+    batched: list[bool] = []
+    for a in args:
+        if type(a) is Batched and a.level is level:
+            values.append(a.value)
+            batched.append(True)
+        elif (type(a) is tuple or type(a) is list) and any(type(i) is Batched and i.level is level for i in a):
+            values.append(a)  # an index or a list of operands holding batched values: the rule reads them
+            batched.append(True)
+        else:
+            values.append(a)
+            batched.append(False)
+    rule = op.batch
+    if rule is None:
+        out = per_example(op, tuple(batched), level.size, *values, level=level)
+    else:
+        out = rule(op, tuple(batched), level.size, *values)
+    return wrap(out, level)
+
+
+def wrap(out: Any, level: BatchLevel) -> Any:
+    """The result of an op run for every example, as batched values of ``level``."""
+    if type(out) is tuple:
+        return tuple(Batched(o, level) for o in out)
+    return Batched(out, level)
+
+
+def per_example(op: Op, batched: tuple[bool, ...], size: int, *args: Any, level: BatchLevel | None = None) -> Any:
+    """The exact batching of any op: run it once per example and stack the results (the
+    fallback for an op with no rule of its own)."""
+    results = [record(op, *_example_args(args, batched, b, level)) for b in range(size)]
+    return _stacked(op.name, results)
+
+
+def _example_args(args: Sequence[Any], batched: Sequence[bool], b: int, level: BatchLevel | None) -> list[Any]:
+    """Example ``b`` of each argument: batched values taken at ``b`` (inside tuples and
+    lists too, those of ``level`` alone when given), the others as they are."""
+    found = []
+    for a, is_batched in zip(args, batched, strict=True):
+        if not is_batched:
+            found.append(a)
+        elif type(a) is tuple or type(a) is list:
+            found.append(type(a)(_at(item, b, level) for item in a))
+        else:
+            found.append(a[b])
+    return found
+
+
+def _at(item: Any, b: int, level: BatchLevel | None) -> Any:
+    if type(item) is Batched and (level is None or item.level is level):
+        return item.value[b]
+    return item
+
+
+def _stacked(name: str, results: list[Any]) -> Any:
+    if results and type(results[0]) is tuple:
+        return tuple(_stacked(name, [r[k] for r in results]) for k in range(len(results[0])))
+    shapes = {np.shape(r) for r in results}
+    if len(shapes) > 1:
+        msg = (
+            f"{name}: under vmap the examples give results of different shapes "
+            f"({', '.join(map(str, sorted(shapes)))}): "
+            f"a value-dependent shape cannot be batched [at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    if not results:
+        msg = f"{name}: vmap over zero examples cannot tell the shape of a result computed once per example"
+        raise ShapeError(msg)
+    return np.stack(results)
+
+
+# -- helpers for rules ------------------------------------------------------------------------
+
+
+def example_ndim(value: Any, is_batched: bool) -> int:
+    """The number of dimensions one example of ``value`` has."""
+    return np.ndim(value) - 1 if is_batched else np.ndim(value)
+
+
+def shift_axis(axis: Any, ndim: int) -> Any:
+    """An example's ``axis`` (an int, a tuple of them or ``None`` for all) as an axis of
+    the batched value, whose axis 0 holds the examples: every axis one further on."""
+    if axis is None:
+        return tuple(range(1, ndim + 1))
+    if isinstance(axis, tuple | list):
+        return tuple(operator.index(a) % max(ndim, 1) + 1 for a in axis)
+    return operator.index(axis) % max(ndim, 1) + 1
+
+
+def to_batched(value: Any, is_batched: bool, size: int) -> Any:
+    """``value`` with the examples along axis 0: as it is when batched, else repeated
+    (a broadcast view, no copy of a plain array)."""
+    if is_batched:
+        return value
+    return np.broadcast_to(value, (size, *np.shape(value)))
+
+
+_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, Traced, Batched)
+
+
+def aligned(batched: Sequence[bool], args: Sequence[Any]) -> list[Any]:
+    """``args`` of an op that broadcasts its operands, the batched ones given size-1 axes
+    after the batch axis so that every example's axes line up with the unbatched ones."""
+    ndim = max((example_ndim(a, k) for a, k in zip(args, batched, strict=True) if isinstance(a, _OPERANDS)), default=0)
+    found = []
+    for a, is_batched in zip(args, batched, strict=True):
+        missing = ndim - example_ndim(a, True) if is_batched else 0
+        found.append(np.expand_dims(a, tuple(range(1, 1 + missing))) if missing > 0 else a)
+    return found
+
+
+# -- the common rules -------------------------------------------------------------------------
+
+
+def elementwise(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
+    """The rule of an op applied entry by entry with numpy broadcasting: the examples'
+    axes aligned, the op runs once on every example."""
+    return record(op, *aligned(batched, args))
+
+
+def reduction(op: Op, batched: tuple[bool, ...], size: int, x: Any, axis: Any, *rest: Any) -> Any:
+    """The rule of an op ``f(x, axis, ...)`` that works along ``axis`` (``None``: all)."""
+    return record(op, x, shift_axis(axis, np.ndim(x) - 1), *rest)
+
+
+def along_axis(position: int, data: Sequence[int] = (0,)) -> BatchRule:
+    """The rule of an op whose argument ``position`` is an axis (``None``: all) of its data
+    arguments ``data`` (batched ones as they are, unbatched ones repeated for every example)."""
+
+    def rule(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
+        found = list(args)
+        ndim = example_ndim(args[data[0]], batched[data[0]])
+        for k in data:
+            found[k] = to_batched(args[k], batched[k], size)
+        found[position] = shift_axis(args[position], ndim)
+        return record(op, *found)
+
+    return rule
+
+
+def loop(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
+    """The rule of an op batched by running once per example, on purpose (listed in the
+    docs with the others that have no rule of their own)."""
+    return per_example(op, batched, size, *args)
+
+
+# -- plain values of batched values: masks, indices, shapes -----------------------------------
+
+#: numpy functions that read only an example's shape and dtype: one answer for all.
+_EXAMPLE_FUNCTIONS = {
+    np.shape,
+    np.ndim,
+    np.size,
+    np.result_type,
+    np.iscomplexobj,
+    np.isrealobj,
+    np.zeros_like,
+    np.ones_like,
+    np.empty_like,
+}
+#: numpy functions of plain values that work entry by entry with broadcasting.
+_ELEMENTWISE_VALUES = {np.isfinite, np.isinf, np.isnan, np.iscomplex, np.isreal, np.around, np.round, np.isclose}
+#: numpy functions of plain values along an ``axis`` keyword (or second argument).
+_AXIS_VALUES = {np.argmax, np.argmin, np.argsort, np.count_nonzero}
+
+
+def _examples(value: Any) -> Any:
+    """A stand-in of one example of ``value`` (its shape and dtype), inside lists too."""
+    if type(value) is Batched:
+        return value.like_example()
+    if type(value) is tuple or type(value) is list:
+        return type(value)(_examples(v) for v in value)
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """``value`` without its traced levels (a plain value carries no gradient)."""
+    return unwrap(value)
+
+
+def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A numpy function of batched values that gives plain values (a mask, an index, a
+    shape), batched: one answer for all where it reads only shapes, else one per example."""
+    if func in _EXAMPLE_FUNCTIONS:
+        return func(*_examples(args), **{k: _examples(v) for k, v in kwargs.items()})
+    level = innermost((*args, *kwargs.values()))
+    assert level is not None
+    if func in _ELEMENTWISE_VALUES:
+        return _elementwise_values(func, level, args, kwargs)
+    if func in _AXIS_VALUES and len(args) == 1 and type(args[0]) is Batched:
+        axis = kwargs.get("axis")
+        if axis is not None:
+            x = args[0]
+            return Batched(func(_plain(x.value), **{**kwargs, "axis": shift_axis(axis, x.ndim)}), level)
+    return _values_per_example(func, level, args, kwargs)
+
+
+def value_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A ufunc that gives plain values (a comparison, ``np.sign``), of batched values."""
+    level = innermost(inputs)
+    assert level is not None
+    if method == "__call__":
+        return _elementwise_values(ufunc, level, inputs, kwargs)
+    return _values_per_example(getattr(ufunc, method), level, inputs, kwargs)
+
+
+def _elementwise_values(func: Any, level: BatchLevel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    batched = [type(a) is Batched and a.level is level for a in args]
+    values = [_plain(a.value) if k else a for a, k in zip(args, batched, strict=True)]
+    return Batched(func(*aligned(batched, values), **kwargs), level)
+
+
+def _values_per_example(func: Any, level: BatchLevel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    names = list(kwargs)
+    flat = (*args, *kwargs.values())
+    batched = [
+        (type(a) is Batched and a.level is level)
+        or ((type(a) is tuple or type(a) is list) and any(type(i) is Batched and i.level is level for i in a))
+        for a in flat
+    ]
+    plain = [_plain(a.value) if type(a) is Batched and a.level is level else a for a in flat]
+    results = []
+    for b in range(level.size):
+        example = _example_args(plain, batched, b, level)
+        results.append(func(*example[: len(args)], **dict(zip(names, example[len(args) :], strict=True))))
+    name = f"np.{getattr(func, '__name__', repr(func))}"
+    if results and isinstance(results[0], tuple):
+        msg = (
+            f"{name} of a batched value gives a tuple whose arrays' lengths depend on each example's values: it cannot "
+            f"be batched (use a mask with np.where instead) [at {user_location()}]"
+        )
+        raise BatchingError(msg)
+    return Batched(_stacked(name, results), level)
+
+
+def comparison(ufunc: np.ufunc) -> Callable[[Any, Any], Any]:
+    """A comparison operator of a batched value (a batched mask)."""
+
+    def compare(self: Any, other: Any) -> Any:
+        return value_ufunc(ufunc, "__call__", (self, other), {})
+
+    return compare
+
+
+register_interpreter(Batched, interpret)
