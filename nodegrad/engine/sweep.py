@@ -263,7 +263,7 @@ def _reported(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Exception
 
 
 def _seed_value(value: Any, seed: Any, path: str) -> Any:
-    if type(seed) is Traced:
+    if type(seed) is Traced or type(seed) in INTERPRETERS:  # traced by an enclosing transform, or batched
         if seed.shape != np.shape(value):
             msg = f"the seed{' at ' + path if path else ''} has shape {seed.shape}, the output {np.shape(value)}"
             raise ShapeError(msg)

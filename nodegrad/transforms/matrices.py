@@ -34,6 +34,7 @@ from nodegrad.transforms.common import (
     same_shapes,
     traced_vdot,
 )
+from nodegrad.transforms.batching import vmap
 from nodegrad.transforms.forward import jvp
 from nodegrad.transforms.reverse import grad, vjp
 from nodegrad.tree import zeros_like
@@ -64,6 +65,71 @@ def _basis(template: Any, dtype_of: Callable[[Any], Any]) -> list[Any]:
 
             out.append(map_with_paths(unit, template))
     return out
+
+
+def _identity(template: Any) -> tuple[Any, int]:
+    """``template``'s float entries' unit vectors, all at once: each float leaf an array of
+    shape ``(n,) + leaf.shape`` holding, at position ``k``, the structure that is zero but
+    for a one at float entry ``k`` (entries counted leaf by leaf, each in C order); ``None``
+    at other leaves. Returns it and ``n``."""
+    found = _float_leaves(template)
+    sizes = [int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in found]
+    count = sum(sizes)
+    offsets = dict(zip((path for path, _ in found), np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
+
+    def unit(path: str, leaf: Any) -> Any:
+        if not is_differentiable_leaf(leaf):
+            return None
+        size = int(np.prod(np.shape(leaf), dtype=int))
+        block = np.zeros((count, size), _dtype(leaf))
+        block[offsets[path] : offsets[path] + size] = np.eye(size, dtype=block.dtype)
+        return block.reshape((count, *np.shape(leaf)))
+
+    return map_with_paths(unit, template), count
+
+
+def _zeros_batched(template: Any, count: int) -> Any:
+    return map_with_paths(
+        lambda _, leaf: np.zeros((count, *np.shape(leaf)), _dtype(leaf)) if is_differentiable_leaf(leaf) else None,
+        template,
+    )
+
+
+def _from_batched(out: Any, args: tuple[Any, ...], batched: Any, count: int, by_rows: bool, single: bool) -> Any:
+    """Lay out derivatives computed for every basis vector at once as JAX does. By rows,
+    ``batched`` holds one structure per argument (its float leaves with a leading axis of
+    one entry per output entry); by columns, one output structure per argument (its float
+    leaves with a leading axis of one entry per entry of that argument)."""
+    out_leaves = _float_leaves(out)
+    arg_leaves = [_float_leaves(a) for a in args]
+    out_sizes = [int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in out_leaves]
+    out_starts = np.cumsum([0, *out_sizes]).tolist()
+
+    def block(i: int, position: int, j: int) -> Any:
+        out_shape, arg_shape = np.shape(out_leaves[i][1]), np.shape(arg_leaves[position][j][1])
+        if by_rows:
+            rows = [leaf for _, leaf in _float_leaves(batched[position])][j] if count else None
+            if rows is None:
+                return np.zeros(out_shape + arg_shape)
+            return _reshaped(rows[out_starts[i] : out_starts[i + 1]], out_shape + arg_shape)
+        columns = [leaf for _, leaf in _float_leaves(batched[position])][i] if batched else None
+        if columns is None:
+            return np.zeros(out_shape + arg_shape)
+        arg_sizes = [int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in arg_leaves[position]]
+        start = sum(arg_sizes[:j])
+        part = columns[start : start + arg_sizes[j]]  # (entries of arg leaf j,) + out_shape
+        moved = np.moveaxis(_reshaped(part, (arg_sizes[j], *out_shape)), 0, -1)
+        return _reshaped(moved, out_shape + arg_shape)
+
+    def for_output_leaf(i: int) -> Any:
+        per_argument = [_fill(arg, functools.partial(block, i, position)) for position, arg in enumerate(args)]
+        return per_argument[0] if single else tuple(per_argument)
+
+    return _fill(out, for_output_leaf)
+
+
+def _reshaped(value: Any, shape: tuple[int, ...]) -> Any:
+    return ops.reshape(value, shape) if type(value) is Traced else np.reshape(value, shape)
 
 
 def _dtype(leaf: Any) -> Any:
@@ -197,20 +263,26 @@ def jacobian(
             out, back = vjp(partial, *chosen)
             _check_differentiable("jacobian", out, "the output")
             _check_output(out, holomorphic, mode)
-            rows = [back(seed) for seed in _basis(out, _dtype)]
-            return _assemble(out, chosen, rows, by_rows=True, single=single)
+            # Every row at once: one sweep of batched cotangents, the rows of the identity.
+            seeds, count = _identity(out)
+            rows = vmap(back, axis_size=count)(seeds) if count else ()
+            return _from_batched(out, chosen, rows, count, by_rows=True, single=single)
+        # Every column at once: one forward pass of batched tangents.
         columns = []
-        out = None
+        total = sum(_identity(value)[1] for value in chosen)
+        start = 0
         for position, value in enumerate(chosen):
-            for direction in _basis(value, _dtype):
-                tangents = tuple(direction if p == position else zeros_like(v) for p, v in enumerate(chosen))
-                out, tangent_out = jvp(partial, chosen, tangents)
-                columns.append((tangent_out,))
-        if out is None:
-            out = partial(*chosen)
+            directions, count = _identity(value)
+            if count:
+                tangents = tuple(
+                    directions if p == position else _zeros_batched(v, count) for p, v in enumerate(chosen)
+                )
+                columns.append(vmap(lambda t: jvp(partial, chosen, t)[1])(tangents))
+            start += count
+        out = partial(*chosen)
         _check_differentiable("jacobian", out, "the output")
         _check_output(out, holomorphic, mode)
-        return _assemble(out, chosen, columns, by_rows=False, single=single)
+        return _from_batched(out, chosen, columns, total, by_rows=False, single=single)
 
     return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode, "holomorphic": holomorphic}))
 
