@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.arena import Arena, entered_arenas
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.record import record
@@ -25,6 +26,7 @@ from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
 from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
+from nodegrad.ops.batching import made_of_ops
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
 from nodegrad.transforms.common import lower, reachable_name, rebuild
@@ -94,7 +96,11 @@ def _to_both_again(g: Any, ans: Any, rule_output: Any, closure_output: Any) -> A
 # the node its rule answers for, and the cotangent passed to that node and to the output
 # of fwd's closed-over path alike.
 _THROUGH_CLOSURE = Op(
-    "custom_vjp_closure", lambda rule_output, closure_output: rule_output, (_to_both, _to_both_again), "custom"
+    "custom_vjp_closure",
+    lambda rule_output, closure_output: rule_output,
+    (_to_both, _to_both_again),
+    "custom",
+    batch=made_of_ops,
 )
 
 
@@ -147,7 +153,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
     """``bwd``'s cotangent for an array argument, checked against the argument: a
     broadcast cotangent is summed back to the argument's shape, anything else that does
     not fit is an error rather than a gradient of the wrong shape."""
-    if type(ct) is Traced:
+    if type(ct) is Traced or type(ct) is Batched:  # traced by an enclosing transform, or batched
         ct_value, shape = unwrap(ct), np.shape(value)
     else:
         ct = ct_value = np.asarray(ct)
@@ -162,7 +168,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         )
         raise DtypeError(msg)
     if np.shape(ct_value) == shape:
-        return ct if type(ct) is Traced else fit_cotangent(ct, np.asarray(value))
+        return ct if type(ct) is Traced or type(ct) is Batched else fit_cotangent(ct, _array(value))
     try:
         broadcast = np.broadcast_shapes(np.shape(ct_value), shape) == np.shape(ct_value)
     except ValueError:
@@ -171,7 +177,12 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
         raise ShapeError(msg)
     fitted = unbroadcast(ct, shape)
-    return fitted if type(fitted) is Traced else fit_cotangent(fitted, np.asarray(value))
+    return fitted if type(fitted) is Traced or type(fitted) is Batched else fit_cotangent(fitted, _array(value))
+
+
+def _array(value: Any) -> Any:
+    """``value`` as an array to fit a cotangent to (a batched value stands for its own)."""
+    return value if type(value) is Batched else np.asarray(value)
 
 
 class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
@@ -274,7 +285,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         def one(k: int, g: Any, ans: Any, *args: Any) -> Any:
             return rule((k,), g, ans, *args)[0]
 
-        self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(one), "custom", joint=rule)
+        self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(one), "custom", joint=rule, batch=made_of_ops)
         self._rules = (fwd, bwd)
 
     def __reduce__(self) -> Any:

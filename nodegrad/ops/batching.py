@@ -38,6 +38,7 @@ __all__ = [
     "example_ndim",
     "innermost",
     "interpret",
+    "made_of_ops",
     "per_example",
     "reduction",
     "shift_axis",
@@ -75,6 +76,8 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
     rule, or once per example where it has none. Returns the result batched at that level."""
     level = innermost(args)
     assert level is not None
+    if op.batch is made_of_ops:
+        return op.forward(*args)  # its ops, run on the batched values themselves, batch it
     values: list[Any] = []
     batched: list[bool] = []
     for a in args:
@@ -213,6 +216,16 @@ def along_axis(position: int, data: Sequence[int] = (0,)) -> BatchRule:
         return record(op, *found)
 
     return rule
+
+
+def made_of_ops(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
+    """The rule of an op whose forward is made of other ops (a user's ``custom_vjp``, say):
+    the interpreter runs the forward on the batched values as they are, so each op inside
+    is batched by its own rule, and whatever the forward keeps for the backward pass (its
+    residuals) is batched too. Running such an op once per example would keep only the
+    last example's residuals."""
+    msg = f"{op.name}: made_of_ops is run by the interpreter itself"
+    raise AssertionError(msg)
 
 
 def loop(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
