@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "ArenaError",
     "ArgumentError",
+    "BatchingError",
     "DtypeError",
     "LeakedTracerError",
     "LinAlgError",
@@ -64,6 +65,11 @@ class ArenaError(NodegradError, RuntimeError):
 class LeakedTracerError(ArenaError):
     """A traced value outlived the transform that traced it (it was stored, or returned
     inside an aux or a closure) and reached a later computation."""
+
+
+class BatchingError(ArenaError):
+    """Inside ``vmap``, a batched value was asked for one answer where each example has its
+    own: a Python ``bool`` (an ``if``), a number, or a plain array."""
 
 
 class StructureError(NodegradError, ValueError):

@@ -96,7 +96,9 @@ def test_the_ops_page_names_no_private_helper() -> None:
     assert "record1" not in text  # the engine's way to record an op, not a formula
 
 
-@pytest.mark.parametrize(("page", "examples"), [("higher-order.md", 30), ("complex.md", 12), ("debugging.md", 13)])
+@pytest.mark.parametrize(
+    ("page", "examples"), [("higher-order.md", 30), ("complex.md", 12), ("debugging.md", 13), ("vmap.md", 20)]
+)
 def test_the_examples_of_the_page_run_as_doctests(page: str, examples: int) -> None:
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
     result = doctest.testfile(str(DOCS / page), module_relative=False, optionflags=flags, report=False)

@@ -19,14 +19,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.traced import describe, unwrap
-from nodegrad.errors import ArenaError, LeakedTracerError, ShapeError
+from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError, ShapeError
 
 __all__ = ["BatchLevel", "Batched", "BatchingError", "next_stamp"]
-
-
-class BatchingError(ArenaError):
-    """A batched value asked for something that differs from example to example where one
-    answer is needed: a Python ``bool`` (an ``if``), a number, or a plain array."""
 
 
 _STAMPS = itertools.count()
