@@ -159,6 +159,52 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ## Per-example gradients with `vmap`
+# Which flowers pull hardest on the fitted model? `ng.vmap(ng.grad(...))` gives every
+# flower's gradient in one batched computation: a `Model` again, each array with one leading
+# entry per flower. The loss is written for one flower; `in_axes` says the model is the same
+# for all of them (`None`) and the features dict and the labels hold one row per flower (`0`).
+
+# %%
+feats = features(flowers, model.scales)  # plain arrays: the trained feature scaling
+labels = np.array([f.species for f in flowers])
+
+
+def flower_loss(model: Model, feats: dict[str, object], label: object) -> object:
+    return ng.cross_entropy(model.logits(feats), label)
+
+
+per_flower = ng.vmap(ng.grad(flower_loss), in_axes=(None, 0, 0))(model, feats, labels)
+squares = [
+    np.sum(np.reshape(leaf, (len(flowers), -1)) ** 2, axis=1)
+    for _, leaf in [*ng.tree.tree_leaves_with_path(per_flower.weights), ("bias", per_flower.bias)]
+]
+norms = np.sqrt(np.sum(squares, axis=0))
+type(per_flower).__name__, per_flower.weights["sepal"].shape, norms.shape
+
+# %% tags=["remove-cell"]
+assert type(per_flower) is Model and per_flower.weights["sepal"].shape == (150, 2, 3)
+for i in (0, 70, 149):  # the same as one ng.grad call per flower
+    one = ng.grad(flower_loss)(model, {k: v[i] for k, v in feats.items()}, labels[i])
+    assert np.allclose(one.weights["petal"], per_flower.weights["petal"][i], rtol=1e-12, atol=1e-15)
+mean = ng.grad(lambda m: np.mean(ng.vmap(flower_loss, in_axes=(None, 0, 0))(m, feats, labels)))(model)
+assert np.allclose(mean.bias, per_flower.bias.mean(axis=0), rtol=1e-10, atol=1e-14)
+
+# %% [markdown]
+# The flowers with the largest gradients are the ones the model still gets wrong, most of
+# them where versicolor and virginica overlap:
+
+# %%
+fig, ax = plt.subplots(figsize=(7, 3))
+for k, name in enumerate(SPECIES):
+    chosen = labels == k
+    ax.scatter(np.flatnonzero(chosen), norms[chosen], s=12, color=f"C{k}", label=name)
+ax.set(xlabel="flower", ylabel="gradient norm", title="per-example gradient norms (vmap of grad)")
+ax.legend(frameon=False)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
 # ## Group-by: per-species means feeding a loss
 # Pipelines often reduce rows by group before the loss: per-user totals, per-class
 # centroids. `ng.segment_mean(data, ids, num_segments)` averages the rows that share an
