@@ -34,6 +34,7 @@ from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import Op, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError, user_location, user_stacklevel
+from nodegrad.ops.batching import along_axis
 from nodegrad.ops.elementwise import conj, multiply, real
 from nodegrad.ops.index import getitem
 from nodegrad.ops.shape import astype, pad
@@ -121,12 +122,16 @@ def _irfft_rule(g: Any, ans: Any, h: Any, n: int, axis: int, norm: str) -> Any:
     return _cut_back(multiply(spectrum, weights.reshape(shape)), h, axis)
 
 
+#: Each transform's axis (its argument 2) moved past the examples' axis.
+_ALONG_AXIS = along_axis(2)
+
 FFT = defop(
     "fft",
     lambda x, n, axis, norm: np.fft.fft(x, n, axis, norm),
     _fft_rule,
     family=_F,
     doc="the discrete Fourier transform along one axis, of n points (x cut or zero-padded)",
+    batch=_ALONG_AXIS,
 )
 IFFT = defop(
     "ifft",
@@ -134,6 +139,7 @@ IFFT = defop(
     _ifft_rule,
     family=_F,
     doc="the inverse discrete Fourier transform along one axis, of n points",
+    batch=_ALONG_AXIS,
 )
 RFFT = defop(
     "rfft",
@@ -141,6 +147,7 @@ RFFT = defop(
     _fft_rule,
     family=_F,
     doc="the n // 2 + 1 non-negative frequencies of the transform of real values",
+    batch=_ALONG_AXIS,
 )
 IRFFT = defop(
     "irfft",
@@ -148,6 +155,7 @@ IRFFT = defop(
     _irfft_rule,
     family=_F,
     doc="the n real values whose rfft is the half spectrum h (imaginary parts at 0 and n/2 ignored)",
+    batch=_ALONG_AXIS,
 )
 
 

@@ -12,11 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record, record1, record2
-from nodegrad.engine.registry import defop
+from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.batching import along_axis, example_ndim, to_batched
+from nodegrad.ops.elementwise.arithmetic import all_values
 
 __all__ = ["batch_norm", "cross_entropy", "layer_norm", "log_softmax", "softmax"]
 
@@ -46,6 +49,7 @@ SOFTMAX = defop(
     None,
     family=_F,
     doc="exp(x) / sum(exp(x)) along an axis, shifted by the max for stability",
+    batch=along_axis(1),
 )
 LOG_SOFTMAX = defop(
     "log_softmax",
@@ -54,6 +58,7 @@ LOG_SOFTMAX = defop(
     None,
     family=_F,
     doc="x - logsumexp(x) along an axis",
+    batch=along_axis(1),
 )
 
 
@@ -98,6 +103,24 @@ CROSS_ENTROPY_PROBS = defop(
     broadcasts=True,
     doc="mean cross-entropy between probability targets and softmax(logits)",
 )
+
+
+def _cross_entropy_batch(op: Any, batched: tuple[bool, ...], size: int, logits: Any, targets: Any) -> Any:
+    # The op's mean runs over every leading axis, which would mix the examples: each
+    # example's mean is taken here from one log_softmax of all of them.
+    logits = to_batched(logits, batched[0], size)
+    last = np.ndim(logits) - 1
+    log_p = record1(LOG_SOFTMAX, logits, last)
+    if op is CROSS_ENTROPY:
+        picked = np.take_along_axis(log_p, to_batched(targets, batched[1], size)[..., None], axis=last)
+    else:
+        picked = targets * log_p  # an unbatched target broadcasts: it has an example's shape
+    rows = max(math.prod(np.shape(logits)[1:-1]), 1)
+    return -np.sum(picked, axis=tuple(range(1, last + 1))) / rows
+
+
+defbatch(CROSS_ENTROPY, _cross_entropy_batch)
+defbatch(CROSS_ENTROPY_PROBS, _cross_entropy_batch)
 
 
 def _normalized(x: Any, axes: Any, eps: float) -> tuple[Any, Any]:
@@ -172,6 +195,43 @@ BATCH_NORM = defop(
     family=_F,
     doc="normalise each channel (axis 1) with the batch's statistics, then affine",
 )
+
+
+def _layer_norm_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    # Each example is normalised over its last axis, which stays the last: x runs as it
+    # is. A batched weight (or a bias after one) applies after the op, lined up with the
+    # examples' last axis.
+    ndim = example_ndim(x, batched[0])
+
+    def lined_up(p: Any) -> Any:
+        return np.expand_dims(p, tuple(range(1, ndim))) if ndim > 1 else p
+
+    late_bias = batched[1] or batched[2]
+    out = record(op, x, None if batched[1] else weight, None if late_bias else bias, eps)
+    if batched[1]:
+        out = out * lined_up(weight)
+    if late_bias and bias is not None:
+        out = out + (lined_up(bias) if batched[2] else bias)
+    return out
+
+
+def _batch_norm_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, weight: Any, bias: Any, eps: float) -> Any:
+    # Each example's statistics are over its own batch axis (0) and spatial axes, channel by
+    # channel (axis 1): the examples become more channels, (B, N, C, ...) -> (N, B * C, ...),
+    # with a weight and a bias per channel of every example.
+    x = to_batched(x, batched[0], size)
+    shape = np.shape(x)
+    folded = np.reshape(np.moveaxis(x, 0, 1), (shape[1], size * shape[2], *shape[3:]))
+    weight, bias = (
+        None if p is None else np.reshape(to_batched(p, k, size), (-1,))
+        for p, k in zip((weight, bias), batched[1:3], strict=True)
+    )
+    out = record(op, folded, weight, bias, eps)
+    return np.moveaxis(np.reshape(out, (shape[1], size, *shape[2:])), 1, 0)
+
+
+defbatch(LAYER_NORM, _layer_norm_batch)
+defbatch(BATCH_NORM, _batch_norm_batch)
 
 
 def _refuse_complex(op_name: str, value: Any, what: str, why: str) -> None:
@@ -252,7 +312,9 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
     1.386294
     """
     logits_value = unwrap(logits)
-    target_value = np.asarray(unwrap(targets))
+    target_value = unwrap(targets)
+    if type(target_value) is not Batched:
+        target_value = np.asarray(target_value)
     _refuse_complex("cross_entropy", logits_value, "logits", _NO_PROBABILITIES)
     _refuse_complex("cross_entropy", target_value, "targets", _NO_PROBABILITIES)
     lshape, tshape = np.shape(logits_value), np.shape(target_value)
@@ -272,12 +334,15 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
                 f"{tshape} [called at {user_location()}]"
             )
             raise ShapeError(msg)
-        if target_value.size and (target_value.min() < 0 or target_value.max() >= lshape[-1]):
+        values = all_values(target_value)  # every example's, under vmap
+        if values.size and (values.min() < 0 or values.max() >= lshape[-1]):
             msg = (
-                f"cross_entropy: class targets must lie in [0, {lshape[-1]}), got values from {target_value.min()} to "
-                f"{target_value.max()} [called at {user_location()}]"
+                f"cross_entropy: class targets must lie in [0, {lshape[-1]}), got values from {values.min()} to "
+                f"{values.max()} [called at {user_location()}]"
             )
             raise OpIndexError(msg)
+        if type(target_value) is Batched:  # record1 would not see a batched constant
+            return record(CROSS_ENTROPY, logits, target_value)
         return record1(CROSS_ENTROPY, logits, target_value)
     if tshape != lshape:
         msg = (

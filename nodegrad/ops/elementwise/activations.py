@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, user_location
+from nodegrad.ops.batching import elementwise
 from nodegrad.ops.elementwise.arithmetic import FAMILY, is_complex, unary
 
 __all__ = ["gelu", "relu", "sigmoid", "silu"]
@@ -84,7 +86,10 @@ def _gelu_rule(g: Any, ans: Any, x: Any, approximate: Any) -> Any:
         t = np.tanh(inner)
         d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    cdf = record1(GELU, x, _NORMAL_CDF) if type(x) is Traced else 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+    if type(x) is Traced or type(x) is Batched:  # recorded (or batched): differentiable again
+        cdf = record1(GELU, x, _NORMAL_CDF)
+    else:
+        cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
     return g * (cdf + x * _normal_pdf(x))
 
 
@@ -97,7 +102,7 @@ RELU = unary("relu", lambda x: np.maximum(x, 0), lambda g, ans, x: g * np.greate
 SILU = unary("silu", _silu, _silu_rule, "x * sigmoid(x)")
 
 
-GELU = defop("gelu", _gelu, _gelu_rule, None, family=FAMILY, doc="Gaussian error linear unit")
+GELU = defop("gelu", _gelu, _gelu_rule, None, family=FAMILY, doc="Gaussian error linear unit", batch=elementwise)
 
 
 @guarded

@@ -10,18 +10,20 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record, record2
-from nodegrad.engine.registry import defjoint, defop
+from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
-from nodegrad.ops.elementwise.arithmetic import FAMILY, binary
+from nodegrad.ops.batching import aligned, elementwise
+from nodegrad.ops.elementwise.arithmetic import FAMILY, all_values, binary, select
 
 __all__ = ["clamp", "maximum", "minimum", "where"]
 
 
 def _tie_share(x: Any, y: Any, ans: Any) -> Any:
     # Where x == y both inputs share the gradient evenly, as a max over a tie does.
-    return np.where(x == y, 0.5, (x == ans) * 1.0)
+    return select(x == y, 0.5, (x == ans) * 1.0)
 
 
 MAXIMUM = binary(
@@ -55,18 +57,21 @@ def _clamp(x: Any, lo: Any, hi: Any) -> Any:
 # then imaginary part), Python complex numbers included.
 
 
+# The masks are combined with np.logical_and, which batched masks (under vmap) take too.
+
+
 def _inside(x: Any, lo: Any, hi: Any) -> Any:
     inside = np.ones(np.shape(x), dtype=bool)
     if lo is not None:
-        inside = inside & np.greater_equal(x, lo)
+        inside = np.logical_and(inside, np.greater_equal(x, lo))
     if hi is not None:
-        inside = inside & np.less_equal(x, hi)
+        inside = np.logical_and(inside, np.less_equal(x, hi))
     return inside
 
 
 def _raised(x: Any, lo: Any, hi: Any) -> Any:
     # Where lo wins: x below it, and lo itself within hi (numpy's clip applies hi last).
-    return np.less(x, lo) if hi is None else np.less(x, lo) & np.less_equal(lo, hi)
+    return np.less(x, lo) if hi is None else np.logical_and(np.less(x, lo), np.less_equal(lo, hi))
 
 
 def _lowered(x: Any, lo: Any, hi: Any) -> Any:
@@ -83,6 +88,7 @@ CLAMP = defop(
     family=FAMILY,
     broadcasts=True,
     doc="x limited to [lo, hi]; at a bound the gradient goes to x",
+    batch=elementwise,
 )
 
 
@@ -114,7 +120,7 @@ def _where(mask: Any, a: Any, b: Any, keep: Any) -> Any:
 def _where_rule(wanted: tuple[int, ...], g: Any, ans: Any, mask: Any, a: Any, b: Any, keep: Any) -> tuple[Any, ...]:
     """where(mask, g, 0) for a, where(mask, 0, g) for b: exactly, and for both at once"""
     if not _usable(keep, g):
-        return tuple(np.where(mask, g, 0) if k == 1 else np.where(mask, 0, g) for k in wanted)
+        return tuple(select(mask, g, 0) if k == 1 else select(mask, 0, g) for k in wanted)
     # A strided cotangent (one part of a concatenation's, say) is made contiguous once:
     # both passes below are then about twice as fast, and b's share reuses a's work:
     # g & keep for one branch, g ^ (g & keep) for the other.
@@ -132,6 +138,16 @@ WHERE = defjoint(
     broadcasts=True,
     doc="a where mask is true, else b; the mask carries no gradient",
 )
+
+
+def _where_batch(op: Any, batched: tuple[bool, ...], size: int, mask: Any, a: Any, b: Any, keep: Any) -> Any:
+    # Elementwise. The bit pattern ``keep`` is made for an unbatched mask only (where
+    # refuses to make one of a batched mask): it lines up with the examples as the mask does.
+    mask, a, b = aligned(batched[:3], (mask, a, b))
+    return record(op, mask, a, b, None if batched[0] or batched[3] else keep)
+
+
+defbatch(WHERE, _where_batch)
 
 
 @guarded
@@ -185,7 +201,7 @@ def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
 def _as_operand(value: Any) -> Any:
     """``value`` as ``np.result_type`` should see it: Python numbers stay weak (float32 stays
     float32), anything else becomes an array, so ``None`` or ``"f4"`` is not read as a dtype."""
-    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)):
+    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex, Batched)):
         return value
     return np.asarray(value)
 
@@ -207,15 +223,19 @@ def where(mask: Any, a: Any, b: Any) -> Any:
     >>> ng.grad(lambda x: ng.where(m, x * 3.0, x).sum())(np.array([1.0, 1.0]))
     array([3., 1.])
     """
-    mask_value = np.asarray(unwrap(mask))
+    mask_value = unwrap(mask)
+    batched_mask = type(mask_value) is Batched
+    if not batched_mask:
+        mask_value = np.asarray(mask_value)
     if mask_value.dtype != bool:
-        if not np.all((mask_value == 0) | (mask_value == 1)):
+        values = all_values(mask_value)  # every example's, under vmap
+        if not np.all((values == 0) | (values == 1)):
             msg = (
                 f"where: the mask must be boolean or hold only 0 and 1, got dtype {mask_value.dtype} "
                 f"with other values [called at {user_location()}]"
             )
             raise ShapeError(msg)
-        mask_value = mask_value.astype(bool)
+        mask_value = np.not_equal(mask_value, 0) if batched_mask else mask_value.astype(bool)
     # The bit pattern of the mask, made once here, serves the forward and both VJPs.
     a_value, b_value = unwrap(a), unwrap(b)
     try:
@@ -229,5 +249,5 @@ def where(mask: Any, a: Any, b: Any) -> Any:
     if dtype.kind not in "biufc":
         msg = f"where: the branches must be numeric, got dtype {dtype} [called at {user_location()}]"
         raise DtypeError(msg)
-    keep = _keep_bits(mask_value, dtype) if dtype.kind == "f" else None
+    keep = _keep_bits(mask_value, dtype) if dtype.kind == "f" and not batched_mask else None
     return record(WHERE, mask_value, a, b, keep)

@@ -18,12 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1
-from nodegrad.engine.registry import defjoint, defop
+from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.batching import aligned, along_axis, example_ndim, reduction
 from nodegrad.ops.elementwise import divide, where
+from nodegrad.ops.elementwise.arithmetic import all_values, select
 from nodegrad.ops.index import getitem
 from nodegrad.ops.reduce import sum as reduce_sum
 from nodegrad.ops.shape import reshape
@@ -47,6 +50,7 @@ CUMSUM = defop(
     None,
     family=_F,
     doc="running sum along an axis",
+    batch=along_axis(1),
 )
 
 
@@ -109,12 +113,13 @@ def _stepwise_scan(a: np.ndarray, u: np.ndarray) -> np.ndarray:
 
 
 def _scan(a: Any, u: Any, reverse: bool = False) -> Any:
-    """:func:`_linear_scan` of arrays; of traced values, the same recurrence recorded as an
-    ``ssm_scan`` node (``b = 1``), so a rule written with it can be differentiated again.
+    """:func:`_linear_scan` of arrays; of traced (or batched) values, the same recurrence
+    recorded as an ``ssm_scan`` node (``b = 1``), so a rule written with it can be
+    differentiated again (and batched).
 
     ``a`` and ``u`` have the same shape.
     """
-    if type(a) is not Traced and type(u) is not Traced:
+    if type(a) is not Traced and type(u) is not Traced and type(a) is not Batched and type(u) is not Batched:
         return _linear_scan(a, u, reverse)
     if reverse:
         return record(SSM_SCAN, a[::-1], 1.0, u[::-1])[::-1]
@@ -139,6 +144,7 @@ CUMPROD = defop(
     None,
     family=_F,
     doc="running product along an axis (gradient exact with zeros)",
+    batch=along_axis(1),
 )
 
 
@@ -221,6 +227,27 @@ SSM_SCAN = defjoint(
 )
 
 
+def _ssm_batch(op: Any, batched: tuple[bool, ...], size: int, a: Any, b: Any, x: Any) -> Any:
+    # Each example's recurrence runs along its own axis 0: the examples move to axis 1 of
+    # the broadcast (T, ...) shape, every operand lined up with it first (an unbatched one
+    # with a time axis of its own gets a length-1 axis there).
+    ndim = max(example_ndim(v, k) for v, k in zip((a, b, x), batched, strict=True))
+    moved = [
+        np.moveaxis(v, 0, 1) if k else np.expand_dims(v, 1) if np.ndim(v) == ndim else v
+        for v, k in zip(aligned(batched, (a, b, x)), batched, strict=True)
+    ]
+    return np.moveaxis(record(op, *moved), 1, 0)
+
+
+defbatch(SSM_SCAN, _ssm_batch)
+
+
+def _dtype(value: Any) -> np.dtype[Any]:
+    """The dtype of ``value``: an array, a number, a list, a traced or batched value."""
+    value = unwrap(value)
+    return value.dtype if type(value) is Batched else np.asarray(value).dtype
+
+
 @guarded
 def ssm_scan(a: Any, b: Any, x: Any) -> Any:
     """The linear recurrence ``h[t] = a[t] * h[t-1] + b[t] * x[t]`` along axis 0, ``h[-1] = 0``.
@@ -242,8 +269,9 @@ def ssm_scan(a: Any, b: Any, x: Any) -> Any:
     array([1.  , 0.5 , 0.25])
     """
     for name, v in (("a", a), ("b", b), ("x", x)):
-        if np.asarray(unwrap(v)).dtype.kind not in "biufc":
-            msg = f"ssm_scan: {name} must be numeric, got {np.asarray(unwrap(v)).dtype} [called at {user_location()}]"
+        dtype = _dtype(v)
+        if dtype.kind not in "biufc":
+            msg = f"ssm_scan: {name} must be numeric, got {dtype} [called at {user_location()}]"
             raise DtypeError(msg)
     shapes = [np.shape(unwrap(v)) for v in (a, b, x)]
     try:
@@ -277,14 +305,14 @@ def _logsumexp_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     if not keepdims and axis is not None:
         g, ans = np.expand_dims(g, axis), np.expand_dims(ans, axis)
     finite = np.isfinite(ans)
-    if np.all(finite):
+    if np.all(all_values(finite)):  # under vmap: every example's
         return g * np.exp(x - ans)
     finite = np.broadcast_to(finite, np.shape(x))
-    top = np.where(finite, x, 0) - np.where(finite, ans, 0)
-    big = np.asarray(x == np.inf)
+    top = select(finite, x, 0) - select(finite, ans, 0)
+    big = np.equal(x, np.inf)
     share = big / np.maximum(np.sum(big, axis=axis, keepdims=True), 1)
-    share = np.where(np.isnan(unwrap(ans)), np.nan, share).astype(np.result_type(unwrap(x)))
-    return g * np.where(finite, np.exp(top), share)
+    share = select(np.isnan(unwrap(ans)), np.nan, share).astype(np.result_type(unwrap(x)))
+    return g * select(finite, np.exp(top), share)
 
 
 LOGSUMEXP = defop(
@@ -295,6 +323,7 @@ LOGSUMEXP = defop(
     None,
     family=_F,
     doc="log(sum(exp(x))) over axes, without overflow",
+    batch=reduction,
 )
 
 
@@ -323,8 +352,9 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return record1(LOGSUMEXP, x, axes, bool(keepdims))
 
 
-def _mask(op_name: str, x: Any, mask: Any) -> np.ndarray:
-    m = np.asarray(unwrap(mask))
+def _mask(op_name: str, x: Any, mask: Any) -> Any:
+    m = unwrap(mask)
+    m = m if type(m) is Batched else np.asarray(m)
     if m.dtype != bool:
         msg = f"{op_name}: the mask must be boolean, got dtype {m.dtype} [called at {user_location()}]"
         raise DtypeError(msg)

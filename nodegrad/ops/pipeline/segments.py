@@ -16,12 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, guarded, record1
-from nodegrad.engine.registry import defop
+from nodegrad.engine.batched import Batched
+from nodegrad.engine.record import composite, guarded, record, record1
+from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, normalize_axis
+from nodegrad.ops.batching import along_axis, to_batched
 from nodegrad.ops.elementwise import divide
+from nodegrad.ops.elementwise.arithmetic import all_values, select
 from nodegrad.ops.index import getitem, index_add
 from nodegrad.ops.shape import broadcast_to
 
@@ -33,9 +36,16 @@ _F = "pipeline"
 # -- segments ------------------------------------------------------------------------------------
 
 
-def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | None) -> tuple[np.ndarray, int]:
-    """Validate ``segment_ids`` against ``data`` and settle the number of segments."""
-    ids = np.asarray(unwrap(segment_ids))
+def _int_array(value: Any) -> Any:
+    """An index argument as an array, or as it is when batched (by ``vmap``)."""
+    value = unwrap(value)
+    return value if type(value) is Batched else np.asarray(value)
+
+
+def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | None) -> tuple[Any, int]:
+    """Validate ``segment_ids`` against ``data`` and settle the number of segments (under
+    ``vmap``, batched ids must give every example the same number unless it is given)."""
+    ids = _int_array(segment_ids)
     rows = np.shape(unwrap(data))[:1]
     if ids.dtype.kind not in "iu" or ids.ndim != 1:
         msg = (
@@ -50,10 +60,19 @@ def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | 
         )
         raise ShapeError(msg)
     given = None if num_segments is None else as_ints(op_name, "num_segments", num_segments)[0]
-    num = (int(ids.max()) + 1 if ids.size else 0) if given is None else given
-    if ids.size and (ids.min() < 0 or ids.max() >= num):
+    values = all_values(ids)  # every example's, under vmap
+    if given is None and type(ids) is Batched and values.size:
+        counts = np.unique(values.max(axis=-1))
+        if counts.size > 1:
+            msg = (
+                f"{op_name}: under vmap the examples' segment ids call for different numbers of segments (from "
+                f"{counts[0] + 1} to {counts[-1] + 1}): pass num_segments [called at {user_location()}]"
+            )
+            raise ShapeError(msg)
+    num = (int(values.max()) + 1 if values.size else 0) if given is None else given
+    if values.size and (values.min() < 0 or values.max() >= num):
         msg = (
-            f"{op_name}: segment ids must lie in [0, {num}), got values from {ids.min()} to {ids.max()} "
+            f"{op_name}: segment ids must lie in [0, {num}), got values from {values.min()} to {values.max()} "
             f"[called at {user_location()}]"
         )
         raise OpIndexError(msg)
@@ -84,9 +103,10 @@ def _segment_max(data: Any, ids: np.ndarray, num: int) -> Any:
 
 def _segment_max_rule(g: Any, ans: Any, data: Any, ids: np.ndarray, num: int) -> Any:
     # Rows tied for their segment's maximum share its gradient evenly.
-    hit = data == ans[ids]
-    ties = _segment_sum(hit.astype(np.result_type(data)), ids, num)
-    return (g / np.where(ties == 0, 1, ties))[ids] * hit
+    hit = data == getitem(ans, ids)
+    # Counted by the op (np.add.at of batched ids would add every example into one array).
+    ties = record(SEGMENT_SUM, hit.astype(np.result_type(data)), ids, num)
+    return getitem(g / select(ties == 0, 1, ties), ids) * hit
 
 
 SEGMENT_SUM = defop(
@@ -107,6 +127,27 @@ SEGMENT_MAX = defop(
     family=_F,
     doc="maximum over the rows of each segment (-inf when empty, or the integer minimum); ties share the gradient",
 )
+
+
+def _segment_batch(op: Any, batched: tuple[bool, ...], size: int, data: Any, ids: Any, num: int) -> Any:
+    # The examples' rows become one list of rows, example b's ids offset by b * num: one
+    # reduction into size * num segments, whose first num are example 0's, and so on.
+    data = to_batched(data, batched[0], size)
+    rows = np.shape(data)[1]
+    offsets = np.arange(size)[:, None] * num
+    flat_ids = np.reshape(to_batched(ids, batched[1], size) + offsets, (size * rows,))
+    flat = np.reshape(data, (size * rows, *np.shape(data)[2:]))
+    return np.reshape(record(op, flat, flat_ids, size * num), (size, num, *np.shape(data)[2:]))
+
+
+defbatch(SEGMENT_SUM, _segment_batch)
+defbatch(SEGMENT_MAX, _segment_batch)
+
+
+def _indexed(op: Any, x: Any, idx: Any, *rest: Any) -> Any:
+    """``op(x, idx, ...)`` recorded: by the general path when the indices are batched
+    (:func:`record1` reads its first argument's level only)."""
+    return (record if type(idx) is Batched else record1)(op, x, idx, *rest)
 
 
 @guarded
@@ -130,7 +171,7 @@ def segment_sum(data: Any, segment_ids: Any, num_segments: int | None = None) ->
     array([4., 2.])
     """
     ids, num = _segment_ids("segment_sum", data, segment_ids, num_segments)
-    return record1(SEGMENT_SUM, data, ids, num)
+    return _indexed(SEGMENT_SUM, data, ids, num)
 
 
 @guarded
@@ -145,9 +186,14 @@ def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -
     array([2., 2., 0.])
     """
     ids, num = _segment_ids("segment_mean", data, segment_ids, num_segments)
-    counts = np.bincount(ids, minlength=num).reshape((num,) + (1,) * (np.ndim(unwrap(data)) - 1))
     # Counts in the data's own dtype: an int64 divisor would make float32 data float64.
-    return divide(record1(SEGMENT_SUM, data, ids, num), np.maximum(counts, 1).astype(np.result_type(unwrap(data))))
+    dtype = np.result_type(unwrap(data))
+    if type(ids) is Batched:  # every example's counts, by the same segment sum as the data's
+        counts = record(SEGMENT_SUM, np.ones(np.shape(unwrap(data))[:1], dtype), ids, num)
+    else:
+        counts = np.bincount(ids, minlength=num).astype(dtype)
+    counts = np.reshape(counts, (num,) + (1,) * (np.ndim(unwrap(data)) - 1))
+    return divide(_indexed(SEGMENT_SUM, data, ids, num), np.maximum(counts, 1))
 
 
 @guarded
@@ -168,21 +214,22 @@ def segment_max(data: Any, segment_ids: Any, num_segments: int | None = None) ->
     array([3., 5.])
     """
     ids, num = _segment_ids("segment_max", data, segment_ids, num_segments)
-    return record1(SEGMENT_MAX, data, ids, num)
+    return _indexed(SEGMENT_MAX, data, ids, num)
 
 
 # -- scatter and take-along-axis -----------------------------------------------------------------
 
 
-def _check_indices(op_name: str, indices: Any, size: int) -> np.ndarray:
-    idx = np.asarray(unwrap(indices))
+def _check_indices(op_name: str, indices: Any, size: int) -> Any:
+    idx = _int_array(indices)
     if idx.dtype.kind not in "iu":
         msg = f"{op_name}: indices must be integers, got dtype {idx.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)
-    if idx.size and (idx.min() < -size or idx.max() >= size):
+    values = all_values(idx)  # every example's, under vmap
+    if values.size and (values.min() < -size or values.max() >= size):
         msg = (
-            f"{op_name}: index {idx.max() if idx.max() >= size else idx.min()} is out of bounds for an axis of "
-            f"size {size} [called at {user_location()}]"
+            f"{op_name}: index {values.max() if values.max() >= size else values.min()} is out of bounds for an axis "
+            f"of size {size} [called at {user_location()}]"
         )
         raise OpIndexError(msg)
     return idx
@@ -227,6 +274,7 @@ TAKE_ALONG_AXIS = defop(
     None,
     family=_F,
     doc="pick entries along an axis with an index array of matching shape (np.take_along_axis)",
+    batch=along_axis(2, data=(0, 1)),
 )
 
 
@@ -263,13 +311,15 @@ def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
     # in full so the gradient's scatter sees each position it reads.
     full = tuple(idx.shape[k] if k == axis else n for k, n in enumerate(shape))
     try:
-        idx = np.broadcast_to(np.where(idx < 0, idx + shape[axis], idx), np.broadcast_shapes(idx.shape, full))
+        # (a batched idx: by arithmetic, which batches entry by entry, where np.where would not)
+        wrapped = idx + (idx < 0) * shape[axis] if type(idx) is Batched else np.where(idx < 0, idx + shape[axis], idx)
+        idx = np.broadcast_to(wrapped, np.broadcast_shapes(idx.shape, full))
     except ValueError as exc:
         msg = (
             f"take_along_axis: indices of shape {idx.shape} do not fit x of shape {shape} [called at {user_location()}]"
         )
         raise ShapeError(msg) from exc
-    return record1(TAKE_ALONG_AXIS, x, idx, axis)
+    return _indexed(TAKE_ALONG_AXIS, x, idx, axis)
 
 
 @guarded
@@ -302,9 +352,10 @@ def one_hot(indices: Any, num_classes: int, dtype: Any = np.float64) -> np.ndarr
     array([[0., 0., 1.],
            [1., 0., 0.]])
     """
-    idx = np.asarray(unwrap(indices))
+    idx = _int_array(indices)
     num_classes = as_ints("one_hot", "num_classes", num_classes)[0]
-    if idx.dtype.kind not in "iu" or (idx.size and (idx.min() < 0 or idx.max() >= num_classes)):
+    values = all_values(idx)  # every example's, under vmap
+    if idx.dtype.kind not in "iu" or (values.size and (values.min() < 0 or values.max() >= num_classes)):
         msg = f"one_hot: indices must be integers in [0, {num_classes}) [called at {user_location()}]"
         raise OpIndexError(msg)
     return (idx[..., None] == np.arange(num_classes)).astype(dtype)

@@ -14,9 +14,20 @@ import numpy as np
 from nodegrad.engine.registry import Op, defop
 from nodegrad.errors import NoGradientError
 from nodegrad.ops.batching import elementwise
-from nodegrad.ops.elementwise.arithmetic import refusing_complex
+from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, refusing_complex, select
 
-__all__ = ["FAMILY", "binary", "float_like", "no_closed_form", "real_only", "sc", "ternary", "unary", "xdivy"]
+__all__ = [
+    "FAMILY",
+    "binary",
+    "float_like",
+    "no_closed_form",
+    "plain_map",
+    "real_only",
+    "sc",
+    "ternary",
+    "unary",
+    "xdivy",
+]
 
 FAMILY = "special"
 
@@ -95,7 +106,7 @@ def xdivy(x: Any, y: Any) -> Any:
     """``x / y``, and 0 where ``x == 0`` even if ``y == 0``: the derivative in ``y`` of
     ``xlogy(x, y)``, which is 0 at ``x == 0``. The division never sees ``0 / 0``, so no
     order of derivative meets a NaN there."""
-    zero = (x == 0) & (y == 0)  # elsewhere x / y is already 0 at x == 0, with its derivative 1 / y
-    if not np.any(zero):
+    zero = np.logical_and(x == 0, y == 0)  # elsewhere x / y is already 0 at x == 0, with its derivative 1 / y
+    if not np.any(all_values(zero)):  # under vmap: in no example
         return x / y
-    return np.where(zero, 0, x / np.where(zero, 1, y))
+    return select(zero, 0, x / select(zero, 1, y))

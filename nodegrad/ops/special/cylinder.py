@@ -19,9 +19,10 @@ import numpy as np
 
 from nodegrad.engine.record import guarded, record, record1
 from nodegrad.engine.registry import Op, defop
-from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
-from nodegrad.ops.special.base import FAMILY, float_like, no_closed_form, real_only, sc, unary
+from nodegrad.ops.batching import elementwise
+from nodegrad.ops.elementwise.arithmetic import all_values
+from nodegrad.ops.special.base import FAMILY, float_like, no_closed_form, plain_map, real_only, sc, unary
 
 __all__ = ["iv", "ive", "j0", "j1", "jn", "y0", "y1", "yn"]
 
@@ -61,6 +62,7 @@ JN: Op = defop(
     no_closed_form("jn", "the order n"),
     family=FAMILY,
     broadcasts=True,
+    batch=elementwise,
     doc="Bessel function of the first kind of order n (real n, a constant)",
 )
 YN: Op = defop(
@@ -70,6 +72,7 @@ YN: Op = defop(
     None,
     family=FAMILY,
     broadcasts=True,
+    batch=elementwise,
     doc="Bessel function of the second kind of integer order n (no gradient in n)",
 )
 IV: Op = defop(
@@ -79,15 +82,17 @@ IV: Op = defop(
     no_closed_form("iv", "the order v"),
     family=FAMILY,
     broadcasts=True,
+    batch=elementwise,
     doc="modified Bessel function of the first kind of real order v (a constant)",
 )
 IVE: Op = defop(
     "ive",
     _ordered("ive", "ive"),
-    lambda g, ans, x, v: g * ((record(IVE, x, v - 1) + record(IVE, x, v + 1)) / 2 - np.sign(x) * ans),
+    lambda g, ans, x, v: g * ((record(IVE, x, v - 1) + record(IVE, x, v + 1)) / 2 - plain_map(np.sign, x) * ans),
     no_closed_form("ive", "the order v"),
     family=FAMILY,
     broadcasts=True,
+    batch=elementwise,
     doc="exp(-abs(x)) iv(v, x) (real order v, a constant)",
 )
 
@@ -146,7 +151,8 @@ def y1(x: Any) -> Any:
 
 def _order(name: str, order: Any, whole: bool) -> Any:
     """The order as a plain number or array (whole numbers for ``yn``)."""
-    value = np.asarray(unwrap(order))
+    value = all_values(order)  # every example's, under vmap
+    value = np.asarray(value)
     if value.dtype.kind not in "iuf" or (whole and not bool(np.all(value == np.floor(value)))):
         kind = "integers" if whole else "real numbers"
         msg = f"{name}: the order must be {kind}, got {value!r} [called at {user_location()}]"
@@ -195,8 +201,8 @@ def yn(n: Any, x: Any) -> Any:
     >>> round(float(ng.grad(lambda x: yn(2, x))(1.0)), 6)
     2.520152
     """
-    order = np.asarray(unwrap(_order("yn", n, whole=True)))
-    return record(YN, x, order.astype(np.int64) if order.ndim else int(order))
+    order = _order("yn", n, whole=True)
+    return record(YN, x, plain_map(lambda v: np.asarray(v).astype(np.int64) if np.ndim(v) else int(v), order))
 
 
 @guarded

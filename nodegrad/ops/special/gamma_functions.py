@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded, record1, record2
+from nodegrad.engine.batched import Batched
+from nodegrad.engine.record import guarded, record, record1, record2
 from nodegrad.engine.registry import defop
-from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
-from nodegrad.ops.special.base import FAMILY, binary, float_like, real_only, sc, unary
+from nodegrad.ops.batching import elementwise
+from nodegrad.ops.elementwise.arithmetic import all_values
+from nodegrad.ops.special.base import FAMILY, binary, float_like, plain_map, real_only, sc, unary
 
 __all__ = ["beta", "betaln", "digamma", "gamma", "gammaln", "gammasgn", "polygamma", "rgamma"]
 
@@ -59,6 +61,7 @@ POLYGAMMA = defop(
     family=FAMILY,
     broadcasts=True,
     doc="the n-th derivative of digamma (n: integers >= 0, no gradient; real values)",
+    batch=elementwise,
 )
 
 
@@ -141,12 +144,13 @@ def polygamma(n: Any, x: Any) -> Any:
     >>> round(float(ng.grad(lambda x: polygamma(1, x))(1.0)), 6)  # polygamma(2, 1)
     -2.404114
     """
-    orders = np.asarray(unwrap(n))
-    whole = orders.dtype.kind in "iu" or (orders.dtype.kind == "f" and bool(np.all(orders == np.floor(orders))))
-    if not whole or np.any(orders < 0):
-        msg = f"polygamma: n must be integers >= 0, got {orders!r} [called at {user_location()}]"
+    values = np.asarray(all_values(n))  # every example's, under vmap
+    whole = values.dtype.kind in "iu" or (values.dtype.kind == "f" and bool(np.all(values == np.floor(values))))
+    if not whole or np.any(values < 0):
+        msg = f"polygamma: n must be integers >= 0, got {values!r} [called at {user_location()}]"
         raise ArgumentError(msg)
-    return record1(POLYGAMMA, x, orders.astype(np.int64) if orders.ndim else int(orders))
+    orders = plain_map(lambda v: np.asarray(v).astype(np.int64) if np.ndim(v) else int(v), n)
+    return (record if type(orders) is Batched else record1)(POLYGAMMA, x, orders)
 
 
 def gamma(x: Any) -> Any:
@@ -215,4 +219,4 @@ def gammasgn(x: Any) -> Any:
     >>> gammasgn(np.array([0.5, -0.5, -1.5]))
     array([ 1., -1.,  1.])
     """
-    return sc.gammasgn(unwrap(x))
+    return plain_map(sc.gammasgn, x)

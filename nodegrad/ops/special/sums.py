@@ -21,11 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record
-from nodegrad.engine.registry import defop
+from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.batching import example_ndim, shift_axis, value_function
 from nodegrad.ops.elementwise import exp, imag, real
+from nodegrad.ops.elementwise.arithmetic import all_values, select
 from nodegrad.ops.shape import squeeze
 from nodegrad.ops.special.base import FAMILY, sc
 
@@ -40,9 +43,9 @@ def _forward(a: Any, b: Any, axes: tuple[int, ...], signed: bool) -> Any:
 def _exp_minus(a: Any, ans: Any) -> Any:
     """``exp(a - ans)`` where ``ans`` is finite, 0 where it is not (no ``inf - inf``)."""
     finite = np.isfinite(ans)
-    if np.all(finite):
+    if np.all(all_values(finite)):  # under vmap: in every example
         return np.exp(a - ans)
-    return np.exp(np.where(finite, a - np.where(finite, ans, 0), -np.inf))
+    return np.exp(select(finite, a - select(finite, ans, 0), -np.inf))
 
 
 def _sign(b: Any, e: Any, axes: tuple[int, ...], signed: bool) -> Any:
@@ -59,22 +62,22 @@ def _limits(w: Any, a: Any, b: Any, ans: Any, axes: tuple[int, ...], ones: bool)
     ``+inf`` each ``+inf`` entry's share (``b_i / B``, or ``1 / B`` when ``ones``, ``B``
     the sum of the ``b`` of the ``+inf`` entries)."""
     values = unwrap(ans)
-    if np.all(np.isfinite(values)):
+    if np.all(np.isfinite(all_values(values))):  # under vmap: in every example
         return w
     if np.iscomplexobj(values):
-        return np.where(np.isnan(values), np.nan, w)
+        return select(np.isnan(values), np.nan, w)
     av, bv = unwrap(a), np.ones((), values.dtype) if b is None else unwrap(b)
-    top = (av == np.inf) & (bv != 0) & (values == np.inf)
-    total = np.sum(np.where(top, bv, 0), axis=axes, keepdims=True)
-    share = np.where(top, (1 if ones else bv) / np.where(total == 0, 1, total), 0).astype(values.dtype)
-    return np.where(np.isnan(values), np.nan, np.where(values == np.inf, share, w))
+    top = np.logical_and(np.logical_and(av == np.inf, bv != 0), values == np.inf)
+    total = np.sum(select(top, bv, 0), axis=axes, keepdims=True)
+    share = select(top, (1 if ones else bv) / select(total == 0, 1, total), 0).astype(values.dtype)
+    return select(np.isnan(values), np.nan, select(values == np.inf, share, w))
 
 
 def _rule_a(g: Any, ans: Any, a: Any, b: Any, axes: tuple[int, ...], signed: bool) -> Any:
     e = _exp_minus(a, ans)
     w = e if b is None else b * e
-    if b is not None and np.any(np.isinf(unwrap(e))):
-        w = np.where(b == 0, 0, w)  # b == 0 adds nothing, even at a == inf
+    if b is not None and np.any(np.isinf(all_values(e))):
+        w = select(b == 0, 0, w)  # b == 0 adds nothing, even at a == inf
     return g * (_limits(w, a, b, ans, axes, ones=False) * _sign(b, e, axes, signed))
 
 
@@ -94,6 +97,18 @@ WEIGHTED_LOGSUMEXP = defop(
     broadcasts=True,
     doc="scipy.special.logsumexp: log(sum(b exp(a))) over axes (kept), or log abs(...) (gradient: the softmax weights)",
 )
+
+
+def _batch(op: Any, batched: tuple[bool, ...], size: int, a: Any, b: Any, axes: tuple[int, ...], signed: bool) -> Any:
+    # a and b broadcast together, and the axes are the broadcast example's (a 0-d one read
+    # as 1-d, as scipy reads it): the examples' axes lined up, the summed axes moved on.
+    ndim = max(example_ndim(a, batched[0]), 0 if b is None else example_ndim(b, batched[1]), 1)
+    lined = [v if v is None or not k else np.expand_dims(v, tuple(range(1, 1 + ndim - example_ndim(v, True))))
+             for v, k in zip((a, b), batched[:2], strict=True)]  # fmt: skip
+    return record(op, *lined, shift_axis(axes, ndim), signed)
+
+
+defbatch(WEIGHTED_LOGSUMEXP, _batch)
 
 
 @guarded
@@ -137,9 +152,8 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
     >>> logsumexp(np.array([1.0, 2.0]), b=np.array([1.0, -1.0]), return_sign=True)
     (np.float64(1.5413248546129181), np.float64(-1.0))
     """
-    av = np.asarray(unwrap(a))
-    bv = None if b is None else np.asarray(unwrap(b))
-    shape = av.shape if bv is None else np.broadcast_shapes(av.shape, bv.shape)
+    av, bv = _operand(a), None if b is None else _operand(b)
+    shape = np.shape(av) if bv is None else np.broadcast_shapes(np.shape(av), np.shape(bv))
     ndim = max(len(shape), 1)  # scipy reads a 0-d a as 1-d
     axes = tuple(range(ndim)) if axis is None else normalize_axis("logsumexp", axis, ndim) or ()
     complex_values = np.iscomplexobj(av) or (bv is not None and np.iscomplexobj(bv))
@@ -148,12 +162,29 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
     if return_sign and complex_values:  # scipy's sign is the phase, and its result the real part
         sign, out = exp(1j * imag(out)), real(out)
     elif return_sign:
-        sign = sc.logsumexp(av, axis=axes, b=bv, keepdims=True, return_sign=True)[1]
+        sign = _sign_of_sum(av, bv, axes)
     if not keepdims:
         out = squeeze(out, axes)
         sign = None if sign is None else squeeze(sign, axes)
     out, sign = _scalar(out), _scalar(sign)
     return (out, sign) if return_sign else out
+
+
+def _operand(value: Any) -> Any:
+    value = unwrap(value)
+    return value if type(value) is Batched else np.asarray(value)
+
+
+def _sign_of_sum(av: Any, bv: Any, axes: tuple[int, ...]) -> Any:
+    """scipy's sign of the weighted sum (a plain value); of batched operands, each example's."""
+
+    def sign(av: Any, bv: Any) -> Any:
+        return sc.logsumexp(av, axis=axes, b=bv, keepdims=True, return_sign=True)[1]
+
+    if type(av) is Batched or type(bv) is Batched:
+        # scipy's own, example by example: its sign of a sum that rounds to about 0 is its own
+        return value_function(sign, (av, bv), {})
+    return sign(av, bv)
 
 
 def _scalar(value: Any) -> Any:
