@@ -67,19 +67,37 @@ W8  Higher order on a 5-element function: ``ng.hvp`` against autograd's
     ``hessian_vector_product`` and PyTorch's double backward, and ``check_grads(order=2)``
     in forward and reverse mode against autograd's. In µs per call, as a ratio to autograd.
     Target: nodegrad <= 1.0x autograd in both.
+W9  Per-example gradients: ``ng.vmap(ng.grad(loss), in_axes=(None, 0, 0))(params, x,
+    labels)`` of the W2 MLP in float64 over 1,000 examples (one input row and its label
+    each, the loss the cross-entropy of that row), against a Python loop of ``ng.grad``
+    over the rows, ``np.stack``-ed (the baseline), a hand-written numpy batch backward that
+    keeps each example's outer products (the floor: the result is 2.15 GB) and
+    ``torch.func.vmap(torch.func.grad(loss))``; every row's gradients checked against the
+    loop's. In ms, as a ratio to the loop. Targets: nodegrad <= 0.1x the loop and <= 1.0x
+    PyTorch.
+W10 ``ng.jacobian`` of ``tanh(W @ x) + x * x``, 100 -> 100 (one sweep of batched
+    cotangents), against the loop it replaced (one ``ng.vjp`` back call per row of the
+    identity, ``np.stack``-ed) and ``torch.func.jacrev``. In ms, as a ratio to the loop.
+    Targets: nodegrad <= 0.2x the loop and <= 1.0x PyTorch.
+W11 The memory of ``vmap``'s ``chunk_size=100`` against the unchunked call, on 10,000
+    examples of a smaller MLP (64-32-32-10; W2's would make the result 21.5 GB): W9's
+    per-example gradients, and the squared norm of each example's gradient. Not timed:
+    tracemalloc's peak of one call in this process (after a warm-up call that checks the
+    chunked result against the unchunked one), in MiB, as a multiple of the result, and
+    the peak above the result (the working memory, which is what chunking can bound) as a
+    ratio to the unchunked call's. Target: chunked <= 0.2x unchunked.
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
 MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7).
 
-Method (the timed workloads, all but W7): each library runs each case once as a warm-up
-(its gradient is compared with the baseline's: the "check" column). Then the libraries
-are timed with ``time.perf_counter`` in interleaved rounds (W0: 10 rounds of 20 runs of 20
-calls each; W1/W2/W6: 10 rounds of 10 back-to-back runs each; W3: 7 rounds of 1; W4: 10
-rounds of 5; W5: 3 rounds of 1), so that load from other processes on a shared machine
-hits all of them alike. Ratios use
-the minimum over all runs; the median is shown beside it. The garbage collector stays
-enabled (it is part of what a user pays); ``gc.collect()`` runs once before the first
-round.
+Method (the timed workloads, all but W7 and W11): each library runs each case once as a
+warm-up (its gradient is compared with the baseline's: the "check" column). Then the
+libraries are timed with ``time.perf_counter`` in interleaved rounds (W0: 10 rounds of 20
+runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back runs each; W3: 7 rounds
+of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1), so that load from other
+processes on a shared machine hits all of them alike. Ratios use the minimum over all
+runs; the median is shown beside it. The garbage collector stays enabled (it is part of
+what a user pays); ``gc.collect()`` runs once before the first round.
 
 Environment: fresh large allocations are page-fault bound on these machines, so every
 library runs under the same glibc malloc settings (W7's child processes excepted), and
@@ -100,8 +118,8 @@ Code: this file parses the command line, sets up the environment, runs the cases
 prints the table. The package ``workloads/`` next to it holds one module per workload
 (``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``,
 ``memory`` for W7 with ``memory_child``, its child processes' entry point,
-``higher_order``), each with its own docstring, and the shared ``environment``,
-``libraries`` and ``timing``.
+``higher_order``, ``batching`` for W9 to W11), each with its own docstring, and the
+shared ``environment``, ``libraries`` and ``timing``.
 """
 
 from __future__ import annotations
@@ -117,12 +135,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from workloads import WORKLOADS, verify_hand_written_references
+from workloads.batching import (
+    TracedMemoryCase,
+    TracedMemoryRow,
+    measure_traced_memory_case,
+    traced_memory_notes,
+)
 from workloads.environment import environment_report, refault_count, relaunch_with_environment
 from workloads.libraries import PEERS, available_libraries, display_name
 from workloads.memory import MIB, MemoryCase, MemoryRow, measure_memory_case, memory_notes
 from workloads.timing import QUICK, Case, Row, Sizes, run_case
 
-AnyRow = Row | MemoryRow
+AnyRow = Row | MemoryRow | TracedMemoryRow
 
 # -- report ---------------------------------------------------------------------------------------
 
@@ -182,6 +206,25 @@ def format_memory_row(row: MemoryRow) -> list[str]:
     ]
 
 
+def format_traced_memory_row(row: TracedMemoryRow) -> list[str]:
+    """The table cells of a row that has a traced peak (W11)."""
+
+    def mib(n_bytes: int | None) -> str:
+        return f"{n_bytes / MIB:,.2f}" if n_bytes is not None else "n/a"
+
+    multiple = f"{row.peak_bytes / row.result_bytes:.2f}x" if row.peak_bytes and row.result_bytes else "n/a"
+    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
+    return [
+        display_name(row.library, row.variant),
+        mib(row.peak_bytes),
+        multiple,
+        mib(row.above_result_bytes),
+        ratio,
+        *target_cells(row.target, row.met),
+        row.check,
+    ]
+
+
 def target_cells(target: float | None, met: bool | None) -> list[str]:
     """The "target" and "met?" cells: empty on rows without a target, n/a where it is not judged."""
     met_cell = {None: "n/a" if target is not None else "", True: "yes", False: "NO"}[met]
@@ -201,6 +244,11 @@ LAYOUTS: dict[type, TableLayout] = {
     Row: TableLayout(("library", "min", "median", "unit", "ratio", "target", "met?", "check"), (0, 3, 7), format_row),
     MemoryRow: TableLayout(
         ("library", "RSS MiB", "x input", "traced MiB", "x input", "ratio", "target", "met?"), (0,), format_memory_row
+    ),
+    TracedMemoryRow: TableLayout(
+        ("library", "traced MiB", "x result", "above result MiB", "ratio", "target", "met?", "check"),
+        (0, 7),
+        format_traced_memory_row,
     ),
 }
 
@@ -242,10 +290,12 @@ def print_table(rows: Sequence[AnyRow]) -> None:
             print(table_line(layout.cells(row), kind_widths, layout.left_aligned))
 
 
-def run_any_case(case: Case | MemoryCase, judge_targets: bool) -> Sequence[AnyRow]:
-    """Time a case, or measure its peak memory (W7)."""
+def run_any_case(case: Case | MemoryCase | TracedMemoryCase, judge_targets: bool) -> Sequence[AnyRow]:
+    """Time a case, or measure its peak memory (W7 in child processes, W11 in this one)."""
     if isinstance(case, MemoryCase):
         return measure_memory_case(case, judge_targets)
+    if isinstance(case, TracedMemoryCase):
+        return measure_traced_memory_case(case, judge_targets)
     return run_case(case, judge_targets)
 
 
@@ -292,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.extend(run_any_case(case, sizes.judge_targets))
     print_table(rows)
     notes = memory_notes([r for r in rows if isinstance(r, MemoryRow)])
+    notes += traced_memory_notes([r for r in rows if isinstance(r, TracedMemoryRow)])
     if notes:
         print("\n" + "\n".join(notes))
     if not sizes.judge_targets:

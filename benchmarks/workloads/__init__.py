@@ -9,12 +9,15 @@
 ``memory``       W7: the peak memory of one W3 step and one W2 step, each library in a fresh
                  process (``memory_child`` is that process's entry point)
 ``higher_order`` W8: hvp and check_grads(order=2) of a small function: nested transforms
+``batching``     W9 (per-example gradients), W10 (a Jacobian) and W11 (the memory of
+                 ``chunk_size``): ``ng.vmap`` against the loops it replaces
 
 Shared: ``environment`` (malloc and thread settings, the header's facts), ``libraries``
 (the peers, their ops and gradient steps, gradient comparison) and ``timing`` (sizes,
 cases, interleaved rounds, results). Each workload module has a function from
 :class:`~.timing.Sizes` and the importable libraries to its :class:`~.timing.Case` list
-(W7's to its :class:`~.memory.MemoryCase` list: measured, not timed); :data:`WORKLOADS`
+(W7's to its :class:`~.memory.MemoryCase` list and W11's to its
+:class:`~.batching.TracedMemoryCase` list: measured, not timed); :data:`WORKLOADS`
 maps the keys of ``--only`` to them, in table order.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from . import gather, large_chain, mlp
+from .batching import TracedMemoryCase, w9_cases, w10_cases, w11_cases
 from .chains import w1_case, w5_case
 from .dict_params import w4_case
 from .fixed_cost import w0_cases
@@ -33,7 +37,7 @@ from .memory import MemoryCase, w7_cases
 from .mlp import w2_cases
 from .timing import Case, Sizes
 
-WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase]]] = {
+WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase | TracedMemoryCase]]] = {
     "W0": w0_cases,
     "W1": w1_case,
     "W2": w2_cases,
@@ -43,6 +47,9 @@ WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase
     "W6": w6_cases,
     "W7": w7_cases,
     "W8": w8_cases,
+    "W9": w9_cases,
+    "W10": w10_cases,
+    "W11": w11_cases,
 }
 
 

@@ -23,7 +23,18 @@ PEERS = ("torch", "autograd", "mygrad", "jax")
 # shows how much of the baseline's time no library can change.
 PREFIX = "prefix"
 
-DISPLAY = {"numpy": "numpy (by hand)", "torch": "pytorch (cpu)", PREFIX: "shared prefix"}
+# nodegrad without vmap: the baselines of W9 (a loop of ng.grad over the examples), W10 (a
+# loop of VJP back calls, one per row of the Jacobian) and W11 (the call without chunk_size).
+LOOP, VJP_LOOP, UNCHUNKED = "loop", "vjp_loop", "unchunked"
+
+DISPLAY = {
+    "numpy": "numpy (by hand)",
+    "torch": "pytorch (cpu)",
+    PREFIX: "shared prefix",
+    LOOP: "nodegrad, loop of ng.grad",
+    VJP_LOOP: "nodegrad, loop of vjp rows",
+    UNCHUNKED: "nodegrad, unchunked",
+}
 
 
 def display_name(library: str, variant: str = "") -> str:

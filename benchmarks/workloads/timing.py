@@ -32,14 +32,42 @@ class Sizes:
     gather_rows: int = 10_000  # W6: rows of the columns, features of "x", rows sampled per step
     gather_features: int = 16
     gather_batch: int = 4096
+    per_example: int = 1000  # W9: examples of the ``layers`` MLP, one row and label each
+    jacobian_size: int = 100  # W10: entries of the function's argument and of its value
+    chunked_layers: tuple[int, ...] = (64, 32, 32, 10)  # W11: the MLP, its examples and chunk_size
+    chunked_examples: int = 10_000
+    chunk_size: int = 100
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
     rounds: dict[str, int] = field(
-        default_factory=lambda: {"W0": 10, "W1": 10, "W2": 10, "W3": 7, "W4": 10, "W5": 3, "W6": 10, "W8": 10}
+        default_factory=lambda: {
+            "W0": 10,
+            "W1": 10,
+            "W2": 10,
+            "W3": 7,
+            "W4": 10,
+            "W5": 3,
+            "W6": 10,
+            "W8": 10,
+            "W9": 5,
+            "W10": 10,
+        }
     )
     runs_per_round: dict[str, int] = field(
-        default_factory=lambda: {"W0": 20, "W1": 10, "W2": 10, "W3": 1, "W4": 5, "W5": 1, "W6": 10, "W8": 20}
+        default_factory=lambda: {
+            "W0": 20,
+            "W1": 10,
+            "W2": 10,
+            "W3": 1,
+            "W4": 5,
+            "W5": 1,
+            "W6": 10,
+            "W8": 20,
+            "W9": 1,
+            "W10": 10,
+        }
     )
     memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
+    memory_runs: int = 2  # W11: measured calls per row, in this process, the minimum kept
     judge_targets: bool = True  # the targets are defined for these sizes only
 
     def timing(self, key: str) -> tuple[int, int]:
@@ -56,9 +84,15 @@ QUICK = Sizes(
     dict_params=10,
     gather_rows=500,
     gather_batch=200,
-    rounds={"W0": 1, "W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
-    runs_per_round={"W0": 1, "W1": 1, "W2": 1, "W3": 1, "W4": 1, "W5": 1, "W6": 1, "W8": 1},
+    per_example=16,
+    jacobian_size=12,
+    chunked_layers=(16, 8, 8, 4),
+    chunked_examples=400,
+    chunk_size=40,
+    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10"), 1),
+    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10"), 1),
     memory_children=1,
+    memory_runs=1,
     judge_targets=False,
 )
 
