@@ -430,9 +430,19 @@ def test_debug_nans() -> None:
         ng.grad(lambda x: np.sum(np.log(x)))(onp.array([-1.0, 1.0]))
 
 
-@row("`jax.jit`, `jax.vmap`, `jax.pmap`")
-def test_no_jit_vmap_pmap() -> None:
-    assert not any(hasattr(ng, name) for name in ("jit", "vmap", "pmap"))
+@row("`jax.vmap`")
+def test_vmap() -> None:
+    # jax.vmap(jnp.dot, in_axes=(0, None))(xs, w) and a dict prefix of in_axes, ported.
+    xs, w = onp.arange(6.0).reshape(3, 2), onp.array([0.5, -1.0])
+    close(ng.vmap(np.dot, in_axes=(0, None))(xs, w), xs @ w)
+    params = {"b": onp.array([1.0, 2.0, 3.0]), "a": onp.array([2.0, 4.0])}
+    out = ng.vmap(lambda p: p["a"] * p["b"], in_axes=({"b": 0, "a": None},))(params)
+    close(out, onp.outer(params["b"], params["a"]))
+
+
+@row("`jax.jit`, `jax.pmap`")
+def test_no_jit_pmap() -> None:
+    assert not any(hasattr(ng, name) for name in ("jit", "pmap"))
 
 
 @row("`jax.scipy.special`, `jax.scipy.stats`")
