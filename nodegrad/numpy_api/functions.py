@@ -25,7 +25,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import call_atomically, record1
+from nodegrad.engine.registry import defbatch
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping, special
@@ -72,6 +74,9 @@ from nodegrad.numpy_api.polynomials import POLYNOMIALS
 from nodegrad.numpy_api.sequences import SEQUENCES
 from nodegrad.numpy_api.statistics import STATISTICS
 from nodegrad.ops import linalg, reduce
+from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.batching import along_axis as along_axis_rule
+from nodegrad.ops.pipeline.segments import TAKE_ALONG_AXIS
 
 __all__ = ["FUNCTIONS", "VALUE_FUNCTIONS", "dispatch_function"]
 
@@ -183,7 +188,35 @@ def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, **kw: Any
 
 def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
     # axis=None: numpy treats the array as flattened first.
-    return ops.take_along_axis(ops.ravel(arr), indices, 0) if axis is None else ops.take_along_axis(arr, indices, axis)
+    if axis is None:
+        arr, axis = ops.ravel(arr), 0
+    if type(unwrap(indices)) is Batched:
+        return _take_along_each(arr, unwrap(indices), axis)
+    return ops.take_along_axis(arr, indices, axis)
+
+
+def _take_along_each(x: Any, indices: Batched, axis: Any) -> Any:
+    """``np.take_along_axis`` with indices of their own per example (inside ``vmap``): the
+    index that reads them, an ``arange`` on each other axis, selected by one getitem."""
+    shape = np.shape(unwrap(x))
+    axis = normalize_axis("np.take_along_axis", axis, len(shape))[0]  # type: ignore[index]
+    if indices.dtype.kind not in "iu" or indices.ndim != len(shape):
+        msg = (
+            f"np.take_along_axis: indices need integers and {len(shape)} dimensions like x, got "
+            f"{indices.dtype}{list(indices.shape)} [called at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    index = tuple(
+        indices if k == axis else np.arange(n).reshape([n if j == k else 1 for j in range(len(shape))])
+        for k, n in enumerate(shape)
+    )
+    return ops.getitem(x, index)
+
+
+# take_along_axis is run for every example at once by shifting its axis past the examples'
+# (the pipeline family defines the op; its rule is the common one, set here unless it has one).
+if TAKE_ALONG_AXIS.batch is None:
+    defbatch(TAKE_ALONG_AXIS, along_axis_rule(2, data=(0, 1)))
 
 
 def _reshape(a: Any, shape: Any = None, order: str = "C", **kw: Any) -> Any:

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, guarded, record1, record2
+from nodegrad.engine.batched import Batched
+from nodegrad.engine.record import composite, guarded, record, record1, record2
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
-from nodegrad.ops.arguments import as_ints, axes_of
-from nodegrad.ops.shape import ravel
+from nodegrad.ops.arguments import Each, as_ints, axes_of, batched_index, holds_batched, index_items
+from nodegrad.ops.batching import per_example, to_batched
+from nodegrad.ops.shape import RESHAPE, TRANSPOSE, ravel
 
 __all__ = ["at", "flip", "gather", "getitem", "index_add", "index_set", "scatter", "split"]
 
@@ -132,6 +134,80 @@ def _index_set(x: Any, v: Any, index: Any) -> Any:
     return out
 
 
+# -- batching rules (see nodegrad.ops.batching and nodegrad.ops.arguments.batched_index) ------
+
+
+def _selection(op: Any, batched: tuple[bool, ...], size: int, x: Any, items: list[Any], *rest: Any) -> Any:
+    """``x[items]`` (``op`` is getitem) for every example: one getitem and, where numpy's
+    rules put the examples' axis elsewhere, one transpose."""
+    found = batched_index("getitem", items, np.ndim(x) - batched[0], size)
+    if found is None:
+        return per_example(op, batched, size, x, *rest)
+    index, perm, _ = found
+    out = record(GETITEM, to_batched(x, batched[0], size), index)
+    return out if perm is None else record(TRANSPOSE, out, perm)
+
+
+def _getitem_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, index: Any) -> Any:
+    return _selection(op, batched, size, x, index_items(index, batched[1]), index)
+
+
+def _gather_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, indices: Any, axis: int) -> Any:
+    if not batched[1]:
+        return record(op, x, indices, axis + 1)
+    # Indices of their own per example: np.take(x, i, axis) is x[:, ..., i] (negative indices
+    # count from the end in both).
+    return _selection(op, batched, size, x, [*(slice(None),) * axis, Each(indices)], indices, axis)
+
+
+def _into_selection(v: Any, is_batched: bool, size: int, ndim: int, perm: tuple[int, ...] | None) -> Any:
+    """``v`` (of one example, or of every example along axis 0) laid out as the batched
+    selection ``x_batched[index]`` of :func:`~nodegrad.ops.arguments.batched_index` is:
+    one example's axes aligned to the right of the selection's ``ndim``, then permuted."""
+    if perm is None and not is_batched:
+        return v  # broadcasts against every example's selection as it is
+    shape = np.shape(v)
+    lead, example = (shape[:1], shape[1:]) if is_batched else ((1,), shape)
+    v = record(RESHAPE, v, (*lead, *(1,) * (ndim - len(example)), *example))
+    return v if perm is None else record(TRANSPOSE, v, tuple(int(a) for a in np.argsort(perm)))
+
+
+def _scatter_batch(op: Any, batched: tuple[bool, ...], size: int, v: Any, index: Any, shape: Any) -> Any:
+    found = batched_index(op.name, index_items(index, batched[1]), len(shape), size)
+    if found is None:
+        return per_example(op, batched, size, v, index, shape)
+    new, perm, ndim = found
+    return record(op, _into_selection(v, batched[0], size, ndim, perm), new, (size, *shape))
+
+
+def _update_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, v: Any, index: Any) -> Any:
+    shape = np.shape(x)[1:] if batched[0] else np.shape(x)
+    found = batched_index(op.name, index_items(index, batched[2]), len(shape), size)
+    if found is None:
+        return per_example(op, batched, size, x, v, index)
+    new, perm, ndim = found
+    if op is INDEX_SET and batched[2]:
+        _check_once(new, (size, *shape))
+    return record(op, to_batched(x, batched[0], size), _into_selection(v, batched[1], size, ndim, perm), new)
+
+
+def _check_once(index: tuple[Any, ...], shape: tuple[int, ...]) -> None:
+    """index_set's check, for an index of its own per example: no element written twice."""
+    if any(type(p) is Batched for p in index):
+        return  # batched by an enclosing vmap too: its rule checks the whole index
+    hits = np.zeros(shape, dtype=np.intp)
+    try:
+        np.add.at(hits, index, 1)
+    except IndexError:
+        return  # out of range: the forward says so
+    if hits.size and hits.max() > 1:
+        msg = (
+            "index_set: the index selects an element more than once, so which value is written would be "
+            f"arbitrary; use .add, or make the index unique [called at {user_location()}]"
+        )
+        raise OpIndexError(msg)
+
+
 # x[index] and the functional updates are each other's VJPs, so every rule below is again
 # made of these ops and differentiates once more.
 GETITEM = defop(
@@ -141,6 +217,7 @@ GETITEM = defop(
     None,
     family=_F,
     doc="x[index] with numpy's basic and advanced indexing",
+    batch=_getitem_batch,
 )
 SCATTER = defop(
     "scatter",
@@ -151,6 +228,7 @@ SCATTER = defop(
     family=_F,
     broadcasts=True,
     doc="zeros of a shape with v added at index: the VJP of x[index]",
+    batch=_scatter_batch,
 )
 INDEX_ADD = defop(
     "index_add",
@@ -161,6 +239,7 @@ INDEX_ADD = defop(
     family=_F,
     broadcasts=True,
     doc="a copy of x with v added at index; repeated indices accumulate",
+    batch=_update_batch,
 )
 INDEX_SET = defop(
     "index_set",
@@ -171,6 +250,7 @@ INDEX_SET = defop(
     family=_F,
     broadcasts=True,
     doc="a copy of x with v written at index (each element at most once)",
+    batch=_update_batch,
 )
 GATHER = defop(
     "gather",
@@ -180,6 +260,7 @@ GATHER = defop(
     None,
     family=_F,
     doc="take entries of x at integer indices along an axis (np.take)",
+    batch=_gather_batch,
 )
 
 
@@ -223,7 +304,8 @@ def scatter(v: Any, index: Any, shape: tuple[int, ...]) -> Any:
     >>> scatter(np.array([1.0, 2.0, 3.0]), np.array([0, 2, 0]), (3,))
     array([4., 0., 2.])
     """
-    return record1(SCATTER, v, _static_index(index, "scatter"), tuple(shape))
+    index = _static_index(index, "scatter")
+    return (record if holds_batched(index) else record1)(SCATTER, v, index, tuple(shape))
 
 
 @guarded
@@ -237,7 +319,8 @@ def index_add(x: Any, v: Any, index: Any) -> Any:
     >>> index_add(np.zeros(3), 1.0, np.array([0, 0, 2]))
     array([2., 0., 1.])
     """
-    return record2(INDEX_ADD, x, v, _static_index(index, "index_add"))
+    index = _static_index(index, "index_add")
+    return (record if holds_batched(index) else record2)(INDEX_ADD, x, v, index)
 
 
 @guarded
@@ -252,6 +335,8 @@ def index_set(x: Any, v: Any, index: Any) -> Any:
     array([0., 5., 5.])
     """
     index = _static_index(index, "index_set")
+    if holds_batched(index):  # each example's index is checked by the batching rule
+        return record(INDEX_SET, x, v, index)
     if not _is_basic(index):
         hits = np.zeros(np.shape(unwrap(x)), dtype=np.intp)
         try:
@@ -324,7 +409,9 @@ def getitem(x: Any, index: Any) -> Any:
     >>> ng.grad(lambda x: x[np.array([0, 0, 2])].sum())(np.ones(3))
     array([2., 0., 1.])
     """
-    return record1(GETITEM, x, _static_index(index))
+    index = _static_index(index)
+    # An index holding batched values: the general path, which looks inside the index.
+    return (record if holds_batched(index) else record1)(GETITEM, x, index)
 
 
 @guarded
@@ -348,7 +435,9 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
            [0., 2.],
            [0., 2.]])
     """
-    indices = np.asarray(unwrap(indices))
+    indices = unwrap(indices)
+    if type(indices) is not Batched:
+        indices = np.asarray(indices)
     if indices.dtype.kind not in "iu":
         msg = f"gather: indices must be integers, got dtype {indices.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)
@@ -359,7 +448,7 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
     if len(given) != 1 or not -ndim <= given[0] < ndim:
         msg = f"gather: axis {axis} is out of range for shape {np.shape(unwrap(x))} [called at {user_location()}]"
         raise ShapeError(msg)
-    return record1(GATHER, x, indices, given[0] % ndim)
+    return (record if type(indices) is Batched else record1)(GATHER, x, indices, given[0] % ndim)
 
 
 @guarded

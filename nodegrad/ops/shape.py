@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, axes_of
+from nodegrad.ops.batching import to_batched
 
 __all__ = [
     "astype",
@@ -34,12 +36,64 @@ def _inverse_permutation(axes: Any, ndim: int) -> Any:
     return None if axes is None else tuple(np.argsort(axes))
 
 
+# -- batching rules (see nodegrad.ops.batching): the examples sit along a new axis 0 ------------
+
+
+def _example_shape(shape: tuple[int, ...], example: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` with its ``-1`` worked out for one example of shape ``example`` (with the
+    batch axis in front, numpy could not infer it for zero examples)."""
+    if -1 not in shape:
+        return shape
+    known = math.prod(n for n in shape if n != -1)
+    total = math.prod(example)
+    return tuple(total // known if n == -1 and known and total % known == 0 else n for n in shape)
+
+
+def _reshape_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, shape: Any) -> Any:
+    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    return record(op, x, (size, *_example_shape(shape, np.shape(x)[1:])))
+
+
+def _transpose_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, axes: Any) -> Any:
+    ndim = np.ndim(x) - 1
+    perm = range(ndim, 0, -1) if axes is None else (a % ndim + 1 for a in axes)
+    return record(op, x, (0, *perm))
+
+
+def _astype_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, dtype: Any) -> Any:
+    return record(op, x, dtype)
+
+
+def _join_batch(new_axis: bool) -> Any:
+    """The rule of cat (``new_axis`` False) and stack: the examples' axis moves one on; an
+    operand the same for every example is repeated (a broadcast view) to join them."""
+
+    def rule(op: Any, batched: tuple[bool, ...], size: int, axis: int, *xs: Any) -> Any:
+        ndim = next(np.ndim(x) - 1 for x, b in zip(xs, batched[1:], strict=True) if b) + new_axis
+        return record(op, axis % ndim + 1, *(to_batched(x, b, size) for x, b in zip(xs, batched[1:], strict=True)))
+
+    return rule
+
+
+def _broadcast_to_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, shape: Any) -> Any:
+    # The example's axes are aligned to the right of the target shape, so new axes go right
+    # after the examples' axis.
+    example = np.shape(x)[1:]
+    x = record(RESHAPE, x, (size, *(1,) * (len(shape) - len(example)), *example))
+    return record(op, x, (size, *shape))
+
+
+def _pad_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, widths: Any, value: Any) -> Any:
+    return record(op, x, ((0, 0), *widths), value)
+
+
 RESHAPE = defop(
     "reshape",
     lambda x, shape: np.reshape(x, shape),
     lambda g, ans, x, shape: np.reshape(g, np.shape(x)),
     family=_F,
     doc="same data, new shape",
+    batch=_reshape_batch,
 )
 
 
@@ -57,6 +111,7 @@ ASTYPE = defop(
     lambda g, ans, x, dtype: _cast_back(g, x),
     family=_F,
     doc="the same values in another float or complex dtype; the gradient is cast back",
+    batch=_astype_batch,
 )
 TRANSPOSE = defop(
     "transpose",
@@ -64,6 +119,7 @@ TRANSPOSE = defop(
     lambda g, ans, x, axes: np.transpose(g, _inverse_permutation(axes, np.ndim(x))),
     family=_F,
     doc="permute axes (reverse them by default)",
+    batch=_transpose_batch,
 )
 
 
@@ -92,6 +148,7 @@ CAT = defop(
     same_rule_for_all(_cat_rule),
     family=_F,
     doc="join arrays along an existing axis",
+    batch=_join_batch(new_axis=False),
 )
 STACK = defop(
     "stack",
@@ -99,6 +156,7 @@ STACK = defop(
     same_rule_for_all(_stack_rule),
     family=_F,
     doc="join arrays along a new axis",
+    batch=_join_batch(new_axis=True),
 )
 
 
@@ -202,6 +260,7 @@ BROADCAST_TO = defop(
     family=_F,
     broadcasts=True,
     doc="repeat x along new or size-1 axes (a view)",
+    batch=_broadcast_to_batch,
 )
 
 
@@ -217,6 +276,7 @@ PAD = defop(
     None,
     family=_F,
     doc="surround x with a constant (np.pad, mode='constant')",
+    batch=_pad_batch,
 )
 
 
