@@ -3,11 +3,14 @@
 The scheme
 ----------
 A *wrapper* turns a scalar function of the argument into another scalar function of the
-argument, so any wrapper applies after any other. There are twelve (``WRAPPERS``): each
+argument, so any wrapper applies after any other. There are thirteen (``WRAPPERS``): each
 derivative transform contracted with a fixed direction ``w`` (``grad``: ``<grad f(x), w>``;
-``jvp``: the tangent along ``w``; ``hessian`` and ``hvp``: ``w^T H w``; ...), and the three
+``jvp``: the tangent along ``w``; ``hessian`` and ``hvp``: ``w^T H w``; ...), the three
 that keep the value (``checkpoint``, a ``custom_vjp`` that calls ``ng.grad`` in its ``fwd`` and
-its ``bwd``, and ``f + stop_gradient(f) ** 2``, whose derivative is ``f'``).
+its ``bwd``, and ``f + stop_gradient(f) ** 2``, whose derivative is ``f'``), and ``vmap``:
+``sum_b c_b f(s_b x)``, ``f`` mapped over a batch of the argument scaled by ``s_b`` (every leaf
+stacked along a new axis 0), its results weighted by ``c_b`` -- a loop's value, computed in
+one batched call.
 
 Each is applied to a base function ``F`` of three argument kinds with the same three float
 coordinates: an array of shape (3,), a dict ``{"a": (2,), "b": float}`` and an attrs record
@@ -19,7 +22,8 @@ composed function ``G = T2(T1(F))`` (or ``T3(T2(T1(F)))``) is checked two ways:
     without nodegrad: the same composition of *reference wrappers* acting on the plain
     function of the flat coordinates, where every derivative is a nested central finite
     difference along ``w`` (five-point stencils, float64), ``checkpoint`` and ``custom_vjp``
-    are the identity, and ``stop_gradient`` adds its square to the value only. A reference
+    are the identity, ``stop_gradient`` adds its square to the value only, and ``vmap`` is
+    the loop ``sum_b c_b r(s_b v)`` over the same scaled points. A reference
     function returns ``(value, smooth)``: ``smooth`` is the part that derivatives see, so
     ``stop_gradient`` changes the first and not the second;
 (b) ``ng.grad(G)(x)`` -- one more level of differentiation -- has the argument's structure
@@ -152,6 +156,33 @@ def _custom_vjp(f: Fun, w: Any) -> Fun:
     return h
 
 
+#: The vmap wrapper's batch: example ``b`` is the argument scaled by ``SCALES[b]``, its
+#: result weighted by ``WEIGHTS[b]`` (all different, so examples mixed up would show).
+SCALES = (1.0, 0.8, 1.15)
+WEIGHTS = np.array([0.6, -0.3, 0.45])
+
+
+def _scaled_batch(x: Any) -> Any:
+    """``x`` of any kind with every float leaf replaced by its scaled copies, stacked along
+    a new axis 0 (a record's static name kept); works on traced and batched leaves."""
+
+    def stacked(leaf: Any) -> Any:
+        return np.stack([s * leaf for s in SCALES])
+
+    if isinstance(x, dict):
+        return {"a": stacked(x["a"]), "b": stacked(x["b"])}
+    if isinstance(x, Point):
+        return Point(stacked(x.a), stacked(x.b), x.name)
+    return stacked(x)
+
+
+def _vmap(f: Fun, w: Any) -> Fun:
+    def g(x: Any) -> Any:
+        return np.sum(WEIGHTS * ng.vmap(f)(_scaled_batch(x)))
+
+    return g
+
+
 WRAPPERS: dict[str, Callable[[Fun, Any], Fun]] = {
     "grad": lambda f, w: lambda x: _vdot(ng.grad(f)(x), w),
     "value_and_grad": _value_and_grad,
@@ -165,6 +196,7 @@ WRAPPERS: dict[str, Callable[[Fun, Any], Fun]] = {
     "custom_vjp": _custom_vjp,
     "stop_gradient": lambda f, w: lambda x: f(x) + ng.stop_gradient(f(x)) ** 2,
     "elementwise_grad": lambda f, w: lambda x: _vdot(ng.elementwise_grad(f)(x), w),
+    "vmap": _vmap,
 }
 
 
@@ -180,7 +212,14 @@ def composed(names: tuple[str, ...], kind: str, *, smooth: bool = False) -> Fun:
 # -- the wrappers, by finite differences on plain values -----------------------------------------
 
 #: How many derivatives each wrapper takes.
-ORDER = {name: 1 for name in WRAPPERS} | {"hessian": 2, "hvp": 2, "checkpoint": 0, "custom_vjp": 0, "stop_gradient": 0}
+ORDER = {name: 1 for name in WRAPPERS} | {
+    "hessian": 2,
+    "hvp": 2,
+    "checkpoint": 0,
+    "custom_vjp": 0,
+    "stop_gradient": 0,
+    "vmap": 0,
+}
 Ref = Callable[[np.ndarray], tuple[float, float]]
 
 
@@ -204,6 +243,9 @@ def _reference_wrapper(name: str, r: Ref, h: float) -> Ref:
         if name == "stop_gradient":
             value, part = r(v)
             return value + value**2, part  # the square is cut from every derivative
+        if name == "vmap":  # the loop over the scaled examples
+            looped = [r(s * v) for s in SCALES]
+            return float(WEIGHTS @ [value for value, _ in looped]), float(WEIGHTS @ [part for _, part in looped])
         if name == "value_and_grad":
             value, part = r(v)
             d = _d1(smooth, v, h)
@@ -241,7 +283,7 @@ def reference(names: tuple[str, ...]) -> float:
 
 NAMES = list(WRAPPERS)
 PAIRS = [(kind, t1, t2) for kind in KINDS for t1 in NAMES for t2 in NAMES]
-#: Three rounds of twelve: each wrapper three times in each position, none twice in a triple.
+#: Three rounds of thirteen: each wrapper three times in each position, none twice in a triple.
 TRIPLES = [
     (NAMES[i], NAMES[(i + s) % len(NAMES)], NAMES[(i + t) % len(NAMES)])
     for s, t in ((1, 3), (4, 9), (6, 2))
