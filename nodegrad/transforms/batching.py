@@ -19,7 +19,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched, BatchLevel
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced
-from nodegrad.errors import ArgumentError, ShapeError, StructureError
+from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
 from nodegrad.transforms.common import Transformed, check_callable, name_of
 
 __all__ = ["vmap"]
@@ -140,8 +140,10 @@ def vmap(
 
 
 def _check_axes_spec(name: str, what: str, spec: Axes, top: bool) -> None:
-    leaves, _ = flatten(spec)
-    for leaf in leaves:
+    leaves, treedef = flatten(spec)
+    for leaf, static in zip(leaves, treedef.static_leaves(), strict=True):
+        if static:
+            continue  # a record's static field, written as the record has it: never an axis
         if leaf is not None and (not isinstance(leaf, int | np.integer) or isinstance(leaf, bool)):
             msg = f"{name}: {what} holds {leaf!r}; its entries must be ints or None"
             raise ArgumentError(msg)
@@ -207,6 +209,12 @@ def _batch_axes(name: str, value: Any, spec: Axes, root: str) -> _Batch:
     statics = treedef.static_leaves()
     found: list[int | None] = []
     for leaf, path, axis, static in zip(leaves, paths, axes, statics, strict=True):
+        if type(leaf) is Batched and not leaf.level.active:
+            msg = (
+                f"{name}: {path} is a batched value of {leaf.level.name}, which has already returned (a leaked "
+                "batched value): return what you need from that function instead"
+            )
+            raise LeakedTracerError(msg)
         if axis is None or static or not _is_array(leaf):
             if axis is not None and not static and isinstance(leaf, float | complex | np.generic):
                 msg = f"{name}: {path} is a number ({leaf!r}), which has no axis {axis} to batch; give it in_axes None"
@@ -272,7 +280,10 @@ def _batched_argument(batch: _Batch, level: BatchLevel) -> Any:
 
 def _unbatched_result(name: str, out: Any, level: BatchLevel, out_axes: Axes) -> Any:
     leaves, treedef, paths, axes = _matched(name, "out_axes", out, out_axes, "the result")
-    made = [_placed(name, leaf, path, axis, level) for leaf, path, axis in zip(leaves, paths, axes, strict=True)]
+    made = [
+        leaf if static else _placed(name, leaf, path, axis, level)  # a static field is never batched
+        for leaf, path, axis, static in zip(leaves, paths, axes, treedef.static_leaves(), strict=True)
+    ]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
 
 
@@ -311,15 +322,58 @@ def _in_chunks(
     chunk: int,
     out_axes: Axes,
 ) -> Any:
-    results = []
+    """The batch ``chunk`` examples at a time: each chunk's results are written into arrays
+    made for every example once the first chunk shows their shapes, and dropped, so the
+    memory is the result's and one chunk's work."""
+    outputs: list[Any] = []
+    treedef: Any = None
     for start in range(0, size, chunk):
         stop = min(start + chunk, size)
         part = [
             _Batch([_sliced(leaf, axis, start, stop) for leaf, axis in zip(b.leaves, b.axes, strict=True)], *b.shape)
             for b in batches
         ]
-        results.append(_call(fun, name, part, nargs, keys, stop - start, out_axes))
-    return _joined(name, results, out_axes)
+        result = _call(fun, name, part, nargs, keys, stop - start, out_axes)
+        leaves, treedef, _, axes = _matched(name, "out_axes", result, out_axes, "the result")
+        del result
+        if not outputs:
+            outputs = [_Joined(leaf, axis, size) for leaf, axis in zip(leaves, axes, strict=True)]
+        for joined, leaf in zip(outputs, leaves, strict=True):
+            joined.put(leaf, start, stop)
+        del leaves
+    made = [joined.value() for joined in outputs]
+    return made[0] if treedef is LEAF else treedef.unflatten(made)
+
+
+class _Joined:
+    """One result leaf of a chunked call, filled chunk by chunk: an array made for every
+    example (a plain array's chunks are written into it), or the chunks themselves,
+    concatenated at the end (traced chunks, which an enclosing transform differentiates)."""
+
+    def __init__(self, first: Any, axis: int | None, size: int) -> None:
+        self.axis = axis
+        self.first = first
+        self.buffer: np.ndarray | None = None
+        self.pieces: list[Any] = []
+        if axis is not None and type(first) is np.ndarray:
+            shape = list(first.shape)
+            shape[axis] = size
+            self.buffer = np.empty(shape, first.dtype)
+
+    def put(self, leaf: Any, start: int, stop: int) -> None:
+        if self.axis is None:
+            return  # the same for every example: the first chunk's
+        if self.buffer is not None:
+            self.buffer[(slice(None),) * self.axis + (slice(start, stop),)] = leaf
+        else:
+            self.pieces.append(leaf)
+
+    def value(self) -> Any:
+        if self.axis is None or not (_is_array(self.first) or isinstance(self.first, np.generic)):
+            return self.first
+        if self.buffer is not None:
+            return self.buffer
+        return np.concatenate(self.pieces, axis=self.axis)
 
 
 def _sliced(leaf: Any, axis: int | None, start: int, stop: int) -> Any:
@@ -327,17 +381,3 @@ def _sliced(leaf: Any, axis: int | None, start: int, stop: int) -> Any:
         return leaf
     index = (slice(None),) * axis + (slice(start, stop),)
     return leaf[index]
-
-
-def _joined(name: str, results: list[Any], out_axes: Axes) -> Any:
-    paths: list[str] = []
-    first, treedef = flatten(results[0], paths, "the result")
-    parts = [flatten(r)[0] for r in results]
-    _, _, _, axes = _matched(name, "out_axes", results[0], out_axes, "the result")
-    joined = []
-    for k, (leaf, axis) in enumerate(zip(first, axes, strict=True)):
-        if axis is None or not (_is_array(leaf) or isinstance(leaf, np.generic)):
-            joined.append(leaf)
-        else:
-            joined.append(np.concatenate([p[k] for p in parts], axis=axis))
-    return joined[0] if treedef is LEAF else treedef.unflatten(joined)
