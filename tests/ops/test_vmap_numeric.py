@@ -52,7 +52,7 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     **{f"{name} (broadcast)": spec for name, spec in specs_special.BROADCASTING.items()},
 }
 NAMES = sorted(SPECS)
-FAST = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def close(actual: Any, expected: Any) -> None:
@@ -151,8 +151,12 @@ def test_vmap_of_grad_matches_a_loop(name: str, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_grad_of_vmap_matches_the_loop(name: str, data: st.DataObject) -> None:
     case, size, axes, examples, batched = data.draw(batched_cases(name))
-    total = ng.grad(lambda *v: scalar(run_vmap(case.fn, axes, size, v)), argnums=case.argnums)(*batched)
-    per_example = ng.grad(lambda *v: scalar(case.fn(*v)), argnums=case.argnums)
+
+    def each(*v: Any) -> Any:
+        return scalar(case.fn(*v))
+
+    total = ng.grad(lambda *v: np.sum(run_vmap(each, axes, size, v)), argnums=case.argnums)(*batched)
+    per_example = ng.grad(each, argnums=case.argnums)
     grads = [per_example(*e) for e in examples]
     for k, j in enumerate(case.argnums):
         mine = total[k] if isinstance(total, tuple) else total
@@ -167,19 +171,17 @@ def test_grad_of_vmap_matches_the_loop(name: str, data: st.DataObject) -> None:
 def test_a_batched_value_reaching_the_op_from_an_enclosing_vmap(name: str, data: st.DataObject) -> None:
     case, size, axes, examples, batched = data.draw(batched_cases(name))
     scales = np.array([1.0, 0.9])
-    first = next(j for j, a in enumerate(axes) if a is not None) if any(a is not None for a in axes) else None
+    first = next((j for j, a in enumerate(axes) if a is not None), 0)
+
+    def scaled_call(values: tuple[Any, ...], c: Any) -> Any:
+        return case.fn(*(v * c if j == first else v for j, v in enumerate(values)))
 
     def inner(*values: Any) -> Any:
         # The outer example's operands are closed over; the inner vmap scales one of them.
-        def scaled(c: Any) -> Any:
-            return case.fn(*(v * c if j == (first or 0) else v for j, v in enumerate(values)))
-
-        return ng.vmap(scaled)(scales)
+        return ng.vmap(lambda c: scaled_call(values, c))(scales)
 
     out = run_vmap(inner, axes, size, batched)
-    expected = stacked([stacked([case.fn(*(v * c if j == (first or 0) else v for j, v in enumerate(e))) for c in scales])
-                        for e in examples])  # fmt: skip
-    close(out, expected)
+    close(out, stacked([stacked([scaled_call(e, c) for c in scales]) for e in examples]))
 
 
 # -- batched operands that carry no gradient -------------------------------------------------------
@@ -258,8 +260,17 @@ def test_scipy_logsumexp_with_batched_weights_and_sign() -> None:
     loop_and_vmap(ng.grad(lambda a, b: scalar(special.logsumexp(a, axis=0, b=b)), argnums=(0, 1)), LOGITS, np.abs(b))
 
 
-@pytest.mark.parametrize("fun", [np.var, np.std, lambda x: np.var(x, axis=0, ddof=1), np.linalg.norm,
-                                 lambda x: np.linalg.norm(x, axis=1), lambda x: np.linalg.norm(x, ord=1, axis=0)])  # fmt: skip
+COMPOSITES = [
+    np.var,
+    np.std,
+    lambda x: np.var(x, axis=0, ddof=1),
+    np.linalg.norm,
+    lambda x: np.linalg.norm(x, axis=1),
+    lambda x: np.linalg.norm(x, ord=1, axis=0),
+]
+
+
+@pytest.mark.parametrize("fun", COMPOSITES)
 @pytest.mark.parametrize("in_axes", [0, 1, -1])
 def test_reduction_composites(fun: Any, in_axes: int) -> None:
     loop_and_vmap(fun, LOGITS, in_axes=in_axes)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.record import record1
+from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, select
 from nodegrad.ops.special.base import sc, unary
 
 __all__ = ["i0", "i0e", "i1", "i1e"]
@@ -28,13 +29,13 @@ def _i1_over_x(x: Any, i1x: Any, scaled: bool = False) -> Any:
     ``sum t**k / (2 k! (k + 1)!)`` (times ``exp(-|x|)`` when scaled): exact to rounding
     there (the next term is below ``1e-18``), and no quotient of two tiny numbers."""
     small = np.abs(x) < 0.1
-    if not np.any(small):
+    if not np.any(all_values(small)):  # under vmap: in no example
         return i1x / x
     t = x * x / 4
     series = 0.5 + t * (1 / 4 + t * (1 / 24 + t * (1 / 288 + t * (1 / 5760))))
     if scaled:
         series = series * np.exp(-np.abs(x))
-    return np.where(small, series, i1x / np.where(small, 1, x))
+    return select(small, series, i1x / select(small, 1, x))
 
 
 def _i0_rule(g: Any, ans: Any, x: Any) -> Any:
@@ -42,7 +43,7 @@ def _i0_rule(g: Any, ans: Any, x: Any) -> Any:
 
 
 def _i0e_rule(g: Any, ans: Any, x: Any) -> Any:
-    return g * (record1(I1E, x) - np.sign(x) * ans)
+    return g * (record1(I1E, x) - plain_map(np.sign, x) * ans)
 
 
 I0 = unary("i0", sc.i0, _i0_rule, "modified Bessel function of order 0 (real values)")
@@ -67,7 +68,7 @@ I0E = unary(
 I1E = unary(
     "i1e",
     sc.i1e,
-    lambda g, ans, x: g * (record1(I0E, x) - _i1_over_x(x, ans, scaled=True) - np.sign(x) * ans),
+    lambda g, ans, x: g * (record1(I0E, x) - _i1_over_x(x, ans, scaled=True) - plain_map(np.sign, x) * ans),
     "exp(-abs(x)) i1(x) (real values)",
 )
 

@@ -28,7 +28,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import example_ndim, shift_axis, value_function
 from nodegrad.ops.elementwise import exp, imag, real
-from nodegrad.ops.elementwise.arithmetic import all_values, select
+from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, select
 from nodegrad.ops.shape import squeeze
 from nodegrad.ops.special.base import FAMILY, sc
 
@@ -54,7 +54,7 @@ def _sign(b: Any, e: Any, axes: tuple[int, ...], signed: bool) -> Any:
     if not signed:
         return 1
     weights = unwrap(e) if b is None else unwrap(b) * unwrap(e)
-    return np.sign(np.sum(weights, axis=axes, keepdims=True))
+    return plain_map(np.sign, np.sum(weights, axis=axes, keepdims=True))
 
 
 def _limits(w: Any, a: Any, b: Any, ans: Any, axes: tuple[int, ...], ones: bool) -> Any:
@@ -178,13 +178,11 @@ def _operand(value: Any) -> Any:
 def _sign_of_sum(av: Any, bv: Any, axes: tuple[int, ...]) -> Any:
     """scipy's sign of the weighted sum (a plain value); of batched operands, each example's."""
 
-    def sign(av: Any, bv: Any) -> Any:
-        return sc.logsumexp(av, axis=axes, b=bv, keepdims=True, return_sign=True)[1]
-
     if type(av) is Batched or type(bv) is Batched:
-        # scipy's own, example by example: its sign of a sum that rounds to about 0 is its own
-        return value_function(sign, (av, bv), {})
-    return sign(av, bv)
+        # scipy's own, example by example (level by level under nested vmaps): its sign of
+        # a sum that rounds to about 0 is its own
+        return value_function(lambda av, bv: _sign_of_sum(unwrap(av), unwrap(bv), axes), (av, bv), {})
+    return sc.logsumexp(av, axis=axes, b=bv, keepdims=True, return_sign=True)[1]
 
 
 def _scalar(value: Any) -> Any:
