@@ -33,6 +33,7 @@ from nodegrad.engine.record import guarded
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.arguments import normalize_axis
+from nodegrad.ops.elementwise.arithmetic import all_values
 from nodegrad.ops.special import (
     beta,
     betainc,
@@ -208,7 +209,7 @@ def multigammaln(a: Any, d: int) -> Any:
         msg = f"multigammaln: d should be a positive integer (dimension), got {d!r} [called at {user_location()}]"
         raise ArgumentError(msg)
     dimension = int(given)
-    if np.any(np.asarray(unwrap(a)) <= 0.5 * (dimension - 1)):
+    if np.any(np.asarray(all_values(a)) <= 0.5 * (dimension - 1)):  # every example's, under vmap
         msg = f"multigammaln: a must be > (d - 1) / 2 = {0.5 * (dimension - 1)} [called at {user_location()}]"
         raise ArgumentError(msg)
     terms = ops.stack([gammaln(ops.subtract(a, (j - 1.0) / 2)) for j in range(1, dimension + 1)])
