@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NodegradError, NoGradientError, ShapeError, user_location
 
@@ -45,8 +46,8 @@ def refusal(name: str, what: str, kind: type[NodegradError] = ShapeError) -> Nod
 
 
 def as_operand(a: Any) -> Any:
-    """A traced value as it is; anything else (lists, scalars) as numpy reads it."""
-    return a if type(a) is Traced else np.asarray(a)
+    """A traced (or batched) value as it is; anything else (lists, scalars) as numpy reads it."""
+    return a if type(a) is Traced or type(a) is Batched else np.asarray(a)
 
 
 def no_extras(name: str, **extras: Any) -> None:
@@ -77,14 +78,15 @@ def forward_values(args: Any) -> Any:
 
 
 def holds_traced(obj: Any) -> bool:
-    """Whether ``obj`` is a traced value or a list or tuple (nested or not) holding one."""
+    """Whether ``obj`` is a traced (or batched) value or a list or tuple (nested or not)
+    holding one."""
     kind = type(obj)
-    if kind is Traced:
+    if kind is Traced or kind is Batched:
         return True
     if kind is list or kind is tuple:
         for item in obj:  # a loop, not any(...): this runs on shapes and axes of every call
             kind = type(item)
-            if kind is Traced or ((kind is list or kind is tuple) and holds_traced(item)):
+            if kind is Traced or kind is Batched or ((kind is list or kind is tuple) and holds_traced(item)):
                 return True
     return False
 
@@ -94,7 +96,7 @@ def traced_array(obj: Any, where: str) -> Any:
     traced array: its entries stacked, in the dtype numpy would give ``np.array`` of their
     values. A ragged sequence is a :class:`~nodegrad.errors.ShapeError` naming ``where``."""
     value = _stacked(obj, where)
-    dtype = np.result_type(*(np.asarray(unwrap(leaf)).dtype for leaf in _leaves(obj))) if obj else value.dtype
+    dtype = np.result_type(*(_dtype_of(leaf) for leaf in _leaves(obj))) if obj else value.dtype
     if dtype.kind not in "biufc":
         msg = (
             f"{where}: a sequence holding traced values must hold numbers only, got dtype {dtype} "
@@ -102,6 +104,11 @@ def traced_array(obj: Any, where: str) -> Any:
         )
         raise DtypeError(msg)
     return value if value.dtype == dtype else ops.astype(value, dtype)
+
+
+def _dtype_of(leaf: Any) -> np.dtype[Any]:
+    leaf = unwrap(leaf)
+    return leaf.dtype if type(leaf) is Batched else np.asarray(leaf).dtype
 
 
 def _leaves(obj: Any) -> Iterable[Any]:
@@ -114,7 +121,7 @@ def _leaves(obj: Any) -> Iterable[Any]:
 
 def _stacked(obj: Any, where: str) -> Any:
     if not (type(obj) is list or type(obj) is tuple) or not holds_traced(obj):
-        return obj if type(obj) is Traced else np.asarray(obj)
+        return obj if type(obj) is Traced or type(obj) is Batched else np.asarray(obj)
     parts = [_stacked(item, where) for item in obj]
     shapes = {np.shape(unwrap(part)) for part in parts}
     if len(shapes) > 1:

@@ -344,6 +344,13 @@ NUMPY = {
     "astype": lambda x: x.astype(np.float32).astype(np.float64),
     "at.set": lambda x: ng.at(x)[1, ::2].set(x[0, :2]),
     "mask": lambda x: x[:, np.array([True, False, True, True])],
+    "np.dstack": lambda x: np.dstack([x, np.ones((3, 4))]),
+    "np.column_stack": lambda x: np.column_stack([x, x[:, :1]]),
+    "np.append": lambda x: np.append(x, np.ones((1, 4)), axis=0),
+    "np.insert": lambda x: np.insert(x, 1, 5.0, axis=1),
+    "np.delete": lambda x: np.delete(x, [0, 2], axis=1),
+    "np.block": lambda x: np.block([[x, np.zeros((3, 1))], [x[:1], x[1:2, :1]]]),
+    "np.resize": lambda x: np.resize(x, (2, 7)),
 }
 
 
