@@ -19,9 +19,8 @@ import numpy as np
 import pytest
 
 import nodegrad as ng
-from nodegrad.engine.batched import BatchingError
 from nodegrad.engine.structure import LEAF, flatten
-from nodegrad.errors import ArgumentError, LeakedTracerError, NodegradError, ShapeError, StructureError
+from nodegrad.errors import ArgumentError, BatchingError, LeakedTracerError, NodegradError, ShapeError, StructureError
 from nodegrad.ops import batching
 
 TOLERANCE = {"rtol": 1e-12, "atol": 1e-12}
@@ -641,6 +640,13 @@ def test_closure_over_a_traced_value() -> None:
     t = {"w": _normal(3, 2), "b": _normal(2)}
     got = ng.jvp(total, (P,), (t,))
     assert_same(got, ng.jvp(lambda p: sum(_loss(p, x) ** 2 for x in XS), (P,), (t,)))
+
+
+def test_stop_gradient_inside_vmap() -> None:
+    f = lambda x: np.sum(np.sin(x) * ng.stop_gradient(np.cos(x) * x))
+    expected = np.stack([np.cos(x) * (np.cos(x) * x) for x in XS])  # the stopped factor is a constant
+    assert_same(ng.vmap(ng.grad(f))(XS), expected)
+    assert_same(ng.grad(lambda xs: np.sum(ng.vmap(f)(xs)))(XS), expected)  # traced outside vmap, batched inside
 
 
 @attrs.frozen
