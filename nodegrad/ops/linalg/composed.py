@@ -17,6 +17,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.ops.elementwise import conj, real, where
 from nodegrad.ops.linalg.axes import transposed
+from nodegrad.ops.linalg.batching import on_plain, plain, stacked
 from nodegrad.ops.linalg.decompositions import inv, lapack_ready, solve
 from nodegrad.ops.linalg.products import matmul
 from nodegrad.ops.linalg.singular import SVDVALS
@@ -62,6 +63,7 @@ PINV = defop(
     None,
     family="linalg",
     doc="the Moore-Penrose pseudo-inverse, singular values at most rcond * max(s) taken as zero",
+    batch=stacked({0: 2, 1: 0}),  # rcond: a number per matrix, broadcast against the stack
 )
 
 
@@ -143,10 +145,22 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
     m, n = np.shape(a_value)
     if rcond is None:
         rcond = np.finfo(np.float64).eps * max(m, n)  # numpy's default: it solves in float64
-    singular_values = np.linalg.svd(lapack_ready("lstsq", a_value), compute_uv=False)
-    rank = np.intc(np.sum(singular_values > rcond * np.max(singular_values, initial=0)))  # numpy's type
+    lapack_ready("lstsq", a_value)
+
+    def ranks(v: np.ndarray) -> Any:  # of every example, inside vmap
+        s = np.linalg.svd(v, compute_uv=False)
+        return np.intc(np.sum(s > rcond * np.max(s, axis=-1, keepdims=True, initial=0), axis=-1))  # numpy's type
+
+    rank = on_plain(ranks, a)
+    full = np.asarray(plain(rank)) == n
+    if np.any(full) and not np.all(full):
+        msg = (
+            "lstsq: under vmap some examples have full column rank and others not, and their residuals differ in "
+            f"shape (a value-dependent shape cannot be batched) [called at {user_location()}]"
+        )
+        raise ShapeError(msg)
     x = matmul(pinv(a, rcond), b)
-    if rank == n and m > n:
+    if np.all(full) and m > n:
         error = b - matmul(a, x)
         residuals = real(error * conj(error)) if np.iscomplexobj(unwrap(error)) else error**2
         residuals = np.sum(residuals, axis=0) if np.ndim(b_value) == 2 else reshape(np.sum(residuals), (1,))

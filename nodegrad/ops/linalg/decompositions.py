@@ -15,11 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_plain, on_stacks, plain, stacked
 
 __all__ = ["cholesky", "det", "inv", "slogdet", "solve"]
 
@@ -30,7 +32,7 @@ def lapack_ready(op_name: str, x: Any) -> Any:
     """``x``, checked to be finite before LAPACK decomposes it: an SVD or eigendecomposition
     of a matrix holding NaN or Inf may never return (OpenBLAS), or fails with a bare
     ``LinAlgError``. Raises :class:`~nodegrad.errors.NonFiniteError` naming the op."""
-    if not np.all(np.isfinite(x)):
+    if not np.all(np.isfinite(plain(x))):  # every example's, inside vmap
         msg = (
             f"{op_name}: the matrix holds NaN or Inf, where its decomposition (and so its gradient) is not "
             f"defined [at {user_location()}]"
@@ -80,6 +82,7 @@ READ_TRIANGLE = defop(
     None,
     family="linalg",
     doc="the symmetric (Hermitian) matrix LAPACK reads from one triangle of a matrix",
+    batch=ONE_MATRIX,
 )
 
 
@@ -91,7 +94,7 @@ def read_triangle(x: Any, lower: bool, hermitian: bool = True) -> Any:
     symmetric matrix counts twice). A Hermitian matrix has a real diagonal: LAPACK takes
     the real part. A plain ``x`` is returned as it is (LAPACK reads it itself); on a traced
     one the values read are the same, bit for bit."""
-    if type(x) is not Traced:
+    if type(x) is not Traced and type(x) is not Batched:  # a batched one may hold traced values
         return x
     return record(READ_TRIANGLE, x, bool(lower), bool(hermitian))
 
@@ -114,6 +117,7 @@ INV = defop(
     lambda g, ans, x: -np.matmul(np.matmul(transposed(ans), g), transposed(ans)),
     family="linalg",
     doc="the inverse of a square matrix (of each in a stack)",
+    batch=ONE_MATRIX,
 )
 
 
@@ -136,6 +140,7 @@ SOLVE = defjoint(
     family="linalg",
     broadcasts=True,
     doc="x with a @ x = b (b a vector when 1-D, else columns), batch axes broadcast",
+    batch=stacked({0: 2, 1: 2}, vector=1),
 )
 
 
@@ -155,6 +160,8 @@ def _cofactors(x: np.ndarray) -> np.ndarray:
 
 
 def _det_rule(g: Any, ans: Any, x: Any) -> Any:
+    if batched_in(g, ans, x):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_det_rule, g, ans, x)
     if type(x) is np.ndarray:
         return g[..., None, None] * _cofactors(x)
     # Differentiated again: ans * inv(x)^T records itself (and needs x nonsingular).
@@ -167,6 +174,7 @@ DET = defop(
     _det_rule,
     family="linalg",
     doc="the determinant of a square matrix (of each in a stack)",
+    batch=ONE_MATRIX,
 )
 # d log|det x| = Re(tr(x^-1 dx)): the transpose is g x^-T, for complex x too (g is real).
 LOGABSDET = defop(
@@ -175,6 +183,7 @@ LOGABSDET = defop(
     lambda g, ans, x: g[..., None, None] * transposed(np.linalg.inv(x)),
     family="linalg",
     doc="log |det x|: the second part of np.linalg.slogdet",
+    batch=ONE_MATRIX,
 )
 
 
@@ -190,6 +199,7 @@ SIGNDET = defop(
     _sign_rule,
     family="linalg",
     doc="det x / |det x| of a complex matrix: the first part of np.linalg.slogdet",
+    batch=ONE_MATRIX,
 )
 
 
@@ -234,6 +244,7 @@ CHOLESKY = defop(
     family="linalg",
     doc="the Cholesky factor of a symmetric positive-definite matrix: lower L with a = L @ L.T, reading the lower "
     "triangle (upper: U = L.T, reading the upper one)",
+    batch=ONE_MATRIX,
 )
 
 
@@ -336,5 +347,6 @@ def slogdet(x: Any) -> Any:
            [ 0.14285714, -0.28571429]])
     """
     _square("slogdet", x)
-    sign = record(SIGNDET, x) if np.iscomplexobj(unwrap(x)) else np.linalg.slogdet(unwrap(x))[0]
+    # A real matrix's sign is plain data (of every example, inside vmap).
+    sign = record(SIGNDET, x) if np.iscomplexobj(unwrap(x)) else on_plain(lambda v: np.linalg.slogdet(v)[0], x)
     return type(np.linalg.slogdet(np.eye(1)))(sign, record(LOGABSDET, x))

@@ -37,7 +37,9 @@ from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.ops.batching import loop
 from nodegrad.ops.linalg.axes import transposed
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, per_example_rule
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
     inverse_gaps,
@@ -103,6 +105,8 @@ def _refuse_defective(name: str, w: Any, v: Any, g: Any) -> None:
 
 def _eigvals_rule(g: Any, ans: Any, x: Any, paired: Any) -> Any:
     """V^-T diag(g) V^T"""
+    if batched_in(g, ans, x, paired):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_eigvals_rule, g, ans, x, paired)
     name = "eig" if paired else "eigvals"
     w, v = _decomposition(name, x, ans)
     _refuse_defective(name, w, v, g)
@@ -122,6 +126,7 @@ EIGVALS = defop(
     None,
     family="linalg",
     doc="the eigenvalues of a square matrix (np.linalg.eigvals, or np.linalg.eig's first part)",
+    batch=ONE_MATRIX,
 )
 
 
@@ -130,6 +135,8 @@ EIGVALS = defop(
 
 def _eig_vectors_rule(g: Any, ans: Any, x: Any, invariant: Any) -> Any:
     """V^-T (F * (V^T g - V^T conj(V) diag(Re(diag(V^T g))))) V^T, F_ij = 1 / (w_j - w_i)"""
+    if batched_in(g, ans, x, invariant):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_eig_vectors_rule, g, ans, x, invariant)
     if np.shape(ans)[-1] == 1:  # numpy's eigenvector of a 1 x 1 matrix is 1, whatever the matrix
         return _real_if_real(np.zeros(np.shape(ans), np.result_type(unwrap(ans), unwrap(g))), x)
     if type(x) is Traced:
@@ -161,6 +168,7 @@ EIG_VECTORS = defop(
     None,
     family="linalg",
     doc="the eigenvectors (the columns, unit 2-norm) of a square matrix: np.linalg.eig's second part",
+    batch=ONE_MATRIX,
 )
 
 
@@ -239,6 +247,8 @@ def eigvals(a: Any) -> Any:
 
 def _roots_rule(g: Any, ans: Any, p: Any) -> Any:
     """-(g / p'(r)) @ [r^n, ..., r, 1]"""
+    if batched_in(g, ans, p):  # a grad inside vmap: written for one polynomial, so once per example
+        return per_example_rule(_roots_rule, g, ans, p)
     # p(r_i) = 0 for each root: dr_i = -sum_k dp_k r_i^(n-k) / p'(r_i), for every
     # coefficient, the zero ones numpy strips included (a simple root moves with them too).
     n = np.shape(p)[-1] - 1
@@ -268,6 +278,9 @@ ROOTS = defop(
     _roots_rule,
     family="linalg",
     doc="the roots of a polynomial (np.roots: the eigenvalues of its companion matrix)",
+    # np.roots takes one polynomial, and how many roots it gives depends on the values (zero
+    # coefficients at either end): once per example, on purpose.
+    batch=loop,
 )
 
 

@@ -13,12 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record2
-from nodegrad.engine.registry import defop, same_rule_for_all
+from nodegrad.engine.registry import Op, defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.arguments import as_ints
+from nodegrad.ops.batching import example_ndim, loop
 from nodegrad.ops.elementwise import multiply
+from nodegrad.ops.linalg.batching import per_example_rule
 from nodegrad.ops.shape import reshape
 
 __all__ = ["convolve", "dot", "einsum", "matmul", "outer", "tensordot"]
@@ -68,6 +71,28 @@ def _matmul_rule_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     return np.matmul(np.swapaxes(x, -1, -2), g)
 
 
+def _batch_matmul(op: Op, batched: tuple[bool, ...], size: int, x: Any, y: Any) -> Any:
+    """One matmul for every example: a vector operand made a row (x) or a column (y), the
+    batched operands given size-1 axes after the examples' so that an operand that is not
+    batched never lines up with the examples' axis, the added axes dropped again."""
+    ndims = [example_ndim(x, batched[0]), example_ndim(y, batched[1])]
+    if 0 in ndims:
+        msg = f"matmul: an operand is a scalar (0-d) in each example, which matmul refuses [at {user_location()}]"
+        raise ShapeError(msg)
+    operands = [np.expand_dims(x, -2) if ndims[0] == 1 else x, np.expand_dims(y, -1) if ndims[1] == 1 else y]
+    depth = max(max(ndims[0], 2), max(ndims[1], 2)) - 2  # stack axes of an example
+    for k, is_batched in enumerate(batched):
+        missing = depth - (max(ndims[k], 2) - 2)
+        if is_batched and missing:
+            operands[k] = np.expand_dims(operands[k], tuple(range(1, 1 + missing)))
+    out = record(op, *operands)
+    if ndims[1] == 1:  # y's column
+        out = out[..., 0]
+    if ndims[0] == 1:  # x's row: the last axis but one, or the last one once y's is gone
+        out = out[..., 0] if ndims[1] == 1 else out[..., 0, :]
+    return out
+
+
 MATMUL = defop(
     "matmul",
     lambda x, y: np.matmul(_dense(x), _dense(y)),
@@ -76,6 +101,7 @@ MATMUL = defop(
     family="linalg",
     broadcasts=True,
     doc="matrix product with numpy's 1-D and batch rules",
+    batch=_batch_matmul,
 )
 
 
@@ -101,7 +127,7 @@ def matmul(x: Any, y: Any) -> Any:
 
 
 def _operand(v: Any) -> Any:
-    return v if type(v) is Traced or isinstance(v, np.ndarray) else np.asarray(v)
+    return v if type(v) is Traced or type(v) is Batched or isinstance(v, np.ndarray) else np.asarray(v)
 
 
 # -- einsum and the products built on it ------------------------------------------------------------
@@ -193,6 +219,21 @@ def _contract(inputs: list[str], output: str, *operands: Any) -> Any:
     return np.einsum(spec, *operands, optimize=math.prod(sizes.values()) >= _PLANNED)
 
 
+def _batch_einsum(op: Op, batched: tuple[bool, ...], size: int, spec: Any, *operands: Any) -> Any:
+    """One einsum for every example: a fresh index for the examples' axis, on each batched
+    operand and first in the output."""
+    inputs, output = spec
+    used = set(output).union(*inputs)
+    fresh = next((c for c in _LETTERS if c not in used), None)
+    if fresh is None:
+        msg = (
+            f"einsum: under vmap it needs an index letter for the examples, and all 52 are used [at {user_location()}]"
+        )
+        raise ShapeError(msg)
+    letters = tuple(fresh + s if is_batched else s for s, is_batched in zip(inputs, batched[1:], strict=True))
+    return record(op, (letters, fresh + output), *operands)
+
+
 EINSUM = defop(
     "einsum",
     lambda spec, *operands: _contract(list(spec[0]), spec[1], *operands),
@@ -200,6 +241,7 @@ EINSUM = defop(
     family="linalg",
     broadcasts=True,
     doc="Einstein summation (np.einsum), ellipsis broadcasting included",
+    batch=_batch_einsum,
 )
 
 
@@ -309,14 +351,29 @@ def outer(a: Any, b: Any) -> Any:
 # O(n + m), as the forward; differentiated again, the rule's np.correlate records this op.
 # The shapes need no fitting, but a complex cotangent of a real input must lose its
 # imaginary part, traced too: broadcasts=True has the central fit_cotangent do that.
+def _convolve_rule_a(g: Any, ans: Any, a: Any, v: Any) -> Any:
+    if type(g) is Batched or type(v) is Batched:  # np.correlate takes 1-D arrays: once per example
+        return per_example_rule(_convolve_rule_a, g, None, None, v)  # ans and a are not read
+    return np.correlate(g, np.conj(v), "valid")
+
+
+def _convolve_rule_v(g: Any, ans: Any, a: Any, v: Any) -> Any:
+    if type(g) is Batched or type(a) is Batched:  # np.correlate takes 1-D arrays: once per example
+        return per_example_rule(_convolve_rule_v, g, None, a, None)  # ans and v are not read
+    return np.correlate(g, np.conj(a), "valid")
+
+
 CONVOLVE = defop(
     "convolve",
     lambda a, v: np.convolve(a, v),
-    lambda g, ans, a, v: np.correlate(g, np.conj(v), "valid"),
-    lambda g, ans, a, v: np.correlate(g, np.conj(a), "valid"),
+    _convolve_rule_a,
+    _convolve_rule_v,
     family="linalg",
     broadcasts=True,
     doc="full discrete convolution of two 1-D arrays (np.convolve); its gradients are correlations, O(n + m) memory",
+    # np.convolve (and np.correlate, its rule) take two 1-D arrays, never a stack: once per
+    # example, on purpose.
+    batch=loop,
 )
 
 

@@ -15,9 +15,10 @@ import numpy as np
 
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, holds_traced, on_plain, on_stacks
 
 __all__ = ["qr"]
 
@@ -52,6 +53,8 @@ def _full_column_rank(r: Any) -> None:
 
 def _qr_q_rule(g: Any, ans: Any, x: Any) -> Any:
     """(g - conj(Q) sym(Q^T g)) R^-T, sym() copying the upper triangle; R = Q^H a"""
+    if batched_in(g, ans, x):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_qr_q_rule, g, ans, x)
     conj_q = np.conjugate(ans) if np.iscomplexobj(unwrap(ans)) else ans
     r = np.matmul(transposed(conj_q), x)
     _full_column_rank(r)
@@ -60,6 +63,8 @@ def _qr_q_rule(g: Any, ans: Any, x: Any) -> Any:
 
 def _qr_r_rule(g: Any, ans: Any, x: Any) -> Any:
     """conj(Q) sym(g R^T) R^-T, sym() copying the upper triangle; Q = a R^-1"""
+    if batched_in(g, ans, x):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_qr_r_rule, g, ans, x)
     _full_column_rank(ans)
     q = transposed(np.linalg.solve(transposed(ans), transposed(x)))
     conj_q = np.conjugate(q) if np.iscomplexobj(unwrap(q)) else q
@@ -72,6 +77,7 @@ QR_Q = defop(
     _qr_q_rule,
     family="linalg",
     doc="Q of the reduced QR factorisation a = Q @ R (m >= n): orthonormal columns",
+    batch=ONE_MATRIX,
 )
 QR_R = defop(
     "qr_r",
@@ -79,6 +85,7 @@ QR_R = defop(
     _qr_r_rule,
     family="linalg",
     doc="R of the reduced QR factorisation a = Q @ R (m >= n): upper triangular",
+    batch=ONE_MATRIX,
 )
 _QR_MODES = ("reduced", "complete", "r", "raw")
 
@@ -130,13 +137,14 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         else ""
     )
     if refused:
-        if type(a) is Traced:
+        if holds_traced(a):
             msg = (
                 f"qr: no gradient for {refused}; differentiable is mode='reduced' or 'r' with m >= n, got shape "
                 f"{shape} [called at {user_location()}]"
             )
             raise NoGradientError(msg)
-        return np.linalg.qr(a, mode=mode)  # type: ignore[call-overload]
+        # plain data, of every example inside vmap
+        return on_plain(lambda v: np.linalg.qr(v, mode=mode), a)  # type: ignore[call-overload]
     if mode == "r":
         return record(QR_R, a)
     return _QRResult(record(QR_Q, a), record(QR_R, a))

@@ -30,6 +30,7 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, stacked
 from nodegrad.ops.linalg.decompositions import lapack_ready
 from nodegrad.ops.linalg.refusals import (
     inverse_gaps,
@@ -79,6 +80,8 @@ def _svdvals_rule(g: Any, ans: Any, x: Any) -> Any:
     """conj(U) diag(g) conj(Vh): U diag(g) Vh for a real x"""
     # d(s_i) = Re(u_i^H dX v_i) for each simple singular value. The phases of a singular
     # pair cancel in u_i v_i^H.
+    if batched_in(g, ans, x):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_svdvals_rule, g, ans, x)
     repeated = repeated_pairs(ans)
     refuse_split_values("svdvals", "singular values", repeated, g)
     refuse_again_at_repeated("svdvals", "singular values", repeated, g)
@@ -94,6 +97,7 @@ SVDVALS = defop(
     _svdvals_rule,
     family="linalg",
     doc="singular values of the last two axes, largest first",
+    batch=ONE_MATRIX,
 )
 
 
@@ -194,6 +198,8 @@ def _left_vectors_rule(u: Any, s: Any, vh: Any, g: Any, side: str, relative_phas
 
 def _svd_u_rule(g: Any, ans: Any, x: Any, full: Any, invariant: Any) -> Any:
     """conj(U) ((F * (J - J^H)) S) conj(Vh) + (g - conj(U) J) S^-1 conj(Vh), J = U^T g, F_ij = 1 / (s_j^2 - s_i^2)"""
+    if batched_in(g, ans, x, full, invariant):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_svd_u_rule, g, ans, x, full, invariant)
     u, s, vh = _factors(x, full, u=ans)
     g = _without_extra(g, np.shape(s)[-1], -1, "columns of U")
     if _is_complex(u) and not invariant:  # the common phase of each pair, Vh's share of it included
@@ -204,6 +210,8 @@ def _svd_u_rule(g: Any, ans: Any, x: Any, full: Any, invariant: Any) -> Any:
 
 def _svd_vh_rule(g: Any, ans: Any, x: Any, u_full: Any, full: Any, invariant: Any) -> Any:
     """the rule of U for a^H = V S U^H, with g^H for U's g, conjugate-transposed"""
+    if batched_in(g, ans, x, u_full, full, invariant):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_svd_vh_rule, g, ans, x, u_full, full, invariant)
     u, s, vh = _factors(x, full, u=u_full, vh=ans)
     g = _without_extra(g, np.shape(s)[-1], -2, "rows of Vh")
     return _adjoint(_left_vectors_rule(_adjoint(vh), s, _adjoint(u), _adjoint(g), "right", relative_phase=True))
@@ -212,6 +220,8 @@ def _svd_vh_rule(g: Any, ans: Any, x: Any, u_full: Any, full: Any, invariant: An
 def _svd_vh_phase_rule(g: Any, ans: Any, x: Any, u_full: Any, full: Any, invariant: Any) -> Any:
     """Vh's share of the common phase of each singular pair, as a cotangent of U that U's
     rule reads for its test alone: conj(U) diag(-1j Im(g_k Vh_k^T))."""
+    if batched_in(g, ans, x, u_full, full, invariant):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_svd_vh_phase_rule, g, ans, x, u_full, full, invariant)
     k = min(np.shape(x)[-2:])
     if invariant or not np.size(unwrap(g)):
         return None
@@ -244,6 +254,7 @@ SVD_U = defop(
     None,
     family="linalg",
     doc="the left singular vectors U of a = U @ diag(s) @ Vh: np.linalg.svd's first part",
+    batch=ONE_MATRIX,
 )
 SVD_VH = defop(
     "svd_vh",
@@ -255,6 +266,7 @@ SVD_VH = defop(
     family="linalg",
     doc="the right singular vectors Vh (the rows) of a = U @ diag(s) @ Vh: np.linalg.svd's third part (for a "
     "complex a, also of U: the common phase of each singular pair)",
+    batch=stacked({0: 2, 1: 2}),  # U (a complex matrix's) is read by the rule alone
 )
 
 

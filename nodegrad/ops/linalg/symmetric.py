@@ -30,6 +30,7 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks
 from nodegrad.ops.linalg.decompositions import check_uplo, lapack_ready, read_triangle
 from nodegrad.ops.linalg.refusals import (
     inverse_gaps,
@@ -62,6 +63,8 @@ def _eigenvectors(x: Any, uplo: Any) -> Any:
 
 def _eigvalsh_rule(g: Any, ans: Any, x: Any, uplo: Any) -> Any:
     """conj(V) diag(g) V^T: Hermitian"""
+    if batched_in(g, ans, x, uplo):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_eigvalsh_rule, g, ans, x, uplo)
     repeated = repeated_pairs(ans)
     refuse_split_values("eigvalsh", "eigenvalues", repeated, g)
     refuse_again_at_repeated("eigvalsh", "eigenvalues", repeated, g)
@@ -74,6 +77,8 @@ def _eigh_vectors_rule(g: Any, ans: Any, x: Any, uplo: Any, invariant: Any) -> A
     """conj(V) (F * skew(V^T g)) V^T, F_ij = 1 / (w_j - w_i) off the diagonal: Hermitian"""
     # Only the anti-Hermitian part skew(c) = (c - c^H) / 2 of c = V^T g reaches a Hermitian
     # gradient (F is antisymmetric); its diagonal, Im(v_k^T g_k), is the phases' share.
+    if batched_in(g, ans, x, uplo, invariant):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_eigh_vectors_rule, g, ans, x, uplo, invariant)
     if np.shape(ans)[-1] == 1:  # numpy's eigenvector of a 1 x 1 matrix is 1, whatever the matrix
         return np.zeros(np.shape(ans), np.result_type(unwrap(ans), unwrap(g)))
     w = _eigenvalues(x, uplo)
@@ -97,6 +102,7 @@ EIGVALSH = defop(
     None,
     family="linalg",
     doc="eigenvalues of a symmetric matrix, ascending",
+    batch=ONE_MATRIX,
 )
 EIGH_VECTORS = defop(
     "eigh_vectors",
@@ -107,6 +113,7 @@ EIGH_VECTORS = defop(
     family="linalg",
     doc="the eigenvectors of a symmetric (Hermitian) matrix (the columns), eigenvalues ascending: "
     "np.linalg.eigh's second part",
+    batch=ONE_MATRIX,
 )
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
-from nodegrad.numpy_api.arguments import as_operand
 from nodegrad.ops import conj, swapaxes
+from nodegrad.ops.linalg.batching import plain
 
 __all__ = [
     "FAMILY",
@@ -28,14 +29,22 @@ __all__ = [
 FAMILY = "scipy.linalg"
 
 
+def as_operand(a: Any) -> Any:
+    """A traced or batched value as it is; anything else (lists, scalars) as numpy reads it."""
+    return a if type(a) is Traced or type(a) is Batched else np.asarray(a)
+
+
 def is_traced(*xs: Any) -> bool:
-    return any(type(x) is Traced for x in xs)
+    """Whether any of ``xs`` is traced or batched (inside ``vmap``): a value scipy cannot
+    take, so it is computed with recorded ops."""
+    return any(type(x) is Traced or type(x) is Batched for x in xs)
 
 
 def refuse_nonfinite(name: str, *xs: Any) -> None:
-    """Refuse NaN and Inf as scipy's ``check_finite=True`` does, with a nodegrad error."""
+    """Refuse NaN and Inf as scipy's ``check_finite=True`` does, with a nodegrad error
+    (inside ``vmap``, for every example)."""
     for x in xs:
-        value = unwrap(x)
+        value = plain(x)
         if np.asarray(value).dtype.kind in "fc" and not np.all(np.isfinite(value)):
             msg = f"{name}: the array must not contain infs or NaNs (check_finite=True) [called at {user_location()}]"
             raise NonFiniteError(msg)

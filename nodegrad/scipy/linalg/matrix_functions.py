@@ -23,6 +23,7 @@ from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops import cat
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, plain
 from nodegrad.scipy.linalg._common import FAMILY, is_traced, square_operand, transposed
 from nodegrad.scipy.linalg.solvers import solve_sylvester
 
@@ -39,8 +40,10 @@ def frechet(f: Callable[[Any], Any], a: Any, e: Any) -> Any:
     """
     a_value, e_value = unwrap(a), unwrap(e)
     n = np.shape(a_value)[-1]
-    a_norm = np.linalg.norm(a_value, 1, axis=(-2, -1), keepdims=True)
-    e_norm = np.linalg.norm(e_value, 1, axis=(-2, -1), keepdims=True)
+    # The norms in double precision: a single-precision sum of entries near its largest
+    # float overflows.
+    a_norm = np.linalg.norm(a_value.astype(np.result_type(a_value, np.float64)), 1, axis=(-2, -1), keepdims=True)
+    e_norm = np.linalg.norm(e_value.astype(np.result_type(e_value, np.float64)), 1, axis=(-2, -1), keepdims=True)
     safe = (e_norm > 0) & (a_norm > 0)
     dtype = np.real(e_value).dtype
     # Kept finite in e's precision: a subnormal e would need a scale past the dtype's range
@@ -65,7 +68,7 @@ def _off_the_negative_axis(name: str, what: str, a: Any) -> None:
     """Refuse a matrix with an eigenvalue on the closed negative real axis: the principal
     square root and logarithm are not differentiable there (their branch cut; the logarithm
     is not defined at 0), and are complex for a real matrix."""
-    value = unwrap(a)
+    value = plain(a)  # every example's, inside vmap
     w = np.linalg.eigvals(value.astype(np.result_type(value, np.float64)))
     size = np.max(np.abs(w), initial=1.0)
     on_axis = (np.abs(w.imag) <= 1e3 * np.finfo(value.dtype).eps * size) & (w.real <= 0)
@@ -82,6 +85,8 @@ def _off_the_negative_axis(name: str, what: str, a: Any) -> None:
 
 def _expm_rule(g: Any, ans: Any, a: Any) -> Any:
     """L_expm(a^T, g): the top-right block of expm([[a^T, g], [0, a^T]])"""
+    if batched_in(g, a):  # a grad inside vmap: the examples as a stack (frechet scales each by plain norms)
+        return on_stacks(_expm_rule, g, None, a)  # ans is not read
     return frechet(expm, transposed(a), g)
 
 
@@ -91,6 +96,7 @@ EXPM = defop(
     _expm_rule,
     family=FAMILY,
     doc="the matrix exponential (of each matrix in a stack), as scipy.linalg.expm",
+    batch=ONE_MATRIX,
 )
 
 
@@ -138,6 +144,7 @@ SQRTM = defop(
     lambda g, ans, a: solve_sylvester(transposed(ans), transposed(ans), g),
     family=FAMILY,
     doc="the principal square root of a matrix (of each in a stack), as scipy.linalg.sqrtm",
+    batch=ONE_MATRIX,
 )
 
 
@@ -191,6 +198,8 @@ def _logm_forward(a: np.ndarray) -> np.ndarray:
 
 def _logm_rule(g: Any, ans: Any, a: Any) -> Any:
     """L_logm(a^T, g): the top-right block of logm([[a^T, g], [0, a^T]])"""
+    if batched_in(g, a):  # a grad inside vmap: the examples as a stack (frechet scales each by plain norms)
+        return on_stacks(_logm_rule, g, None, a)  # ans is not read
     return frechet(_logm, transposed(a), g)
 
 
@@ -200,6 +209,7 @@ LOGM = defop(
     _logm_rule,
     family=FAMILY,
     doc="the principal logarithm of a matrix (of each in a stack), as scipy.linalg.logm",
+    batch=ONE_MATRIX,
 )
 
 

@@ -19,10 +19,11 @@ import scipy.linalg
 
 from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defjoint, defop
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cholesky as _lower_cholesky
 from nodegrad.ops import matmul, where
+from nodegrad.ops.linalg.batching import batched_in, holds_traced, on_plain, on_stacks, stacked
 from nodegrad.scipy.linalg._common import (
     FAMILY,
     as_operand,
@@ -85,6 +86,7 @@ SOLVE_TRIANGULAR = defjoint(
     family=FAMILY,
     broadcasts=True,
     doc="x with op(a) @ x = b for a triangular a (its other triangle unread), as scipy.linalg.solve_triangular",
+    batch=stacked({0: 2, 1: 2}, vector=1),
 )
 
 
@@ -180,6 +182,7 @@ SOLVE_SYLVESTER = defjoint(
     family=FAMILY,
     broadcasts=True,
     doc="x with a @ x + x @ b = q, as scipy.linalg.solve_sylvester",
+    batch=stacked({0: 2, 1: 2, 2: 2}),
 )
 
 
@@ -228,15 +231,34 @@ def solve_sylvester(a: Any, b: Any, q: Any) -> Any:
 
 def _row_order(piv: np.ndarray) -> np.ndarray:
     """The rows of ``a`` in the order of ``L @ U``: LAPACK's pivots swap row ``i`` with row
-    ``piv[i]``, one after another, so ``a[order] == L @ U``."""
-    order = np.arange(len(piv))
-    for i, p in enumerate(piv):
-        order[[i, p]] = order[[p, i]]
+    ``piv[i]``, one after another, so ``a[order] == L @ U``. Of each matrix of a stack for
+    a stack of pivots (the last axis)."""
+    piv = np.asarray(piv)
+    order = np.broadcast_to(np.arange(piv.shape[-1]), piv.shape).copy()
+    for i in range(piv.shape[-1]):
+        p = piv[..., i : i + 1]
+        there = np.take_along_axis(order, p, -1)
+        np.put_along_axis(order, p, order[..., i : i + 1], -1)
+        order[..., i : i + 1] = there
     return order
+
+
+def _factored(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's ``lu_factor`` of a matrix, or of each of a stack (scipy's takes one matrix)."""
+    if np.ndim(a) == 2:
+        return scipy.linalg.lu_factor(a, check_finite=False)
+    flat = np.reshape(a, (-1, *np.shape(a)[-2:]))
+    pairs = [scipy.linalg.lu_factor(m, check_finite=False) for m in flat]
+    if not pairs:
+        return np.zeros(np.shape(a), np.result_type(a, np.float32)), np.zeros(np.shape(a)[:-1], np.int32)
+    lu, piv = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
+    return lu.reshape(np.shape(a)), piv.reshape((*np.shape(a)[:-2], piv.shape[-1]))
 
 
 def _lu_rule(g: Any, ans: Any, a: Any, order: np.ndarray) -> Any:
     """L^-T (tril(L^T g_L, -1) + triu(g_U U^T)) U^-T, rows put back in a's order"""
+    if batched_in(g, ans, a, order):  # a grad inside vmap: the examples as a stack
+        return on_stacks(_lu_rule, g, ans, a, order)
     # From a[order] = L U: L^-1 da' U^-1 = L^-1 dL + dU U^-1, whose strictly lower part is
     # L^-1 dL and upper part dU U^-1. Transposing those maps gives the rule; both
     # triangular solves read the packed factor itself (L with its unit diagonal, U).
@@ -247,16 +269,20 @@ def _lu_rule(g: Any, ans: Any, a: Any, order: np.ndarray) -> Any:
     middle = middle + matmul(g * upper, transposed(ans * upper)) * upper
     left = _solve_triangular(ans, middle, 1, True, True)
     reordered = transposed(_solve_triangular(ans, transposed(left), 0, False, False))
-    return reordered[np.argsort(order)]
+    rows = np.broadcast_to(np.argsort(order, axis=-1)[..., :, None], np.shape(unwrap(ans)))
+    return np.take_along_axis(reordered, rows, -2)
 
 
 LU_FACTOR = defop(
     "lu_factor",
-    lambda a, order: scipy.linalg.lu_factor(a, check_finite=False)[0],
+    lambda a, order: _factored(a)[0],
     _lu_rule,
     None,
     family=FAMILY,
     doc="the packed LU factors of a square matrix, L (unit diagonal) below U, as scipy.linalg.lu_factor",
+    # scipy's lu_factor takes one matrix: the forward factors a stack matrix by matrix, one
+    # node for all the examples (the rule takes stacks).
+    batch=stacked({0: 2, 1: 1}),
 )
 
 
@@ -304,8 +330,8 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
         raise ShapeError(msg)
     if check_finite:
         refuse_nonfinite("lu_factor", a)
-    if type(a) is not Traced:
-        return scipy.linalg.lu_factor(a, check_finite=False)
+    if not holds_traced(a):  # plain values (of every example, inside vmap)
+        return on_plain(_factored, a)
     rows, columns = np.shape(unwrap(a))
     if rows != columns:
         msg = (
@@ -313,15 +339,15 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
             f"[called at {user_location()}]"
         )
         raise NoGradientError(msg)
-    _, piv = scipy.linalg.lu_factor(unwrap(a), check_finite=False)
-    return record(LU_FACTOR, a, _row_order(piv)), piv
+    piv = on_plain(lambda v: _factored(v)[1], a)
+    return record(LU_FACTOR, a, on_plain(_row_order, piv)), piv
 
 
 def _lu_and_piv(name: str, factors: Any) -> tuple[Any, np.ndarray]:
     if not (isinstance(factors, tuple | list) and len(factors) == 2):
         msg = f"{name}: needs the pair (lu, piv) that lu_factor returns [called at {user_location()}]"
         raise ArgumentError(msg)
-    lu, piv = as_operand(factors[0]), np.asarray(factors[1])
+    lu, piv = as_operand(factors[0]), as_operand(factors[1])
     square(name, lu, batched=False)
     if piv.shape != (np.shape(unwrap(lu))[-1],) or piv.dtype.kind not in "iu":
         msg = (
@@ -378,12 +404,12 @@ def lu_solve(
     b = as_operand(b)
     if check_finite:
         refuse_nonfinite("lu_solve", lu, b)
-    order = _row_order(piv)
+    order = on_plain(_row_order, piv)  # of every example, inside vmap
     if trans == 0:
         y = _solve_triangular(lu, b[order], 0, True, True)
         return _solve_triangular(lu, y, 0, False, False)
     z = _solve_triangular(lu, b, trans, False, False)
-    return _solve_triangular(lu, z, trans, True, True)[np.argsort(order)]
+    return _solve_triangular(lu, z, trans, True, True)[on_plain(lambda o: np.argsort(o, axis=-1), order)]
 
 
 # -- Cholesky -----------------------------------------------------------------------------------------

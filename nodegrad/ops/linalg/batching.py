@@ -1,0 +1,149 @@
+"""How the linear algebra ops run inside ``vmap``.
+
+Almost every forward here (numpy's and scipy's) already takes stacks of matrices, so a
+batching rule only has to make the examples one more leading stack axis
+(:func:`stacked`): operands repeated where they are not batched, and given size-1 axes so
+that the stack axes of every operand line up. The VJP rules are written for stacks too:
+run on batched values (a ``grad`` inside ``vmap``) they take the examples as a stack as
+well (:func:`on_stacks`), so that what they test in the values (repeated eigenvalues, a
+singular factor) is read in plain arrays. :func:`plain` and :func:`on_plain` give the plain
+values of every example, for the checks and plain data (signs, pivots) of the public
+functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.batched import Batched, BatchLevel
+from nodegrad.engine.record import record
+from nodegrad.engine.registry import Op
+from nodegrad.engine.traced import Traced
+from nodegrad.ops.batching import example_ndim, innermost, to_batched
+
+__all__ = ["batched_in", "holds_traced", "on_plain", "on_stacks", "per_example_rule", "plain", "stacked"]
+
+_ARRAYS = (np.ndarray, np.generic, Traced, Batched)
+
+
+def batched_in(*args: Any) -> bool:
+    """Whether any of ``args`` is a batched value (a rule run inside ``vmap``)."""
+    return any(type(a) is Batched for a in args)
+
+
+def plain(x: Any) -> Any:
+    """The plain values of every example of ``x``: its batch axes leading (the outermost
+    ``vmap`` first), no traced level. For checks of the values and for plain data."""
+    while type(x) is Traced or type(x) is Batched:
+        x = x.value
+    return x
+
+
+def holds_traced(x: Any) -> bool:
+    """Whether ``x`` is traced, or batched with traced values inside (a gradient would
+    reach it)."""
+    while type(x) is Batched:
+        x = x.value
+    return type(x) is Traced
+
+
+def on_plain(fn: Callable[[Any], Any], x: Any) -> Any:
+    """``fn`` (which takes a stack of arrays along leading axes) of the plain values of
+    every example of ``x``, batched again as ``x`` is: plain data of a batched value (the
+    sign of a determinant, pivots), one call for every example."""
+    levels: list[BatchLevel] = []
+    while type(x) is Traced or type(x) is Batched:
+        if type(x) is Batched:
+            levels.append(x.level)
+        x = x.value
+    out = fn(x)
+    for level in reversed(levels):
+        if isinstance(out, tuple):  # numpy's result tuples (QRResult...) too
+            items = [Batched(o, level) for o in out]
+            out = type(out)(*items) if hasattr(out, "_fields") else tuple(items)
+        else:
+            out = Batched(out, level)
+    return out
+
+
+def _wrap(out: Any, level: BatchLevel) -> Any:
+    if out is None:
+        return None
+    if type(out) is tuple:
+        return tuple(_wrap(o, level) for o in out)
+    return Batched(out, level)
+
+
+def on_stacks(rule: Callable[..., Any], *args: Any) -> Any:
+    """``rule(*args)`` of a VJP rule written for stacks of matrices, where some of ``args``
+    are batched: the examples of the innermost level become a leading stack axis (arrays not
+    batched there repeated), level by level, and the results are batched again. The rule
+    then reads plain values where it tests them, as it does for any stack."""
+    level = innermost(args)
+    if level is None:
+        return rule(*args)
+    found = []
+    for a in args:
+        if type(a) is Batched and a.level is level:
+            found.append(a.value)
+        elif isinstance(a, _ARRAYS):
+            found.append(to_batched(a, False, level.size))
+        else:
+            found.append(a)  # an option: a flag, a triangle, None
+    return _wrap(on_stacks(rule, *found), level)
+
+
+def per_example_rule(rule: Callable[..., Any], *args: Any) -> Any:
+    """``rule(*args)`` once per example of the innermost level of ``args``, the results
+    stacked: for a VJP rule that takes one operand, not a stack (``roots``)."""
+    level = innermost(args)
+    if level is None:
+        return rule(*args)
+    results = []
+    for b in range(level.size):
+        example = [a.value[b] if type(a) is Batched and a.level is level else a for a in args]
+        results.append(per_example_rule(rule, *example))
+    first = results[0] if results else None
+    if first is None:
+        return None
+    if type(first) is tuple:
+        return tuple(_wrap(np.stack([r[k] for r in results]), level) for k in range(len(first)))
+    return _wrap(np.stack(results), level)
+
+
+def stacked(cores: Mapping[int, int], vector: int | None = None) -> Callable[..., Any]:
+    """The batching rule of an op whose forward takes stacks (the leading axes) of its
+    operands at the positions of ``cores``, each with that many core axes (2 for a
+    matrix, 0 for a number per matrix such as a tolerance), their stacks broadcast against
+    each other. The examples become one more leading stack axis: an operand with core
+    axes is repeated where it is not batched; batched operands get size-1 axes after the
+    examples' so that the stack axes of all line up. ``vector`` is the position of an
+    operand that is a vector where it is 1-D (``solve``'s ``b``): such a one is made a
+    column, and the result's last axis dropped again."""
+
+    def rule(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
+        found = list(args)
+        column = vector is not None and example_ndim(args[vector], batched[vector]) == 1
+        core = dict(cores)
+        if column:
+            found[vector] = np.expand_dims(found[vector], -1)  # type: ignore[index]
+        present = [k for k in core if found[k] is not None and (batched[k] or core[k] > 0)]
+        for k in present:
+            if not batched[k]:
+                found[k] = to_batched(found[k], False, size)
+        depth = max(np.ndim(found[k]) - 1 - core[k] for k in present)
+        for k in present:
+            missing = depth - (np.ndim(found[k]) - 1 - core[k])
+            if missing > 0:
+                found[k] = np.expand_dims(found[k], tuple(range(1, 1 + missing)))
+        out = record(op, *found)
+        return out[..., 0] if column else out
+
+    return rule
+
+
+#: The rule of an op of one matrix (or stack of them) followed by options.
+ONE_MATRIX = stacked({0: 2})
