@@ -417,7 +417,17 @@ def stop_gradient(value: Any) -> Any:
 
 @reports_unwalkable("stop_gradient")
 def _plain_values(value: Any) -> Any:
-    return map_with_paths(lambda _, leaf: unwrap(leaf), value)
+    return map_with_paths(lambda _, leaf: _plain(leaf), value)
+
+
+def _plain(leaf: Any) -> Any:
+    """``leaf`` with no traced level left: a batched value stays batched (its examples are
+    what it stands for), with the traced levels inside it removed too."""
+    while type(leaf) is Traced:
+        leaf = leaf.value
+    if type(leaf) is Batched:
+        return Batched(_plain(leaf.value), leaf.level)
+    return leaf
 
 
 def _with_rules(fun: Callable[..., Any], rules: tuple[Any, Any] | None) -> custom_vjp:

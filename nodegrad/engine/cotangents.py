@@ -13,6 +13,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.structure import Tree, TreeDef, flatten, is_differentiable_leaf, zip_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, StructureError
@@ -141,14 +142,15 @@ def cotangent_for(seed: Tree, value: Tree, path: str) -> Cotangent:
 def _leaf_cotangent(seed: Any, value: Any, path: str) -> Any:
     if seed is None or not is_differentiable_leaf(value):
         return None
-    # A traced seed (a recorded sweep, differentiated again) stays traced.
-    seed_array = seed if type(seed) is Traced else np.asarray(seed)
+    # A traced seed (a recorded sweep, differentiated again) stays traced, a batched one batched.
+    handle = type(seed) is Traced or type(seed) is Batched
+    seed_array = seed if handle else np.asarray(seed)
     if seed_array.shape != np.shape(value):
         msg = f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"
         raise StructureError(msg)
     dtype = np.result_type(unwrap(value))
     check_seed_dtype(seed_array.dtype, dtype, path)
-    if type(seed_array) is Traced:
+    if handle:
         return seed_array if seed_array.dtype == dtype else seed_array.astype(dtype)
     return np.array(seed_array, dtype=dtype)  # a copy the sweep owns, as for an array seed
 

@@ -36,7 +36,8 @@ from nodegrad.engine.structure import (
     rebuild,
 )
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import BatchingError, StructureError, user_location
+from nodegrad.errors import StructureError, user_location
+from nodegrad.ops.batching import made_of_ops
 
 __all__ = ["leaf_view", "map_lookup", "pack", "replace", "seq_index", "struct_field", "view"]
 
@@ -53,26 +54,10 @@ def _read_rule(g: Any, ans: Any, parent: Any, index: int, total: int, key: Hasha
     return StructCotangent(total, {index: g})
 
 
-def _refuse_batched(op: Any, batched: tuple[bool, ...], size: int, *args: Any) -> Any:
-    """The batching rule of the structured ops: refused, with a reason.
-
-    A constructor given values batched by ``vmap`` (a structure packed from them, as
-    ``custom_vjp`` packs its arguments) would have to give a structure whose batched leaves
-    are batched values, but a batching rule's result is one batched value (its examples along
-    axis 0): a dict or a record has no such axis, and run once per example the structures
-    would be stacked into an array of objects. The read ops take a structured node's handle,
-    whose value is a structure, never a batched value, so they meet one only through such a
-    constructor. Refusing here says so instead of giving arrays of objects."""
-    msg = (
-        f"{op.name}: a structured node cannot be built from (or read as) values batched by vmap: a batching "
-        f"rule gives one batched array, not a structure of them; pass the leaves as separate arrays "
-        f"[called at {user_location()}]"
-    )
-    raise BatchingError(msg)
-
-
+# Batched by their forward as it is (made_of_ops): a constructor given batched values builds the
+# structure of them, whose batched leaves are each every example's; a read takes such a leaf.
 def _defread(name: str, doc: str) -> Any:
-    return defop(name, _read, _read_rule, None, None, None, family=_F, doc=doc, batch=_refuse_batched)
+    return defop(name, _read, _read_rule, None, None, None, family=_F, doc=doc, batch=made_of_ops)
 
 
 STRUCT_FIELD = _defread("struct_field", "one field of a record node; the other fields get symbolic zeros")
@@ -91,7 +76,7 @@ def _build_rule(k: int, g: Any, ans: Any, template: Any, *children: Any) -> Any:
 
 
 def _defmake(name: str, doc: str) -> Any:
-    return defop(name, _build, same_rule_for_all(_build_rule), family=_F, doc=doc, batch=_refuse_batched)
+    return defop(name, _build, same_rule_for_all(_build_rule), family=_F, doc=doc, batch=made_of_ops)
 
 
 MAKE_RECORD = _defmake("make_record", "a record node from field nodes")
