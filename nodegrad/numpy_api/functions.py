@@ -382,7 +382,7 @@ FUNCTIONS[np.i0] = special.i0  # through scipy's Bessel functions, with nodegrad
 
 # Functions whose results carry no gradient: computed on the forward values.
 VALUE_FUNCTIONS = {
-    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.nonzero, np.count_nonzero,
+    np.shape, np.ndim, np.size, np.argmax, np.argmin, np.argsort, np.lexsort, np.nonzero, np.count_nonzero,
     np.isclose, np.allclose, np.array_equal, np.zeros_like, np.ones_like, np.empty_like,
     np.round, np.around, np.isfinite, np.isnan, np.isinf, np.result_type,
     np.iscomplexobj, np.isrealobj, np.iscomplex, np.isreal,
