@@ -2075,6 +2075,7 @@ VALUE_CALLS: dict[Any, Callable[[Any, Any], Any]] = {
     np.argmax: lambda x, y: np.argmax(x, axis=-1),
     np.argmin: lambda x, y: np.argmin(x),
     np.argsort: lambda x, y: np.argsort(x, axis=0, kind="stable"),
+    np.lexsort: lambda x, y: np.lexsort((x, y), axis=0),
     np.nonzero: lambda x, y: np.nonzero(x),
     np.count_nonzero: lambda x, y: np.count_nonzero(x, axis=0),
     np.isclose: lambda x, y: np.isclose(x, y, atol=0.5),
