@@ -24,6 +24,7 @@ from nodegrad.engine.structure import (
 )
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError
+from nodegrad.transforms.batching import vmap
 from nodegrad.transforms.common import (
     Transformed,
     check_callable,
@@ -34,10 +35,8 @@ from nodegrad.transforms.common import (
     same_shapes,
     traced_vdot,
 )
-from nodegrad.transforms.batching import vmap
 from nodegrad.transforms.forward import jvp
 from nodegrad.transforms.reverse import grad, vjp
-from nodegrad.tree import zeros_like
 
 P = ParamSpec("P")
 
@@ -46,25 +45,6 @@ __all__ = ["hessian", "hvp", "jacfwd", "jacobian", "jacrev"]
 
 def _float_leaves(value: Any) -> list[tuple[str, Any]]:
     return [(path, leaf) for path, leaf in flatten_with_paths(value) if is_differentiable_leaf(leaf)]
-
-
-def _basis(template: Any, dtype_of: Callable[[Any], Any]) -> list[Any]:
-    """One structure per float entry of ``template``: zeros everywhere but a one there,
-    in the order of the entries (leaf by leaf, each in C order)."""
-    out = []
-    for target, leaf in _float_leaves(template):
-        for k in range(int(np.prod(np.shape(leaf), dtype=int))):
-
-            def unit(path: str, other: Any, target: str = target, k: int = k) -> Any:
-                if not is_differentiable_leaf(other):
-                    return None
-                zeros = np.zeros(np.shape(other), dtype_of(other))
-                if path == target:
-                    zeros.reshape(-1)[k] = 1
-                return zeros
-
-            out.append(map_with_paths(unit, template))
-    return out
 
 
 def _identity(template: Any) -> tuple[Any, int]:
@@ -134,42 +114,6 @@ def _reshaped(value: Any, shape: tuple[int, ...]) -> Any:
 
 def _dtype(leaf: Any) -> Any:
     return leaf.dtype if hasattr(leaf, "dtype") else np.float64
-
-
-def _stacked(pieces: list[Any], leading: tuple[int, ...], trailing: tuple[int, ...], axis: int) -> Any:
-    """The pieces (one per entry of a leaf) stacked into an array of ``leading + trailing``."""
-    if not pieces:
-        return np.zeros(leading + trailing)
-    if any(type(p) is Traced for p in pieces):  # inside an enclosing transform: keep it traced
-        return ops.reshape(ops.stack(pieces, axis=axis), leading + trailing)
-    return np.stack([np.asarray(p) for p in pieces], axis=axis).reshape(leading + trailing)
-
-
-def _assemble(out: Any, args: tuple[Any, ...], pieces: list[tuple[Any, ...]], by_rows: bool, single: bool) -> Any:
-    """Lay the derivative pieces out as JAX does. ``pieces`` holds, per float entry of the
-    output (by rows) or of the arguments (by columns), one derivative structure per
-    argument (by rows: shaped like that argument; by columns: shaped like the output)."""
-    out_leaves = _float_leaves(out)
-    arg_leaves = [_float_leaves(a) for a in args]
-    out_sizes = [int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in out_leaves]
-    arg_sizes = [[int(np.prod(np.shape(leaf), dtype=int)) for _, leaf in leaves] for leaves in arg_leaves]
-    flat_pieces = [[[leaf for _, leaf in _float_leaves(p)] for p in row] for row in pieces]
-
-    def block(i: int, position: int, j: int) -> Any:
-        out_shape, arg_shape = np.shape(out_leaves[i][1]), np.shape(arg_leaves[position][j][1])
-        if by_rows:
-            start = sum(out_sizes[:i])
-            column = [flat_pieces[r][position][j] for r in range(start, start + out_sizes[i])]
-            return _stacked(column, out_shape, arg_shape, axis=0)
-        start = sum(sum(sizes) for sizes in arg_sizes[:position]) + sum(arg_sizes[position][:j])
-        row = [flat_pieces[c][0][i] for c in range(start, start + arg_sizes[position][j])]
-        return _stacked(row, out_shape, arg_shape, axis=-1)
-
-    def for_output_leaf(i: int) -> Any:
-        per_argument = [_fill(arg, functools.partial(block, i, position)) for position, arg in enumerate(args)]
-        return per_argument[0] if single else tuple(per_argument)
-
-    return _fill(out, for_output_leaf)
 
 
 def _fill(template: Any, make: Callable[[int], Any]) -> Any:
