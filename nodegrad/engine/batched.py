@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.traced import describe, unwrap
+from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError, ShapeError
 
-__all__ = ["BatchLevel", "Batched", "BatchingError", "next_stamp"]
+__all__ = ["BatchLevel", "Batched", "BatchingError", "all_values", "next_stamp", "plain", "plain_map"]
 
 
 _STAMPS = itertools.count()
@@ -194,3 +194,35 @@ def check_size(level: BatchLevel, value: Any, where: str) -> None:
     if not shape or shape[0] != level.size:
         msg = f"{where}: a batched value must have {level.size} entries along axis 0, got shape {shape}"
         raise ShapeError(msg)
+
+
+def all_values(x: Any) -> Any:
+    """The plain values under ``x``'s traced and batched levels: under ``vmap``, every
+    example's at once (stacked along leading axes). For checks that read values (bounds,
+    masks, the sign of an index), and for a shortcut a rule may take only where every
+    example allows it."""
+    while type(x) is Traced or type(x) is Batched:
+        x = x.value
+    return x
+
+
+def plain_map(fn: Any, x: Any) -> Any:
+    """``fn`` of the plain values under ``x`` (its traced levels dropped: the result carries
+    no gradient), called once on every example of a batched ``x`` stacked along leading
+    axes, and batched again as ``x`` is (each array of a tuple result, too). ``fn`` must
+    work on such a stack: entry by entry (a sign, a cast) or along trailing axes."""
+    while type(x) is Traced:
+        x = x.value
+    if type(x) is not Batched:
+        return fn(x)
+    out = plain_map(fn, x.value)
+    if isinstance(out, tuple):  # numpy's result tuples (QRResult, ...) too
+        items = [Batched(o, x.level) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else tuple(items)
+    return Batched(out, x.level)
+
+
+def plain(x: Any) -> Any:
+    """``x`` without its traced levels (a plain value: it carries no gradient); a batched
+    value stays batched, with the traced levels inside it dropped too."""
+    return plain_map(lambda v: v, x)

@@ -265,6 +265,9 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     """:func:`record` for an op whose only differentiable input is the first argument."""
     if type(x) is not Traced:
         return _forward(op, (x, *static))
+    for a in static:
+        if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
+            return record(op, x, *static)
     args = (x.value, *static)
     if type(args[0]) is not _NDARRAY and type(args[0]) in _HANDLES:
         out = record1(op, *args)  # traced at two levels (nested transforms), or batched: the enclosing one first
@@ -285,6 +288,9 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
 
 def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
     """:func:`record` for an op whose first two arguments are differentiable."""
+    for a in static:
+        if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
+            return record(op, x, y, *static)
     if type(x) is Traced:
         arena = x.arena
         if type(y) is Traced:

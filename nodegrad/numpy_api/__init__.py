@@ -47,9 +47,15 @@ def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any)
 
 
 def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    if ufunc in VALUE_UFUNCS or method != "__call__":
+    if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method != "__call__":
         return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
     return dispatch_ufunc(ufunc, method, inputs, kwargs)
+
+
+# ufuncs of integers and booleans only (masks combined with & and |): plain values, batched.
+_INTEGER_UFUNCS = {
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift, np.gcd, np.lcm,
+}  # fmt: skip
 
 
 def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: Any) -> Any:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.batched import plain_map
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 
@@ -64,7 +65,7 @@ def sign(x: Any) -> Any:
     ones ``z / |z|`` (0 at 0), which has a gradient."""
     value = unwrap(x)
     if not np.iscomplexobj(value):
-        return np.sign(value)
+        return plain_map(np.sign, value)  # a batched value's signs stay batched
     zero = value == 0
     safe = ops.where(zero, 1.0, x)
     return ops.where(zero, 0.0, safe / ops.abs(safe))

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import Batched, plain, plain_map
 from nodegrad.engine.record import call_atomically, record1
 from nodegrad.engine.registry import defbatch
 from nodegrad.engine.traced import Traced, unwrap
@@ -132,12 +132,14 @@ def _stack(arrays: Any, axis: int = 0, out: Any = None, **kw: Any) -> Any:
 
 def _where(condition: Any, *branches: Any) -> Any:
     if not branches:
-        return np.nonzero(unwrap(condition))
+        return np.nonzero(plain(condition))
     if len(branches) != 2:
         msg = f"np.where: either both or neither of x and y should be given [called at {user_location()}]"
         raise ShapeError(msg)
-    # numpy reads any nonzero condition as true (ng.where itself insists on masks).
-    return ops.where(np.asarray(unwrap(condition)).astype(bool, copy=False), *branches)
+    # numpy reads any nonzero condition as true (ng.where itself insists on masks); a
+    # batched condition stays batched (each example's own mask).
+    mask = plain_map(lambda c: np.asarray(c).astype(bool, copy=False), condition)
+    return ops.where(mask, *branches)
 
 
 def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:

@@ -291,6 +291,14 @@ def value_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     assert level is not None
     if method == "__call__":
         return _elementwise_values(ufunc, level, inputs, kwargs)
+    if method == "at":
+        # In place, into one array: every example would write into the same one.
+        msg = (
+            f"np.{ufunc.__name__}.at of batched values writes in place into one array, which every example "
+            f"would share: use ng.at(x)[index].add(v) (or a segment sum), which gives each example its own "
+            f"[at {user_location()}]"
+        )
+        raise BatchingError(msg)
     return _values_per_example(getattr(ufunc, method), level, inputs, kwargs)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import plain_map
 from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
@@ -400,7 +401,7 @@ def astype(x: Any, dtype: Any) -> Any:
         )
         raise DtypeError(msg)
     if target.kind not in "fc":
-        return np.asarray(unwrap(x)).astype(target)
+        return plain_map(lambda v: np.asarray(v).astype(target), x)  # plain data (batched, if x is)
     if type(x) is Traced and x.dtype == target:
         return x
     return record1(ASTYPE, x, target)

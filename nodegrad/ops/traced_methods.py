@@ -375,6 +375,16 @@ class _BatchedValues:
     def __rfloordiv__(self, other: Any) -> Any:
         return value_ufunc(np.floor_divide, "__call__", (other, self), {})
 
+    __and__ = comparison(np.bitwise_and)  # masks combined: plain values, batched
+    __or__ = comparison(np.bitwise_or)
+    __xor__ = comparison(np.bitwise_xor)
+    __rand__ = comparison(np.bitwise_and)
+    __ror__ = comparison(np.bitwise_or)
+    __rxor__ = comparison(np.bitwise_xor)
+
+    def __invert__(self) -> Any:
+        return value_ufunc(np.invert, "__call__", (self,), {})
+
     __lt__ = comparison(np.less)
     __le__ = comparison(np.less_equal)
     __gt__ = comparison(np.greater)

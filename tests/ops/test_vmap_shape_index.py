@@ -153,7 +153,13 @@ def test_a_batched_value_through_a_closure_equals_a_loop(name: str, data: st.Dat
         return ng.grad(lambda s: np.sum(np.real(case.fn(*(v * s for v in values)) * w)))(1.0)
 
     expected = np.stack([np.asarray(scaled(*e)) for e in examples])
-    _same(ng.vmap(scaled, in_axes=in_axes)(*batched), expected, f"{name} closure, in_axes {in_axes}")
+    got = ng.vmap(scaled, in_axes=in_axes)(*batched)
+    if any(np.asarray(v).dtype in (np.float32, np.complex64) for v in case.values):
+        # s's gradient sums single-precision products: over every example at once the
+        # summation order differs from one example's, within float32's rounding.
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"{name} closure")
+        return
+    _same(got, expected, f"{name} closure, in_axes {in_axes}")
 
 
 # -- indices of their own per example -------------------------------------------------------------
@@ -382,17 +388,21 @@ def test_an_index_of_each_example_must_hold_integers() -> None:
         ng.vmap(lambda r, i: ng.getitem(r, (i,)))(np.ones((2, 3)), np.zeros((2, 2)))
 
 
-def test_a_structure_built_from_batched_values_is_refused_with_a_reason() -> None:
+def test_a_structure_built_from_batched_values_holds_them() -> None:
+    # custom_vjp packs its dict argument into a make_map node; under vmap its leaves are
+    # batched values, and fwd and bwd run on them: the same as one call per example.
     @ng.custom_vjp
     def f(p: Any) -> Any:
         return np.sum(p["a"] * p["b"])
 
     f.defvjp(lambda p: (f(p), p), lambda p, g: ({"a": g * p["b"], "b": g * p["a"]},))
-    with pytest.raises(BatchingError, match="make_map: a structured node cannot be built"):
-        ng.vmap(ng.grad(lambda x: f({"a": x, "b": x * 2.0})))(np.ones((2, 3)))
+    loss = lambda x: f({"a": x, "b": x * 2.0})
+    xs = np.arange(6.0).reshape(2, 3)
+    got = ng.vmap(ng.grad(loss))(xs)
+    np.testing.assert_allclose(got, np.stack([ng.grad(loss)(x) for x in xs]), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("name", STRUCTURED)
-def test_the_structured_rules_refuse(name: str) -> None:
-    with pytest.raises(BatchingError, match=name):
-        REGISTRY[name].batch(REGISTRY[name], (True,), 2, np.ones((2, 3)), 0, 1, "k")
+def test_the_structured_ops_run_as_they_are(name: str) -> None:
+    # A structure's node holds its batched leaves: the forward builds or reads it as it is.
+    assert REGISTRY[name].batch is batching.made_of_ops

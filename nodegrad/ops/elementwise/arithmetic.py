@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import record1, record2
 from nodegrad.engine.registry import Op, defop
-from nodegrad.engine.traced import Traced
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops.batching import elementwise
 
@@ -41,37 +40,6 @@ def is_complex(x: Any) -> bool:
     """Whether ``x`` (an array, a number or a traced value) holds complex numbers."""
     dtype = getattr(x, "dtype", None)
     return dtype.kind == "c" if dtype is not None else isinstance(x, complex)
-
-
-def all_values(x: Any) -> Any:
-    """The plain values under ``x``'s traced and batched levels: under ``vmap``, every
-    example's at once (stacked along leading axes). For checks that read values (bounds,
-    masks, the sign of an index), and for a fast path a rule may take only where every
-    example allows it."""
-    while type(x) is Traced or type(x) is Batched:
-        x = x.value
-    return x
-
-
-def plain_map(fn: Any, x: Any) -> Any:
-    """``fn`` (a plain function entry by entry: a cast, a sign) of the values under ``x``'s
-    traced levels, run once on every example of a batched ``x`` and batched again."""
-    while type(x) is Traced:
-        x = x.value
-    if type(x) is Batched:
-        return Batched(plain_map(fn, x.value), x.level)
-    return fn(x)
-
-
-def select(mask: Any, a: Any, b: Any) -> Any:
-    """``np.where(mask, a, b)`` in a rule, also where the mask is batched (inside ``vmap``,
-    a mask made from batched values is): then :func:`~nodegrad.ops.elementwise.where`,
-    as numpy's ``np.where`` turns its condition into a plain array first."""
-    if type(mask) is Batched:
-        from nodegrad.ops.elementwise.selection import where  # selection imports this module
-
-        return where(mask, a, b)
-    return np.where(mask, a, b)
 
 
 def refusing_complex(name: str, forward: Any, why: str) -> Any:
@@ -134,7 +102,7 @@ def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
         return g * 0.0 if y == 0 else g * y * np.power(x, y - 1)
     zero = y == 0  # x ** 0 is constant; y * x ** -1 would be 0 * inf = NaN at x == 0
     if np.any(all_values(zero)):  # under vmap: in any example
-        return select(zero, 0.0 * g, g * y * np.power(x, select(zero, 1.0, y - 1)))
+        return np.where(zero, 0.0 * g, g * y * np.power(x, np.where(zero, 1.0, y - 1)))
     return g * y * np.power(x, y - 1)
 
 
@@ -142,7 +110,7 @@ def _power_rule_exponent(g: Any, ans: Any, x: Any, y: Any) -> Any:
     # d/dy x**y = x**y * log(x); defined as 0 where x == 0 (the limit for y > 0), and the
     # log of a negative base is not real, so those entries get 0 as well. A complex base
     # has a logarithm everywhere but at 0.
-    safe = select(x != 0, x, 1) if np.iscomplexobj(x) else select(x > 0, x, 1)
+    safe = np.where(x != 0, x, 1) if np.iscomplexobj(x) else np.where(x > 0, x, 1)
     return g * ans * np.log(safe)
 
 

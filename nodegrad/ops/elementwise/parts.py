@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import plain_map
 from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.traced import describe, unwrap
 from nodegrad.errors import DtypeError, user_location
@@ -90,7 +91,7 @@ def imag(x: Any) -> Any:
     >>> ng.grad(lambda z: ng.imag(z * z))(1.0 + 2.0j)
     (4-2j)
     """
-    return record1(IMAG, x) if _is_complex("imag", x) else np.imag(unwrap(x))
+    return record1(IMAG, x) if _is_complex("imag", x) else plain_map(np.imag, x)
 
 
 @guarded

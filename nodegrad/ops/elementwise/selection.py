@@ -16,14 +16,14 @@ from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.batching import aligned, elementwise
-from nodegrad.ops.elementwise.arithmetic import FAMILY, all_values, binary, select
+from nodegrad.ops.elementwise.arithmetic import FAMILY, all_values, binary
 
 __all__ = ["clamp", "maximum", "minimum", "where"]
 
 
 def _tie_share(x: Any, y: Any, ans: Any) -> Any:
     # Where x == y both inputs share the gradient evenly, as a max over a tie does.
-    return select(x == y, 0.5, (x == ans) * 1.0)
+    return np.where(x == y, 0.5, (x == ans) * 1.0)
 
 
 MAXIMUM = binary(
@@ -120,7 +120,7 @@ def _where(mask: Any, a: Any, b: Any, keep: Any) -> Any:
 def _where_rule(wanted: tuple[int, ...], g: Any, ans: Any, mask: Any, a: Any, b: Any, keep: Any) -> tuple[Any, ...]:
     """where(mask, g, 0) for a, where(mask, 0, g) for b: exactly, and for both at once"""
     if not _usable(keep, g):
-        return tuple(select(mask, g, 0) if k == 1 else select(mask, 0, g) for k in wanted)
+        return tuple(np.where(mask, g, 0) if k == 1 else np.where(mask, 0, g) for k in wanted)
     # A strided cotangent (one part of a concatenation's, say) is made contiguous once:
     # both passes below are then about twice as fast, and b's share reuses a's work:
     # g & keep for one branch, g ^ (g & keep) for the other.

@@ -26,7 +26,7 @@ from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import aligned, along_axis, example_ndim, reduction
 from nodegrad.ops.elementwise import divide, where
-from nodegrad.ops.elementwise.arithmetic import all_values, select
+from nodegrad.ops.elementwise.arithmetic import all_values
 from nodegrad.ops.index import getitem
 from nodegrad.ops.reduce import sum as reduce_sum
 from nodegrad.ops.shape import reshape
@@ -308,11 +308,11 @@ def _logsumexp_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     if np.all(all_values(finite)):  # under vmap: every example's
         return g * np.exp(x - ans)
     finite = np.broadcast_to(finite, np.shape(x))
-    top = select(finite, x, 0) - select(finite, ans, 0)
+    top = np.where(finite, x, 0) - np.where(finite, ans, 0)
     big = np.equal(x, np.inf)
     share = big / np.maximum(np.sum(big, axis=axis, keepdims=True), 1)
-    share = select(np.isnan(unwrap(ans)), np.nan, share).astype(np.result_type(unwrap(x)))
-    return g * select(finite, np.exp(top), share)
+    share = np.where(np.isnan(unwrap(ans)), np.nan, share).astype(np.result_type(unwrap(x)))
+    return g * np.where(finite, np.exp(top), share)
 
 
 LOGSUMEXP = defop(

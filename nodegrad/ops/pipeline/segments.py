@@ -24,7 +24,7 @@ from nodegrad.errors import OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, normalize_axis
 from nodegrad.ops.batching import along_axis, to_batched
 from nodegrad.ops.elementwise import divide
-from nodegrad.ops.elementwise.arithmetic import all_values, select
+from nodegrad.ops.elementwise.arithmetic import all_values
 from nodegrad.ops.index import getitem, index_add
 from nodegrad.ops.shape import broadcast_to
 
@@ -106,7 +106,7 @@ def _segment_max_rule(g: Any, ans: Any, data: Any, ids: np.ndarray, num: int) ->
     hit = data == getitem(ans, ids)
     # Counted by the op (np.add.at of batched ids would add every example into one array).
     ties = record(SEGMENT_SUM, hit.astype(np.result_type(data)), ids, num)
-    return getitem(g / select(ties == 0, 1, ties), ids) * hit
+    return getitem(g / np.where(ties == 0, 1, ties), ids) * hit
 
 
 SEGMENT_SUM = defop(

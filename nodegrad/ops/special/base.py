@@ -14,7 +14,7 @@ import numpy as np
 from nodegrad.engine.registry import Op, defop
 from nodegrad.errors import NoGradientError
 from nodegrad.ops.batching import elementwise
-from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, refusing_complex, select
+from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, refusing_complex
 
 __all__ = [
     "FAMILY",
@@ -109,4 +109,4 @@ def xdivy(x: Any, y: Any) -> Any:
     zero = np.logical_and(x == 0, y == 0)  # elsewhere x / y is already 0 at x == 0, with its derivative 1 / y
     if not np.any(all_values(zero)):  # under vmap: in no example
         return x / y
-    return select(zero, 0, x / select(zero, 1, y))
+    return np.where(zero, 0, x / np.where(zero, 1, y))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.record import record1
-from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, select
+from nodegrad.ops.elementwise.arithmetic import all_values, plain_map
 from nodegrad.ops.special.base import sc, unary
 
 __all__ = ["i0", "i0e", "i1", "i1e"]
@@ -35,7 +35,7 @@ def _i1_over_x(x: Any, i1x: Any, scaled: bool = False) -> Any:
     series = 0.5 + t * (1 / 4 + t * (1 / 24 + t * (1 / 288 + t * (1 / 5760))))
     if scaled:
         series = series * np.exp(-np.abs(x))
-    return select(small, series, i1x / select(small, 1, x))
+    return np.where(small, series, i1x / np.where(small, 1, x))
 
 
 def _i0_rule(g: Any, ans: Any, x: Any) -> Any:

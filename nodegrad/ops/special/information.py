@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.record import record1, record2
-from nodegrad.ops.elementwise.arithmetic import select
 from nodegrad.ops.special.base import binary, float_like, sc, unary, xdivy
 
 __all__ = ["entr", "kl_div", "rel_entr", "xlog1py", "xlogy"]
@@ -59,8 +58,8 @@ XLOG1PY = binary(
 
 def _entr_rule(g: Any, ans: Any, x: Any) -> Any:
     inside = x > 0
-    inner = -(np.log(select(inside, x, 1)) + 1)
-    return g * select(inside, inner, select(x == 0, np.inf, 0))
+    inner = -(np.log(np.where(inside, x, 1)) + 1)
+    return g * np.where(inside, inner, np.where(x == 0, np.inf, 0))
 
 
 ENTR = unary("entr", sc.entr, _entr_rule, "-x log x for x > 0, 0 at 0, -inf below (gradient +inf at 0)")
@@ -71,27 +70,27 @@ def _masks(x: Any, y: Any) -> tuple[Any, Any, Any, Any]:
     outside the first."""
     inside = np.logical_and(x > 0, y > 0)
     at_zero = np.logical_and(x == 0, y >= 0)
-    return inside, at_zero, select(inside, x, 1), select(inside, y, 1)
+    return inside, at_zero, np.where(inside, x, 1), np.where(inside, y, 1)
 
 
 def _rel_entr_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     inside, at_zero, sx, sy = _masks(x, y)
-    return g * select(inside, np.log(sx / sy) + 1, select(at_zero, -np.inf, 0))
+    return g * np.where(inside, np.log(sx / sy) + 1, np.where(at_zero, -np.inf, 0))
 
 
 def _rel_entr_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     inside, _, sx, sy = _masks(x, y)
-    return g * select(inside, -sx / sy, 0)
+    return g * np.where(inside, -sx / sy, 0)
 
 
 def _kl_div_x(g: Any, ans: Any, x: Any, y: Any) -> Any:
     inside, at_zero, sx, sy = _masks(x, y)
-    return g * select(inside, np.log(sx / sy), select(at_zero, -np.inf, 0))
+    return g * np.where(inside, np.log(sx / sy), np.where(at_zero, -np.inf, 0))
 
 
 def _kl_div_y(g: Any, ans: Any, x: Any, y: Any) -> Any:
     inside, at_zero, sx, sy = _masks(x, y)
-    return g * select(inside, 1 - sx / sy, select(at_zero, 1, 0))
+    return g * np.where(inside, 1 - sx / sy, np.where(at_zero, 1, 0))
 
 
 REL_ENTR = binary(

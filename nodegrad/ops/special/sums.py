@@ -28,7 +28,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import example_ndim, shift_axis, value_function
 from nodegrad.ops.elementwise import exp, imag, real
-from nodegrad.ops.elementwise.arithmetic import all_values, plain_map, select
+from nodegrad.ops.elementwise.arithmetic import all_values, plain_map
 from nodegrad.ops.shape import squeeze
 from nodegrad.ops.special.base import FAMILY, sc
 
@@ -45,7 +45,7 @@ def _exp_minus(a: Any, ans: Any) -> Any:
     finite = np.isfinite(ans)
     if np.all(all_values(finite)):  # under vmap: in every example
         return np.exp(a - ans)
-    return np.exp(select(finite, a - select(finite, ans, 0), -np.inf))
+    return np.exp(np.where(finite, a - np.where(finite, ans, 0), -np.inf))
 
 
 def _sign(b: Any, e: Any, axes: tuple[int, ...], signed: bool) -> Any:
@@ -65,19 +65,19 @@ def _limits(w: Any, a: Any, b: Any, ans: Any, axes: tuple[int, ...], ones: bool)
     if np.all(np.isfinite(all_values(values))):  # under vmap: in every example
         return w
     if np.iscomplexobj(values):
-        return select(np.isnan(values), np.nan, w)
+        return np.where(np.isnan(values), np.nan, w)
     av, bv = unwrap(a), np.ones((), values.dtype) if b is None else unwrap(b)
     top = np.logical_and(np.logical_and(av == np.inf, bv != 0), values == np.inf)
-    total = np.sum(select(top, bv, 0), axis=axes, keepdims=True)
-    share = select(top, (1 if ones else bv) / select(total == 0, 1, total), 0).astype(values.dtype)
-    return select(np.isnan(values), np.nan, select(values == np.inf, share, w))
+    total = np.sum(np.where(top, bv, 0), axis=axes, keepdims=True)
+    share = np.where(top, (1 if ones else bv) / np.where(total == 0, 1, total), 0).astype(values.dtype)
+    return np.where(np.isnan(values), np.nan, np.where(values == np.inf, share, w))
 
 
 def _rule_a(g: Any, ans: Any, a: Any, b: Any, axes: tuple[int, ...], signed: bool) -> Any:
     e = _exp_minus(a, ans)
     w = e if b is None else b * e
     if b is not None and np.any(np.isinf(all_values(e))):
-        w = select(b == 0, 0, w)  # b == 0 adds nothing, even at a == inf
+        w = np.where(b == 0, 0, w)  # b == 0 adds nothing, even at a == inf
     return g * (_limits(w, a, b, ans, axes, ones=False) * _sign(b, e, axes, signed))
 
 
