@@ -38,6 +38,7 @@ from nodegrad.custom import custom_vjp, stop_gradient
 from nodegrad.engine.structure import leaves
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
+from nodegrad.ops.batching import innermost, per_example_call
 from nodegrad.transforms import vjp
 from nodegrad.tree import zeros_like
 
@@ -129,6 +130,10 @@ class primitive:  # noqa: N801  (a decorator, spelled as autograd spells it)
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         argnums = tuple(k for k, a in enumerate(args) if _traced(a))
         if not argnums:
+            if innermost((*args, *kwargs.values())) is not None:
+                # Batched by vmap: the body is a function of one example (perhaps a
+                # library's, which sees no batched values), run once per example.
+                return per_example_call(self, args, kwargs)
             return self.fun(*args, **kwargs)
         for key, value in kwargs.items():
             if _traced(value):

@@ -673,3 +673,28 @@ def test_per_example_gradients_of_a_record_model() -> None:
     mean = ng.grad(lambda m: np.mean(ng.vmap(loss, in_axes=(None, 0, 0))(m, x, y)))(model)
     np.testing.assert_allclose(mean.w1, per_example.w1.mean(axis=0), **TOLERANCE)
     np.testing.assert_allclose(mean.b2, per_example.b2.mean(axis=0), **TOLERANCE)
+
+
+def test_an_extend_primitive_runs_once_per_example_in_every_order() -> None:
+    # A primitive's body may be another library's code (scipy's convolution here), which
+    # cannot see batched values: it runs once per example, and its rules are batched.
+    import nodegrad.scipy.signal as signal
+
+    kernel = np.array([1.0, -2.0, 0.5])
+    f = lambda x: signal.convolve(x, kernel)
+    loss = lambda x: np.sum(f(x) ** 2)
+    xs = _normal(3, 5)
+    assert_same(ng.vmap(f)(xs), np.stack([f(x) for x in xs]))
+    looped = np.stack([ng.grad(loss)(x) for x in xs])
+    assert_same(ng.vmap(ng.grad(loss))(xs), looped)
+    assert_same(ng.grad(lambda a: np.sum(ng.vmap(f)(a) ** 2))(xs), looped)
+    pairs = ng.vmap(lambda x, k: signal.convolve(x, k))(xs, xs[:, :2])
+    assert_same(pairs, np.stack([signal.convolve(x, k) for x, k in zip(xs, xs[:, :2], strict=True)]))
+
+
+def test_masks_combine_and_ufunc_at_is_refused() -> None:
+    xs = np.array([[3.0, 1.0, -2.0], [-1.0, 0.5, 4.0]])
+    got = ng.vmap(lambda x: np.where((x > 0) & ~(x > 2) | (x < -1.5), x, 0.0))(xs)
+    assert_same(got, np.where((xs > 0) & ~(xs > 2) | (xs < -1.5), xs, 0.0))
+    with pytest.raises(BatchingError, match=r"np\.add\.at"):
+        ng.vmap(lambda x: np.add.at(np.zeros(3), np.array([0, 1]), x[:2]))(xs)

@@ -40,6 +40,7 @@ __all__ = [
     "interpret",
     "made_of_ops",
     "per_example",
+    "per_example_call",
     "reduction",
     "shift_axis",
     "to_batched",
@@ -285,6 +286,31 @@ def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return _values_per_example(func, level, args, kwargs)
 
 
+def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``func``, a function of one example that cannot see batched values (a library's,
+    say), run once per example of the innermost level among ``args`` (and inside tuple or
+    list arguments), the results stacked and batched again. Each example is taken from
+    its batched value with an op, so values traced by an enclosing transform stay traced."""
+    level = innermost((*args, *kwargs.values()))
+    assert level is not None
+    names = list(kwargs)
+    flat = (*args, *kwargs.values())
+    batched = [_holds_level(a, level) for a in flat]
+    values = [a.value if type(a) is Batched and a.level is level else a for a in flat]
+    results = []
+    for b in range(level.size):
+        example = _example_args(values, batched, b, level)
+        results.append(func(*example[: len(args)], **dict(zip(names, example[len(args) :], strict=True))))
+    return wrap(_stacked(getattr(func, "__name__", repr(func)), results), level)
+
+
+def _holds_level(a: Any, level: BatchLevel) -> bool:
+    """Whether ``a`` is batched at ``level``, or is a tuple or list holding such a value."""
+    if type(a) is Batched:
+        return a.level is level
+    return (type(a) is tuple or type(a) is list) and any(type(i) is Batched and i.level is level for i in a)
+
+
 def value_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A ufunc that gives plain values (a comparison, ``np.sign``), of batched values."""
     level = innermost(inputs)
@@ -311,11 +337,7 @@ def _elementwise_values(func: Any, level: BatchLevel, args: tuple[Any, ...], kwa
 def _values_per_example(func: Any, level: BatchLevel, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     names = list(kwargs)
     flat = (*args, *kwargs.values())
-    batched = [
-        (type(a) is Batched and a.level is level)
-        or ((type(a) is tuple or type(a) is list) and any(type(i) is Batched and i.level is level for i in a))
-        for a in flat
-    ]
+    batched = [_holds_level(a, level) for a in flat]
     plain = [_plain(a.value) if type(a) is Batched and a.level is level else a for a in flat]
     results = []
     for b in range(level.size):
