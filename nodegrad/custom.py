@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.arena import Arena, entered_arenas
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import Batched, plain
 from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.record import record
@@ -417,17 +417,7 @@ def stop_gradient(value: Any) -> Any:
 
 @reports_unwalkable("stop_gradient")
 def _plain_values(value: Any) -> Any:
-    return map_with_paths(lambda _, leaf: _plain(leaf), value)
-
-
-def _plain(leaf: Any) -> Any:
-    """``leaf`` with no traced level left: a batched value stays batched (its examples are
-    what it stands for), with the traced levels inside it removed too."""
-    while type(leaf) is Traced:
-        leaf = leaf.value
-    if type(leaf) is Batched:
-        return Batched(_plain(leaf.value), leaf.level)
-    return leaf
+    return map_with_paths(lambda _, leaf: plain(leaf), value)
 
 
 def _with_rules(fun: Callable[..., Any], rules: tuple[Any, Any] | None) -> custom_vjp:

@@ -28,10 +28,10 @@ from hypothesis import HealthCheck, given, settings
 
 import nodegrad as ng
 import nodegrad.scipy.linalg as sla
+from nodegrad.engine.batched import plain_map
 from nodegrad.errors import ShapeError
 from nodegrad.ops import REGISTRY, batching
 from nodegrad.ops.linalg import roots
-from nodegrad.ops.linalg.batching import on_plain
 from tests.ops import specs_linalg, specs_scipy_linalg
 from tests.ops.harness import Case
 
@@ -86,7 +86,7 @@ def _specs_on_batched_values() -> Iterator[None]:
     parts = specs_linalg._parts
 
     def ordered(values: Any) -> Any:
-        return on_plain(lambda v: np.lexsort((np.imag(v), np.real(v)), axis=-1), values)
+        return plain_map(lambda v: np.lexsort((np.imag(v), np.real(v)), axis=-1), values)
 
     def real_parts(y: Any) -> Any:
         return parts(y) if np.iscomplexobj(y) else np.stack([y, np.zeros(np.shape(y), np.result_type(y))])

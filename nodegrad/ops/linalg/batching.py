@@ -6,9 +6,9 @@ batching rule only has to make the examples one more leading stack axis
 that the stack axes of every operand line up. The VJP rules are written for stacks too:
 run on batched values (a ``grad`` inside ``vmap``) they take the examples as a stack as
 well (:func:`on_stacks`), so that what they test in the values (repeated eigenvalues, a
-singular factor) is read in plain arrays. :func:`plain` and :func:`on_plain` give the plain
-values of every example, for the checks and plain data (signs, pivots) of the public
-functions.
+singular factor) is read in plain arrays. The engine's ``all_values`` and ``plain_map``
+give the plain values of every example, for the checks and plain data (signs, pivots) of
+the public functions.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import Traced
 from nodegrad.ops.batching import example_ndim, innermost, to_batched
 
-__all__ = ["batched_in", "holds_traced", "on_plain", "on_stacks", "per_example_rule", "plain", "stacked"]
+__all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
 
 _ARRAYS = (np.ndarray, np.generic, Traced, Batched)
 
@@ -34,39 +34,12 @@ def batched_in(*args: Any) -> bool:
     return any(type(a) is Batched for a in args)
 
 
-def plain(x: Any) -> Any:
-    """The plain values of every example of ``x``: its batch axes leading (the outermost
-    ``vmap`` first), no traced level. For checks of the values and for plain data."""
-    while type(x) is Traced or type(x) is Batched:
-        x = x.value
-    return x
-
-
 def holds_traced(x: Any) -> bool:
     """Whether ``x`` is traced, or batched with traced values inside (a gradient would
     reach it)."""
     while type(x) is Batched:
         x = x.value
     return type(x) is Traced
-
-
-def on_plain(fn: Callable[[Any], Any], x: Any) -> Any:
-    """``fn`` (which takes a stack of arrays along leading axes) of the plain values of
-    every example of ``x``, batched again as ``x`` is: plain data of a batched value (the
-    sign of a determinant, pivots), one call for every example."""
-    levels: list[BatchLevel] = []
-    while type(x) is Traced or type(x) is Batched:
-        if type(x) is Batched:
-            levels.append(x.level)
-        x = x.value
-    out = fn(x)
-    for level in reversed(levels):
-        if isinstance(out, tuple):  # numpy's result tuples (QRResult...) too
-            items = [Batched(o, level) for o in out]
-            out = type(out)(*items) if hasattr(out, "_fields") else tuple(items)
-        else:
-            out = Batched(out, level)
-    return out
 
 
 def _wrap(out: Any, level: BatchLevel) -> Any:

@@ -11,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.ops.elementwise import conj, real, where
 from nodegrad.ops.linalg.axes import transposed
-from nodegrad.ops.linalg.batching import on_plain, plain, stacked
+from nodegrad.ops.linalg.batching import stacked
 from nodegrad.ops.linalg.decompositions import inv, lapack_ready, solve
 from nodegrad.ops.linalg.products import matmul
 from nodegrad.ops.linalg.singular import SVDVALS
@@ -151,8 +152,8 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
         s = np.linalg.svd(v, compute_uv=False)
         return np.intc(np.sum(s > rcond * np.max(s, axis=-1, keepdims=True, initial=0), axis=-1))  # numpy's type
 
-    rank = on_plain(ranks, a)
-    full = np.asarray(plain(rank)) == n
+    rank = plain_map(ranks, a)
+    full = np.asarray(all_values(rank)) == n
     if np.any(full) and not np.all(full):
         msg = (
             "lstsq: under vmap some examples have full column rank and others not, and their residuals differ in "

@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import Batched, all_values, plain_map
 from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
-from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_plain, on_stacks, plain, stacked
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, stacked
 
 __all__ = ["cholesky", "det", "inv", "slogdet", "solve"]
 
@@ -32,7 +32,7 @@ def lapack_ready(op_name: str, x: Any) -> Any:
     """``x``, checked to be finite before LAPACK decomposes it: an SVD or eigendecomposition
     of a matrix holding NaN or Inf may never return (OpenBLAS), or fails with a bare
     ``LinAlgError``. Raises :class:`~nodegrad.errors.NonFiniteError` naming the op."""
-    if not np.all(np.isfinite(plain(x))):  # every example's, inside vmap
+    if not np.all(np.isfinite(all_values(x))):  # every example's, inside vmap
         msg = (
             f"{op_name}: the matrix holds NaN or Inf, where its decomposition (and so its gradient) is not "
             f"defined [at {user_location()}]"
@@ -348,5 +348,5 @@ def slogdet(x: Any) -> Any:
     """
     _square("slogdet", x)
     # A real matrix's sign is plain data (of every example, inside vmap).
-    sign = record(SIGNDET, x) if np.iscomplexobj(unwrap(x)) else on_plain(lambda v: np.linalg.slogdet(v)[0], x)
+    sign = record(SIGNDET, x) if np.iscomplexobj(unwrap(x)) else plain_map(lambda v: np.linalg.slogdet(v)[0], x)
     return type(np.linalg.slogdet(np.eye(1)))(sign, record(LOGABSDET, x))

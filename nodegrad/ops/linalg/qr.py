@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import plain_map
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
-from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, holds_traced, on_plain, on_stacks
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, holds_traced, on_stacks
 
 __all__ = ["qr"]
 
@@ -144,7 +145,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
             )
             raise NoGradientError(msg)
         # plain data, of every example inside vmap
-        return on_plain(lambda v: np.linalg.qr(v, mode=mode), a)  # type: ignore[call-overload]
+        return plain_map(lambda v: np.linalg.qr(v, mode=mode), a)  # type: ignore[call-overload]
     if mode == "r":
         return record(QR_R, a)
     return _QRResult(record(QR_Q, a), record(QR_R, a))

@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import Batched, all_values
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 from nodegrad.ops import conj, swapaxes
-from nodegrad.ops.linalg.batching import plain
 
 __all__ = [
     "FAMILY",
@@ -44,7 +43,7 @@ def refuse_nonfinite(name: str, *xs: Any) -> None:
     """Refuse NaN and Inf as scipy's ``check_finite=True`` does, with a nodegrad error
     (inside ``vmap``, for every example)."""
     for x in xs:
-        value = plain(x)
+        value = all_values(x)
         if np.asarray(value).dtype.kind in "fc" and not np.all(np.isfinite(value)):
             msg = f"{name}: the array must not contain infs or NaNs (check_finite=True) [called at {user_location()}]"
             raise NonFiniteError(msg)

@@ -18,12 +18,13 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from nodegrad.engine.batched import all_values
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops import cat
-from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, plain
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks
 from nodegrad.scipy.linalg._common import FAMILY, is_traced, square_operand, transposed
 from nodegrad.scipy.linalg.solvers import solve_sylvester
 
@@ -68,7 +69,7 @@ def _off_the_negative_axis(name: str, what: str, a: Any) -> None:
     """Refuse a matrix with an eigenvalue on the closed negative real axis: the principal
     square root and logarithm are not differentiable there (their branch cut; the logarithm
     is not defined at 0), and are complex for a real matrix."""
-    value = plain(a)  # every example's, inside vmap
+    value = all_values(a)  # every example's, inside vmap
     w = np.linalg.eigvals(value.astype(np.result_type(value, np.float64)))
     size = np.max(np.abs(w), initial=1.0)
     on_axis = (np.abs(w.imag) <= 1e3 * np.finfo(value.dtype).eps * size) & (w.real <= 0)

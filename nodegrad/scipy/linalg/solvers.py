@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from nodegrad.engine.batched import plain_map
 from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cholesky as _lower_cholesky
 from nodegrad.ops import matmul, where
-from nodegrad.ops.linalg.batching import batched_in, holds_traced, on_plain, on_stacks, stacked
+from nodegrad.ops.linalg.batching import batched_in, holds_traced, on_stacks, stacked
 from nodegrad.scipy.linalg._common import (
     FAMILY,
     as_operand,
@@ -331,7 +332,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
     if check_finite:
         refuse_nonfinite("lu_factor", a)
     if not holds_traced(a):  # plain values (of every example, inside vmap)
-        return on_plain(_factored, a)
+        return plain_map(_factored, a)
     rows, columns = np.shape(unwrap(a))
     if rows != columns:
         msg = (
@@ -339,8 +340,8 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
             f"[called at {user_location()}]"
         )
         raise NoGradientError(msg)
-    piv = on_plain(lambda v: _factored(v)[1], a)
-    return record(LU_FACTOR, a, on_plain(_row_order, piv)), piv
+    piv = plain_map(lambda v: _factored(v)[1], a)
+    return record(LU_FACTOR, a, plain_map(_row_order, piv)), piv
 
 
 def _lu_and_piv(name: str, factors: Any) -> tuple[Any, np.ndarray]:
@@ -404,12 +405,12 @@ def lu_solve(
     b = as_operand(b)
     if check_finite:
         refuse_nonfinite("lu_solve", lu, b)
-    order = on_plain(_row_order, piv)  # of every example, inside vmap
+    order = plain_map(_row_order, piv)  # of every example, inside vmap
     if trans == 0:
         y = _solve_triangular(lu, b[order], 0, True, True)
         return _solve_triangular(lu, y, 0, False, False)
     z = _solve_triangular(lu, b, trans, False, False)
-    return _solve_triangular(lu, z, trans, True, True)[on_plain(lambda o: np.argsort(o, axis=-1), order)]
+    return _solve_triangular(lu, z, trans, True, True)[plain_map(lambda o: np.argsort(o, axis=-1), order)]
 
 
 # -- Cholesky -----------------------------------------------------------------------------------------
