@@ -698,3 +698,22 @@ def test_masks_combine_and_ufunc_at_is_refused() -> None:
     assert_same(got, np.where((xs > 0) & ~(xs > 2) | (xs < -1.5), xs, 0.0))
     with pytest.raises(BatchingError, match=r"np\.add\.at"):
         ng.vmap(lambda x: np.add.at(np.zeros(3), np.array([0, 1]), x[:2]))(xs)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda a: np.sum(np.linalg.eigvalsh(a + a.T) ** 3),
+        lambda a: np.sum(np.linalg.eigh(a + a.T)[1][:, 0] ** 4),
+        lambda a: np.sum(np.linalg.svd(a)[1] ** 3),
+        lambda a: np.sum(np.linalg.svd(a)[0][:, 0] ** 4),
+        lambda a: np.sum(np.linalg.qr(a)[1] ** 3),
+        lambda a: np.sum(np.abs(np.linalg.eigvals(a)) ** 2),
+        lambda a: np.linalg.det(a) ** 2,
+    ],
+    ids=["eigvalsh", "eigh", "svdvals", "svd_u", "qr_r", "eigvals", "det"],
+)
+def test_hessians_through_decompositions_per_example(f: Callable[[Any], Any]) -> None:
+    # The rules' checks of repeated values read every example's values at once.
+    a = _normal(3, 3, 3)
+    assert_same(ng.vmap(ng.hessian(f))(a), np.stack([ng.hessian(f)(m) for m in a]), {"rtol": 1e-10, "atol": 1e-12})

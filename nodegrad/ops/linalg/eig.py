@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
@@ -62,9 +63,10 @@ def _decomposition(name: str, x: Any, values: Any) -> tuple[Any, Any]:
         w, v = record(EIGVALS, x, True), record(EIG_VECTORS, x, True)  # V^-T diag(g) V^T: any phases
     else:
         w, v = np.linalg.eig(lapack_ready(name, x))
-    if np.shape(w) == np.shape(values) and np.array_equal(unwrap(w), unwrap(values)):
+    plain_w, plain_values = all_values(w), all_values(values)  # every example's, under vmap
+    if np.shape(plain_w) == np.shape(plain_values) and np.array_equal(plain_w, plain_values):
         return w, v
-    order = np.argmin(np.abs(unwrap(values)[..., :, None] - unwrap(w)[..., None, :]), axis=-1)
+    order = plain_map(lambda ws: np.argmin(np.abs(all_values(values)[..., :, None] - ws[..., None, :]), axis=-1), w)
     return np.take_along_axis(w, order, -1), np.take_along_axis(v, order[..., None, :], -1)
 
 
@@ -81,10 +83,10 @@ def _refuse_defective(name: str, w: Any, v: Any, g: Any) -> None:
     """Repeated eigenvalues have no derivative one by one: a cotangent must treat each
     cluster alike (its sum is smooth), and even then the eigenvectors must span the space
     (a defective matrix has no such basis, and its eigenvalues move like square roots)."""
+    w, v, plain = all_values(w), all_values(v), np.asarray(all_values(g))  # every example's, under vmap
     repeated = repeated_pairs(w)
     if not np.any(repeated):
         return
-    w, v, plain = unwrap(w), unwrap(v), np.asarray(unwrap(g))
     differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
     used = np.broadcast_to((plain != 0)[..., :, None], repeated.shape)
     scale = np.max(np.abs(plain)) if plain.size else 0.0

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import plain_map
+from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
@@ -44,7 +44,7 @@ def _times_inverse_transposed(y: Any, r: Any) -> Any:
 
 
 def _full_column_rank(r: Any) -> None:
-    diagonal = np.abs(np.diagonal(unwrap(r), axis1=-2, axis2=-1))
+    diagonal = np.abs(np.diagonal(all_values(r), axis1=-2, axis2=-1))  # every example's, under vmap
     if diagonal.size and np.any(
         diagonal <= np.finfo(diagonal.dtype).eps * max(np.shape(r)[-2:]) * np.max(diagonal, axis=-1, keepdims=True)
     ):

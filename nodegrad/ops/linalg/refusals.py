@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import all_values
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError
 
@@ -79,7 +80,7 @@ def reciprocal(values: Any, skip: np.ndarray) -> Any:
 
 def _too_large(share: Any, g: Any) -> bool:
     """Whether ``share`` (a plain array) holds more than rounding of the cotangent ``g``."""
-    g = unwrap(g)
+    g = all_values(g)
     scale = np.max(np.abs(g)) if np.size(g) else 0.0
     return bool(np.any(np.abs(share) > np.sqrt(np.finfo(np.result_type(share)).eps) * scale))
 
@@ -87,9 +88,10 @@ def _too_large(share: Any, g: Any) -> bool:
 def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any) -> None:
     """Raise :class:`NoGradientError` if the cotangent ``g`` has a nonzero ``share`` (an
     array shaped like ``where``) anywhere ``where`` flags a repeated (or zero) value."""
+    where = all_values(where)  # every example's, under vmap
     if not np.any(where):
         return
-    share = unwrap(share)
+    share = all_values(share)
     if _too_large(np.broadcast_to(share, where.shape)[where], g):
         msg = (
             f"{name}: the gradient of the {what} is undefined (the vectors are not unique there, any rotation of "
@@ -103,9 +105,10 @@ def refuse_split_values(name: str, what: str, repeated: np.ndarray, g: Any) -> N
     """Raise :class:`NoGradientError` if the cotangent ``g`` of the values tells repeated
     ones apart (``repeated`` flags the pairs): repeated values have no derivative one by
     one, only functions that treat them alike (their sum) do."""
+    repeated = all_values(repeated)  # every example's, under vmap
     if not np.any(repeated):
         return
-    plain = np.asarray(unwrap(g))
+    plain = np.asarray(all_values(g))
     differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
     if _too_large(differences[repeated], plain):
         msg = (
@@ -131,7 +134,7 @@ def refuse_again_at_repeated(name: str, what: str, repeated: np.ndarray, g: Any,
     (``repeated``) is itself being differentiated (its cotangent ``g`` or one of ``values``
     traced): the terms it leaves out are limits ``0 / 0`` whose derivatives need not be
     zero. Forward mode's stand-in cotangent alone is fine (see :func:`_differentiated`)."""
-    if np.any(repeated) and (_differentiated(g) or any(type(v) is Traced for v in values)):
+    if np.any(all_values(repeated)) and (_differentiated(g) or any(type(v) is Traced for v in values)):
         msg = (
             f"{name}: a second derivative at repeated {what} (closer than sqrt(eps) * max) is not defined by the "
             "decomposition (the vectors of a repeated value are any basis of its space); first derivatives of "

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import all_values
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
@@ -143,7 +144,7 @@ def _without_extra(g: Any, k: int, axis: int, what: str) -> Any:
     if np.shape(g)[axis] == k:
         return g
     extra = g[..., :, k:] if axis == -1 else g[..., k:, :]
-    if np.any(unwrap(extra) != 0):
+    if np.any(all_values(extra) != 0):
         msg = (
             f"svd: with full_matrices=True the {what} beyond the first min(m, n) are not unique (any orthonormal "
             "basis of the rest of the space is as good), so a function of them has no gradient"
