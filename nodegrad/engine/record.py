@@ -43,6 +43,7 @@ __all__ = [
     "composite",
     "guarded",
     "inner_arena",
+    "interpreting",
     "lean_node",
     "record",
     "record1",
@@ -86,7 +87,7 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
     """Run ``op``'s forward on values no arena traces at this level; a failure becomes an
     error naming the op (see :func:`_failed`). An argument that another interpreter traces
     (see :data:`INTERPRETERS`) hands the op to that interpreter instead."""
-    if INTERPRETERS:
+    if INTERPRETERS:  # (not gated by _running: a leaked value must reach its interpreter to be refused)
         for a in args:
             interpret = INTERPRETERS.get(type(a))
             if interpret is None and (type(a) is tuple or type(a) is list):  # an index, a list of operands
@@ -126,6 +127,18 @@ def _newest_interpreted(args: tuple[Any, ...]) -> int | None:
                 if newest is None or stamp > newest:
                     newest = stamp
     return newest
+
+
+#: How many levels of interpreters are running (vmap calls, say): while none is, no op
+#: can meet an interpreter's value, and recording pays nothing to look for one.
+_running = 0
+
+
+def interpreting(entering: bool) -> None:
+    """Note that a level of an interpreter starts (``True``) or ends (``False``): how an
+    interpreter's transform tells the recording path to look for its values."""
+    global _running  # one counter, for the hot path to read
+    _running += 1 if entering else -1
 
 
 def register_interpreter(kind: type, interpret: Callable[[Op, tuple[Any, ...]], Any]) -> None:
@@ -232,7 +245,7 @@ def record(op: Op, *args: Any) -> Any:
             arena = a.arena if arena is None or a.arena is arena else inner_arena(op.name, arena, a.arena)
         elif type(a) is not Traced and type(a) is not _NDARRAY and isinstance(a, _NDARRAY):
             refuse_array_subclass(a, f"{op.name}: a constant [recorded at {user_location()}]")
-    if INTERPRETERS:
+    if _running:
         stamp = _newest_interpreted(args)
         if stamp is not None and (arena is None or stamp > arena.stamp):
             # An interpreter's value (batched, say) from a level inside the arena's: that
@@ -265,9 +278,10 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
     """:func:`record` for an op whose only differentiable input is the first argument."""
     if type(x) is not Traced:
         return _forward(op, (x, *static))
-    for a in static:
-        if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
-            return record(op, x, *static)
+    if _running:
+        for a in static:
+            if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
+                return record(op, x, *static)
     args = (x.value, *static)
     if type(args[0]) is not _NDARRAY and type(args[0]) in _HANDLES:
         out = record1(op, *args)  # traced at two levels (nested transforms), or batched: the enclosing one first
@@ -288,9 +302,10 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
 
 def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
     """:func:`record` for an op whose first two arguments are differentiable."""
-    for a in static:
-        if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
-            return record(op, x, y, *static)
+    if _running:
+        for a in static:
+            if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
+                return record(op, x, y, *static)
     if type(x) is Traced:
         arena = x.arena
         if type(y) is Traced:

@@ -17,6 +17,7 @@ from typing import Any, ParamSpec
 import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchLevel
+from nodegrad.engine.record import interpreting
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
@@ -261,12 +262,14 @@ def _call(
 ) -> Any:
     _depth.levels += 1
     level = BatchLevel(size, _depth.levels, name)
+    interpreting(True)
     try:
         values = [_batched_argument(batch, level) for batch in batches]
         out = fun(*values[:nargs], **dict(zip(keys, values[nargs:], strict=True)))
         return _unbatched_result(name, out, level, out_axes)
     finally:
         level.active = False
+        interpreting(False)
         _depth.levels -= 1
 
 
