@@ -15,16 +15,14 @@ checked one by one below.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import Any
 from unittest import mock
 
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 
 import nodegrad as ng
 import nodegrad.scipy.linalg as sla
@@ -34,6 +32,19 @@ from nodegrad.ops import REGISTRY, batching
 from nodegrad.ops.linalg import roots
 from tests.ops import specs_linalg, specs_scipy_linalg
 from tests.ops.harness import Case
+from tests.ops.vmap_harness import (
+    assert_same,
+    check_closure,
+    check_forward,
+    check_grad_of_vmap,
+    check_vmap_of_grad,
+    loop_and_vmap,
+    per_example_spy,
+    shrinking,
+    spec_test,
+    stacked,
+    weighted_sum,
+)
 
 #: Run once per example on purpose: their numpy functions take one operand, not a stack.
 LOOPED = {"roots", "convolve"}
@@ -46,35 +57,9 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     **specs_scipy_linalg.SPECS,
     **{f"{name} (broadcast)": spec for name, spec in specs_scipy_linalg.BROADCASTING.items()},
 }
-NAMES = sorted(SPECS)
+#: Every example scaled alike (the specs' orders and gaps kept), every operand perhaps unbatched.
+DRAW = {"factor": shrinking, "unbatched": True}
 FAST = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-
-
-def close(actual: Any, expected: Any) -> None:
-    if isinstance(expected, tuple):
-        assert isinstance(actual, tuple) and len(actual) == len(expected)
-        for a, e in zip(actual, expected, strict=True):
-            close(a, e)
-        return
-    assert np.shape(actual) == np.shape(expected)
-    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12)
-
-
-def stacked(results: list[Any], axis: int = 0) -> Any:
-    if isinstance(results[0], tuple):
-        return tuple(stacked([r[k] for r in results], axis) for k in range(len(results[0])))
-    return np.stack([np.asarray(r) for r in results], axis=axis)
-
-
-def scalar(out: Any, examples: int = 0) -> Any:
-    """A weighted sum of a result's real part: weights that differ entry by entry, so that a
-    gradient is not blind to a permutation; with ``examples`` leading axes of examples, the
-    same weights for each (the sum of each example's ``scalar``)."""
-    if isinstance(out, tuple):
-        return sum(scalar(o, examples) for o in out if np.result_type(o).kind in "fc")
-    shape = np.shape(out)[examples:]
-    weights = np.cos(np.arange(math.prod(shape))).reshape(shape) + 0.5
-    return np.sum(np.real(out) * weights)
 
 
 @pytest.fixture(autouse=True)
@@ -95,107 +80,16 @@ def _specs_on_batched_values() -> Iterator[None]:
         yield
 
 
-@contextmanager
-def looped_ops() -> Iterator[set[str]]:
-    """The names of the ops that run once per example while inside."""
-    seen: set[str] = set()
-    original = batching.per_example
-
-    def spy(op: Any, *args: Any, **kwargs: Any) -> Any:
-        seen.add(op.name)
-        return original(op, *args, **kwargs)
-
-    with mock.patch.object(batching, "per_example", spy):
-        yield seen
+@pytest.fixture(autouse=True)
+def _ruled_ops_never_loop() -> Iterator[None]:
+    with per_example_spy(RULED):
+        yield
 
 
-@st.composite
-def batched_cases(
-    draw: st.DrawFn, name: str
-) -> tuple[Case, int, tuple[Any, ...], list[tuple[Any, ...]], tuple[Any, ...]]:
-    """A case, B, the vmap in_axes per operand, the examples' operands and the batched ones."""
-    case = draw(SPECS[name])
-    size = draw(st.sampled_from([1, 3]))
-    axes: list[Any] = []
-    for v in case.values:
-        choices = [0, None] + ([1, -1] if np.ndim(v) >= 1 else [])
-        axes.append(draw(st.sampled_from(choices)))
-    # Each example scaled a little differently: the spectra, pivots and signs the spec draws
-    # keep their order and separation, and a mixed-up example shows.
-    examples = [
-        tuple(v if a is None else v * (1 - 0.07 * k) for v, a in zip(case.values, axes, strict=True))
-        for k in range(size)
-    ]
-    batched = tuple(
-        v if a is None else np.stack([np.asarray(e[j]) for e in examples], axis=a)
-        for j, (v, a) in enumerate(zip(case.values, axes, strict=True))
-    )
-    return case, size, tuple(axes), examples, batched
-
-
-def run_vmap(fun: Callable[..., Any], axes: tuple[Any, ...], size: int, batched: tuple[Any, ...]) -> Any:
-    return ng.vmap(fun, in_axes=axes, axis_size=size if all(a is None for a in axes) else None)(*batched)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FAST
-@given(data=st.data())
-def test_vmap_matches_a_loop(name: str, data: st.DataObject) -> None:
-    case, size, axes, examples, batched = data.draw(batched_cases(name))
-    with looped_ops() as seen:
-        out = run_vmap(case.fn, axes, size, batched)
-    close(out, stacked([case.fn(*e) for e in examples]))
-    assert not seen & RULED, f"run once per example: {sorted(seen & RULED)}"
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FAST
-@given(data=st.data())
-def test_vmap_of_grad_matches_a_loop(name: str, data: st.DataObject) -> None:
-    case, size, axes, examples, batched = data.draw(batched_cases(name))
-    gradient = ng.grad(lambda *v: scalar(case.fn(*v)), argnums=case.argnums)
-    with looped_ops() as seen:
-        out = run_vmap(gradient, axes, size, batched)
-    close(out, stacked([gradient(*e) for e in examples]))
-    assert not seen & RULED, f"run once per example: {sorted(seen & RULED)}"
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FAST
-@given(data=st.data())
-def test_grad_of_vmap_matches_the_loop(name: str, data: st.DataObject) -> None:
-    case, size, axes, examples, batched = data.draw(batched_cases(name))
-    with looped_ops() as seen:
-        total = ng.grad(lambda *v: scalar(run_vmap(case.fn, axes, size, v), 1), argnums=case.argnums)(*batched)
-    assert not seen & RULED, f"run once per example: {sorted(seen & RULED)}"
-    per_example = ng.grad(lambda *v: scalar(case.fn(*v)), argnums=case.argnums)
-    grads = [per_example(*e) for e in examples]
-    for k, j in enumerate(case.argnums):
-        mine = total[k] if isinstance(total, tuple) else total
-        theirs = [g[k] if isinstance(g, tuple) else g for g in grads]
-        expected = sum(theirs[1:], theirs[0]) if axes[j] is None else stacked(theirs, axes[j])
-        close(mine, expected)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FAST
-@given(data=st.data())
-def test_a_batched_value_reaching_the_op_from_an_enclosing_vmap(name: str, data: st.DataObject) -> None:
-    case, size, axes, examples, batched = data.draw(batched_cases(name))
-    scales = np.array([1.0, 0.9])
-    first = next((j for j, a in enumerate(axes) if a is not None), 0)
-
-    def inner(*values: Any) -> Any:
-        # The outer example's operands are closed over; the inner vmap scales one of them.
-        def scaled(c: Any) -> Any:
-            return case.fn(*(v * c if j == first else v for j, v in enumerate(values)))
-
-        return ng.vmap(scaled)(scales)
-
-    out = run_vmap(inner, axes, size, batched)
-    expected = stacked([stacked([case.fn(*(v * c if j == first else v for j, v in enumerate(e))) for c in scales])
-                        for e in examples])  # fmt: skip
-    close(out, expected)
+test_vmap_matches_a_loop = spec_test(check_forward, SPECS, FAST, **DRAW)
+test_vmap_of_grad_matches_a_loop = spec_test(check_vmap_of_grad, SPECS, FAST, **DRAW)
+test_grad_of_vmap_matches_the_loop = spec_test(check_grad_of_vmap, SPECS, FAST, **DRAW)
+test_a_batched_value_reaching_the_op_from_an_enclosing_vmap = spec_test(check_closure, SPECS, FAST, **DRAW)
 
 
 # -- the public functions, one by one ----------------------------------------------------------------
@@ -205,19 +99,6 @@ MATRICES = RNG.normal(size=(3, 4, 4)) + 4 * np.eye(4)
 SPD = MATRICES @ np.swapaxes(MATRICES, -1, -2)
 VECTORS = RNG.normal(size=(3, 4))
 WIDE = RNG.normal(size=(3, 4, 6))
-
-
-def loop_and_vmap(fun: Callable[..., Any], *args: Any, in_axes: Any = 0) -> None:
-    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
-    size = next(np.shape(a)[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
-    examples = [
-        tuple(a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, axes, strict=True))
-        for b in range(size)
-    ]
-    with looped_ops() as seen:
-        out = ng.vmap(fun, in_axes=in_axes)(*args)
-    close(out, stacked([fun(*e) for e in examples]))
-    assert not seen & RULED, f"run once per example: {sorted(seen & RULED)}"
 
 
 @pytest.mark.parametrize(
@@ -255,7 +136,7 @@ def loop_and_vmap(fun: Callable[..., Any], *args: Any, in_axes: Any = 0) -> None
 )
 def test_public_functions(fun: Callable[..., Any], args: tuple[Any, ...]) -> None:
     loop_and_vmap(fun, *args)
-    loop_and_vmap(ng.grad(lambda *a: scalar(fun(*a)), argnums=tuple(range(len(args)))), *args)
+    loop_and_vmap(ng.grad(lambda *a: weighted_sum(fun(*a)), argnums=tuple(range(len(args)))), *args)
 
 
 def test_plain_results_of_batched_values() -> None:
@@ -276,11 +157,11 @@ def test_solves_with_one_side_not_batched() -> None:
 
 def test_roots_and_convolve_run_once_per_example() -> None:
     p = RNG.normal(size=(3, 4))
-    with looped_ops() as seen:
+    with per_example_spy() as seen:
         out = ng.vmap(roots)(p)
-    close(out, stacked([roots(q) for q in p]))
+    assert_same(out, stacked([roots(q) for q in p]), "roots")
     assert seen == {"roots"}
-    loop_and_vmap(ng.grad(lambda q: scalar(roots(q))), p)
+    loop_and_vmap(ng.grad(lambda q: weighted_sum(roots(q))), p)
     loop_and_vmap(lambda a, v: ng.ops.linalg.products.convolve(a, v), p, VECTORS)
 
 
@@ -299,8 +180,8 @@ def test_lstsq_with_ranks_that_differ_between_examples_is_refused() -> None:
 def test_nested_vmap_of_grad_of_a_decomposition() -> None:
     # Two levels of examples in the rules that test the values (the SVD's separated values).
     a = RNG.normal(size=(2, 3, 4, 3))
-    f = ng.grad(lambda m: scalar(np.linalg.svd(m, full_matrices=False)[0] ** 2) + np.sum(np.linalg.svd(m)[1]))
-    close(ng.vmap(ng.vmap(f))(a), stacked([stacked([f(m) for m in row]) for row in a]))
+    f = ng.grad(lambda m: weighted_sum(np.linalg.svd(m, full_matrices=False)[0] ** 2) + np.sum(np.linalg.svd(m)[1]))
+    assert_same(ng.vmap(ng.vmap(f))(a), stacked([stacked([f(m) for m in row]) for row in a]), "svd")
 
 
 def test_every_ruled_op_is_registered_with_its_rule() -> None:

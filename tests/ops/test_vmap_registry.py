@@ -23,21 +23,14 @@ from __future__ import annotations
 import importlib
 import re
 from pathlib import Path
-from typing import Any
 
-import hypothesis.strategies as st
-import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, settings
 
-import nodegrad as ng
-from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.ops import REGISTRY, batching
-from tests.ops.harness import Case
 from tests.ops.test_ops import LEAF_OPS, SPECS
+from tests.ops.vmap_harness import check_forward, check_vmap_of_grad, spec_test
 
-NAMES = sorted(SPECS)
-TOLERANCE = {"rtol": 1e-12, "atol": 1e-12, "equal_nan": True}
 #: A handful of draws per op: about 150 ops, two tests each, under a minute in all.
 FEW = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -54,100 +47,11 @@ LAZY_MODULES = (
 )
 
 
-# -- the batch ------------------------------------------------------------------------------------
-
-
-def _factor(b: int, k: int) -> float:
-    """The scale of example ``b`` of operand ``k``: 1 for the drawn example, otherwise
-    within 5% of it and different for neighbouring operands."""
-    return 1.0 + 0.015 * b * (-1) ** (b + k)
-
-
-@st.composite
-def _batches(draw: st.DrawFn, case: Case) -> tuple[int, tuple[Any, ...], list[tuple[Any, ...]], list[Any]]:
-    """``(B, in_axes, examples, batched)``: ``examples[b]`` are example ``b``'s operands
-    (an operand with in_axes ``None`` the same in every example), ``batched`` the arguments
-    of the vmapped function."""
-    size = draw(st.sampled_from([1, 3]), label="B")
-    axes: list[Any] = []
-    for value in case.values:
-        choices = [0, None, 1, -1] if np.ndim(value) >= 1 else [0, None]
-        axes.append(draw(st.sampled_from(choices)))
-    if all(a is None for a in axes):
-        axes[draw(st.integers(0, len(axes) - 1))] = 0
-    examples = [
-        tuple(v if a is None else v * _factor(b, k) for k, (v, a) in enumerate(zip(case.values, axes, strict=True)))
-        for b in range(size)
-    ]
-    batched = [
-        v if a is None else np.stack([np.asarray(examples[b][k]) for b in range(size)], axis=a)
-        for k, (v, a) in enumerate(zip(case.values, axes, strict=True))
-    ]
-    return size, tuple(axes), examples, batched
-
-
-def _stacked(results: list[Any]) -> Any:
-    """Per-example results (arrays, numbers, or structures of them) stacked leaf by leaf."""
-    leaves = [flatten(r)[0] for r in results]
-    _, treedef = flatten(results[0])
-    stacked = [np.stack([np.asarray(r[k]) for r in leaves]) for k in range(len(leaves[0]))]
-    return stacked[0] if treedef is LEAF else treedef.unflatten(stacked)
-
-
-def _assert_same(got: Any, expected: Any, what: str) -> None:
-    got_paths: list[str] = []
-    expected_paths: list[str] = []
-    got_leaves, _ = flatten(got, got_paths)
-    expected_leaves, _ = flatten(expected, expected_paths)
-    assert type(got) is type(expected) and got_paths == expected_paths, f"{what}: {got!r} against {expected!r}"
-    for k, (g, e) in enumerate(zip(got_leaves, expected_leaves, strict=True)):
-        assert type(g) is not ng.Traced, f"{what}[{k}] is still traced"
-        assert np.shape(g) == np.shape(e), f"{what}[{k}] has shape {np.shape(g)}, the loop {np.shape(e)}"
-        dtypes = np.result_type(g), np.result_type(e)
-        assert dtypes[0] == dtypes[1], f"{what}[{k}] is {dtypes[0]}, the loop's {dtypes[1]}"
-        np.testing.assert_allclose(g, e, **TOLERANCE, err_msg=f"{what}[{k}]")
-
-
-def _weights(out: Any) -> np.ndarray:
-    """Fixed weights shaped like one example's output: no two alike, none zero."""
-    shape = np.shape(out)
-    return (0.5 + np.cos(1.0 + np.arange(int(np.prod(shape, dtype=np.int64))))).reshape(shape)
-
-
-def _loss(case: Case, w: np.ndarray) -> Any:
-    def loss(*values: Any) -> Any:
-        out = case.fn(*values) * w
-        return np.sum(np.real(out)) if np.iscomplexobj(out) else np.sum(out)
-
-    return loss
-
-
 # -- the forward and the per-example gradient ------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", NAMES)
-@FEW
-@given(data=st.data())
-def test_vmap_of_the_op_equals_a_loop(name: str, data: st.DataObject) -> None:
-    case = data.draw(SPECS[name], label="case")
-    size, in_axes, examples, batched = data.draw(_batches(case), label="batch")
-    expected = _stacked([case.fn(*example) for example in examples])
-    got = ng.vmap(case.fn, in_axes=in_axes)(*batched)
-    _assert_same(got, expected, f"{name}: vmap with in_axes {in_axes}, {size} examples")
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FEW
-@given(data=st.data())
-def test_vmap_of_the_ops_gradient_equals_a_loop(name: str, data: st.DataObject) -> None:
-    case = data.draw(SPECS[name], label="case")
-    size, in_axes, examples, batched = data.draw(_batches(case), label="batch")
-    grad = ng.grad(_loss(case, _weights(case.fn(*case.values))), argnums=case.argnums)
-    expected = _stacked([grad(*example) for example in examples])
-    got = ng.vmap(grad, in_axes=in_axes)(*batched)
-    _assert_same(got, expected, f"{name}: vmap of the gradient with in_axes {in_axes}, {size} examples")
-
-
+test_vmap_of_the_op_equals_a_loop = spec_test(check_forward, SPECS, FEW)
+test_vmap_of_the_ops_gradient_equals_a_loop = spec_test(check_vmap_of_grad, SPECS, FEW)
 # -- which ops run once per example -----------------------------------------------------------------
 
 

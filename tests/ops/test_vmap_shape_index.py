@@ -14,6 +14,7 @@ built from batched values).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import hypothesis.extra.numpy as hnp
@@ -27,11 +28,23 @@ from nodegrad.errors import BatchingError, NodegradError
 from nodegrad.ops import REGISTRY, batching
 from nodegrad.ops.index import scatter
 from tests.ops import specs_index, specs_shape
-from tests.ops.harness import Case
+from tests.ops.vmap_harness import (
+    assert_same,
+    check_forward,
+    check_grad_of_vmap,
+    check_vmap_of_grad,
+    draw_case,
+    per_example_spy,
+    run_vmap,
+    spec_test,
+    stacked,
+    weighted_sum,
+    weights,
+)
 
 SPECS = {**specs_shape.SPECS, **specs_shape.COMPOSITES, **specs_index.SPECS, **specs_index.COMPOSITES}
-NAMES = sorted(SPECS)
-TOL = {"rtol": 1e-12, "atol": 1e-12}
+#: Where a spec's operands are single precision (the closure's sums of products).
+SINGLE = {"rtol": 1e-5, "atol": 1e-6}
 FEW = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MORE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # indices: many layouts
 OPS = ["reshape", "transpose", "astype", "broadcast_to", "pad", "cat", "stack"]
@@ -40,15 +53,10 @@ STRUCTURED = ["struct_field", "map_lookup", "seq_index", "make_map", "make_recor
 
 
 @pytest.fixture(autouse=True)
-def _no_per_example_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+def _no_per_example_loop() -> Iterator[None]:
     """Every op of these families has a rule: running one once per example is a failure."""
-
-    def refuse(op: Any, *args: Any, **kwargs: Any) -> Any:
-        raise AssertionError(f"{op.name} ran once per example")
-
-    monkeypatch.setattr(batching, "per_example", refuse)
-    for module in ("nodegrad.ops.index",):
-        monkeypatch.setattr(f"{module}.per_example", refuse)
+    with per_example_spy(None):
+        yield
 
 
 def test_each_op_has_a_rule_of_its_own() -> None:
@@ -59,107 +67,27 @@ def test_each_op_has_a_rule_of_its_own() -> None:
 # -- the specs' calls, batched ---------------------------------------------------------------------
 
 
-def _factor(b: int, k: int) -> float:
-    return 1.0 + 0.015 * b * (-1) ** (b + k)
+test_vmap_equals_a_loop = spec_test(check_forward, SPECS, FEW)
+test_vmap_of_grad_equals_a_loop = spec_test(check_vmap_of_grad, SPECS, FEW)
+test_grad_of_vmap_equals_the_gradient_of_a_loop = spec_test(check_grad_of_vmap, SPECS, FEW)
 
 
-@st.composite
-def _batches(draw: st.DrawFn, case: Case, axes_from: tuple[Any, ...] = (0, None, 1, -1)) -> Any:
-    """``(size, in_axes, examples, batched)`` for the case's operands."""
-    size = draw(st.sampled_from([1, 3]), label="B")
-    axes = [
-        draw(st.sampled_from([a for a in axes_from if a is None or a == 0 or np.ndim(v) >= 1])) for v in case.values
-    ]
-    if all(a is None for a in axes):
-        axes[draw(st.integers(0, len(axes) - 1))] = 0
-    examples = [
-        tuple(v if a is None else v * _factor(b, k) for k, (v, a) in enumerate(zip(case.values, axes, strict=True)))
-        for b in range(size)
-    ]
-    batched = [
-        v if a is None else np.stack([np.asarray(examples[b][k]) for b in range(size)], axis=a)
-        for k, (v, a) in enumerate(zip(case.values, axes, strict=True))
-    ]
-    return size, tuple(axes), examples, batched
-
-
-def _weights(shape: tuple[int, ...]) -> np.ndarray:
-    return (0.5 + np.cos(1.0 + np.arange(int(np.prod(shape, dtype=np.int64))))).reshape(shape)
-
-
-def _same(got: Any, expected: Any, what: str) -> None:
-    assert type(got) is not ng.Traced, what
-    assert np.shape(got) == np.shape(expected), f"{what}: shape {np.shape(got)}, the loop's {np.shape(expected)}"
-    np.testing.assert_allclose(np.real(got), np.real(expected), **TOL, err_msg=what)
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FEW
-@given(data=st.data())
-def test_vmap_equals_a_loop(name: str, data: st.DataObject) -> None:
-    case = data.draw(SPECS[name], label="case")
-    _size, in_axes, examples, batched = data.draw(_batches(case), label="batch")
-    expected = np.stack([np.asarray(case.fn(*e)) for e in examples])
-    _same(ng.vmap(case.fn, in_axes=in_axes)(*batched), expected, f"{name} in_axes {in_axes}")
-
-
-def _loss(case: Case, w: np.ndarray) -> Any:
-    return lambda *values: np.sum(np.real(case.fn(*values) * w))
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FEW
-@given(data=st.data())
-def test_vmap_of_grad_equals_a_loop(name: str, data: st.DataObject) -> None:
-    case = data.draw(SPECS[name], label="case")
-    _size, in_axes, examples, batched = data.draw(_batches(case), label="batch")
-    grad = ng.grad(_loss(case, _weights(np.shape(case.fn(*case.values)))), argnums=case.argnums)
-    expected = [grad(*e) for e in examples]
-    got = ng.vmap(grad, in_axes=in_axes)(*batched)
-    for k in range(len(case.argnums)):
-        _same(got[k], np.stack([e[k] for e in expected]), f"{name} gradient {k}, in_axes {in_axes}")
-
-
-@pytest.mark.parametrize("name", NAMES)
-@FEW
-@given(data=st.data())
-def test_grad_of_vmap_equals_the_gradient_of_a_loop(name: str, data: st.DataObject) -> None:
-    case = data.draw(SPECS[name], label="case")
-    size, in_axes, examples, batched = data.draw(_batches(case, (0, None)), label="batch")
-    w = [_weights(np.shape(case.fn(*case.values))) * (b + 1.0) for b in range(size)]
-    per_example = [ng.grad(_loss(case, w[b]), argnums=case.argnums)(*examples[b]) for b in range(size)]
-
-    def total(*values: Any) -> Any:
-        return np.sum(np.real(ng.vmap(case.fn, in_axes=in_axes)(*values) * np.stack(w)))
-
-    got = ng.grad(total, argnums=case.argnums)(*batched)
-    for j, k in enumerate(case.argnums):
-        parts = [g[j] for g in per_example]
-        expected = np.sum(parts, axis=0) if in_axes[k] is None else np.stack(parts)
-        _same(got[j], expected, f"{name} gradient of operand {k}, in_axes {in_axes}")
-
-
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", sorted(SPECS))
 @FEW
 @given(data=st.data())
 def test_a_batched_value_through_a_closure_equals_a_loop(name: str, data: st.DataObject) -> None:
     # Inside vmap, grad with respect to a scale s of the operands: the batched operands reach
     # the op from the enclosing function, times a traced s.
-    case = data.draw(SPECS[name], label="case")
-    _size, in_axes, examples, batched = data.draw(_batches(case), label="batch")
-    w = _weights(np.shape(case.fn(*case.values)))
+    case, batch = draw_case(data, SPECS[name])
 
     def scaled(*values: Any) -> Any:
-        return ng.grad(lambda s: np.sum(np.real(case.fn(*(v * s for v in values)) * w)))(1.0)
+        return ng.grad(lambda s: weighted_sum(case.fn(*(v * s for v in values))))(1.0)
 
-    expected = np.stack([np.asarray(scaled(*e)) for e in examples])
-    got = ng.vmap(scaled, in_axes=in_axes)(*batched)
-    if any(np.asarray(v).dtype in (np.float32, np.complex64) for v in case.values):
-        # s's gradient sums single-precision products: over every example at once the
-        # summation order differs from one example's, within float32's rounding.
-        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6, err_msg=f"{name} closure")
-        return
-    _same(got, expected, f"{name} closure, in_axes {in_axes}")
+    expected = stacked([scaled(*e) for e in batch.examples])
+    # s's gradient sums single-precision products: over every example at once the summation
+    # order differs from one example's, within float32's rounding.
+    single = any(np.asarray(v).dtype in (np.float32, np.complex64) for v in case.values)
+    assert_same(run_vmap(scaled, batch), expected, f"{name} closure, {batch}", SINGLE if single else None)
 
 
 # -- indices of their own per example -------------------------------------------------------------
@@ -212,15 +140,15 @@ def test_getitem_with_indices_of_each_example(case: Any, x_batched: bool) -> Non
     loop = np.stack([(x[b] if x_batched else x)[_index(items, [a[b] for a in arrays])] for b in range(size)])
     f = lambda x, *arrays: ng.getitem(x, _index(items, arrays))
     in_axes = (0 if x_batched else None, *(0,) * len(arrays))
-    _same(ng.vmap(f, in_axes)(x, *arrays), loop, f"x[{items}]")
-    w = _weights(loop.shape[1:])
+    assert_same(ng.vmap(f, in_axes)(x, *arrays), loop, f"x[{items}]")
+    w = weights(loop.shape[1:])
     g = ng.vmap(ng.grad(lambda x, *a: np.sum(f(x, *a) * w)), in_axes)(x, *arrays)
     grads = [
         ng.grad(lambda x, b=b: np.sum(f(x, *(a[b] for a in arrays)) * w))(x[b] if x_batched else x) for b in range(size)
     ]
-    _same(g, np.stack(grads), f"vmap(grad) of x[{items}]")
+    assert_same(g, np.stack(grads), f"vmap(grad) of x[{items}]")
     total = ng.grad(lambda x: np.sum(ng.vmap(f, in_axes)(x, *arrays) * w))(x)
-    _same(total, np.stack(grads) if x_batched else np.sum(grads, axis=0), f"grad(vmap) of x[{items}]")
+    assert_same(total, np.stack(grads) if x_batched else np.sum(grads, axis=0), f"grad(vmap) of x[{items}]")
 
 
 @MORE
@@ -231,11 +159,11 @@ def test_index_add_and_set_with_indices_of_each_example(case: Any) -> None:
     v = np.arange(size * int(np.prod(selected)), dtype=float).reshape(size, *selected) + 1.0
     add = lambda x, v, *arrays: ng.at(x)[_index(items, arrays)].add(v)
     loop = [ng.at(x[b])[_index(items, [a[b] for a in arrays])].add(v[b]) for b in range(size)]
-    _same(ng.vmap(add)(x, v, *arrays), np.stack(loop), f"at[{items}].add")
-    w = _weights(x.shape[1:])
+    assert_same(ng.vmap(add)(x, v, *arrays), np.stack(loop), f"at[{items}].add")
+    w = weights(x.shape[1:])
     gx, gv = ng.vmap(ng.grad(lambda x, v, *a: np.sum(add(x, v, *a) * w), argnums=(0, 1)))(x, v, *arrays)
-    _same(gx, np.broadcast_to(w, x.shape), "gradient of x")
-    _same(gv, np.stack([w[_index(items, [a[b] for a in arrays])] for b in range(size)]), "gradient of v")
+    assert_same(gx, np.broadcast_to(w, x.shape), "gradient of x")
+    assert_same(gv, np.stack([w[_index(items, [a[b] for a in arrays])] for b in range(size)]), "gradient of v")
     # set: refused as one example's index would be when it writes an entry twice
     put = lambda x, v, *arrays: ng.at(x)[_index(items, arrays)].set(v)
     expected, refused = [], []
@@ -248,7 +176,7 @@ def test_index_add_and_set_with_indices_of_each_example(case: Any) -> None:
         with pytest.raises(NodegradError, match="more than once"):
             ng.vmap(put)(x, v, *arrays)
         return
-    _same(ng.vmap(put)(x, v, *arrays), np.stack(expected), f"at[{items}].set")
+    assert_same(ng.vmap(put)(x, v, *arrays), np.stack(expected), f"at[{items}].set")
 
 
 @MORE
@@ -260,10 +188,10 @@ def test_scatter_with_indices_of_each_example(case: Any) -> None:
     v = np.cos(np.arange(size * int(np.prod(selected)), dtype=float)).reshape(size, *selected)
     f = lambda v, *arrays: scatter(v, _index(items, arrays), shape)
     loop = [scatter(v[b], _index(items, [a[b] for a in arrays]), shape) for b in range(size)]
-    _same(ng.vmap(f)(v, *arrays), np.stack(loop), f"scatter at {items}")
+    assert_same(ng.vmap(f)(v, *arrays), np.stack(loop), f"scatter at {items}")
     if not arrays:
         return
-    _same(
+    assert_same(
         ng.vmap(f, (None, *(0,) * len(arrays)))(v[0], *arrays),
         np.stack([scatter(v[0], _index(items, [a[b] for a in arrays]), shape) for b in range(size)]),
         "scatter, v unbatched",
@@ -292,7 +220,7 @@ def test_gather_and_take_along_axis_with_indices_of_each_example(shape: Any, dat
         # numpy dispatches np.take on its array alone: a plain x with batched indices takes ng.gather
         fn = (lambda x, i: np.take(x, i, axis=axis)) if in_x == 0 else (lambda x, i: ng.gather(x, i, axis=axis))
         take = ng.vmap(fn, (in_x, 0))(x if in_x == 0 else x[0], idx)
-        _same(take, np.stack([np.take(xs[b], idx[b], axis=axis) for b in range(size)]), f"np.take axis {axis}")
+        assert_same(take, np.stack([np.take(xs[b], idx[b], axis=axis) for b in range(size)]), f"np.take axis {axis}")
     along = data.draw(
         hnp.arrays(
             np.int64,
@@ -304,11 +232,11 @@ def test_gather_and_take_along_axis_with_indices_of_each_example(shape: Any, dat
         ids = along if in_i == 0 else along[0]
         got = ng.vmap(lambda x, i: np.take_along_axis(x, i, axis), (0, in_i))(x, ids)
         expected = [np.take_along_axis(x[b], along[b] if in_i == 0 else along[0], axis) for b in range(size)]
-        _same(got, np.stack(expected), f"np.take_along_axis axis {axis}, indices in_axes {in_i}")
-    w = _weights(expected[0].shape)
+        assert_same(got, np.stack(expected), f"np.take_along_axis axis {axis}, indices in_axes {in_i}")
+    w = weights(expected[0].shape)
     g = ng.vmap(ng.grad(lambda x, i: np.sum(np.take_along_axis(x, i, axis) * w)))(x, along)
     loop = [ng.grad(lambda x, b=b: np.sum(np.take_along_axis(x, along[b], axis) * w))(x[b]) for b in range(size)]
-    _same(g, np.stack(loop), "gradient of np.take_along_axis")
+    assert_same(g, np.stack(loop), "gradient of np.take_along_axis")
 
 
 def test_a_batched_index_into_an_unbatched_traced_value() -> None:
@@ -365,11 +293,13 @@ NUMPY = {
 def test_numpy_functions_of_batched_values(name: str, size: int) -> None:
     f = NUMPY[name]
     x = np.sin(np.arange(size * 12.0)).reshape(size, 3, 4)
-    _same(ng.vmap(f)(x), np.stack([f(x[b]) for b in range(size)]), name)
-    _same(ng.vmap(f, in_axes=2)(np.moveaxis(x, 0, 2)), np.stack([f(x[b]) for b in range(size)]), f"{name}, axis 2")
-    w = _weights(np.shape(f(x[0])))
+    assert_same(ng.vmap(f)(x), np.stack([f(x[b]) for b in range(size)]), name)
+    assert_same(
+        ng.vmap(f, in_axes=2)(np.moveaxis(x, 0, 2)), np.stack([f(x[b]) for b in range(size)]), f"{name}, axis 2"
+    )
+    w = weights(np.shape(f(x[0])))
     g = ng.vmap(ng.grad(lambda x: np.sum(f(x) * w)))(x)
-    _same(g, np.stack([ng.grad(lambda x: np.sum(f(x) * w))(x[b]) for b in range(size)]), f"gradient of {name}")
+    assert_same(g, np.stack([ng.grad(lambda x: np.sum(f(x) * w))(x[b]) for b in range(size)]), f"gradient of {name}")
 
 
 # -- refusals --------------------------------------------------------------------------------------
