@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import plain_map
+from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.traced import describe, unwrap
 from nodegrad.errors import DtypeError, user_location
@@ -46,11 +46,12 @@ CONJ = unary("conj", np.conjugate, lambda g, ans, z: np.conjugate(g), "the compl
 def _angle_rule(g: Any, ans: Any, z: Any, deg: bool) -> Any:
     # d angle = Im(dz / z); its transpose is -1j g / z. At z == 0 the angle jumps: 0.
     zero = z == 0
-    safe = np.where(zero, 1, z) if np.any(zero) else z
+    some = bool(np.any(all_values(zero)))  # every example's, under vmap
+    safe = np.where(zero, 1, z) if some else z
     step = g * (-1j) / safe
     if deg:
         step = step * (180 / np.pi)
-    return np.where(zero, 0, step) if np.any(zero) else step
+    return np.where(zero, 0, step) if some else step
 
 
 ANGLE = unary("angle", lambda z, deg: np.angle(z, deg), _angle_rule, "the argument of a complex number")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import all_values
 from nodegrad.engine.record import record1, record2
 from nodegrad.ops.elementwise.arithmetic import binary, is_complex, unary
 
@@ -205,9 +206,9 @@ def _logaddexp_weight(exp: Any, x: Any, y: Any, ans: Any) -> Any:
     an even share among the +inf inputs. Those weights are constants, and the exponent is
     masked before ``exp``, so no order of derivative sees inf - inf."""
     finite = np.isfinite(ans)
-    if np.all(finite):
+    if np.all(all_values(finite)):  # every example's, under vmap
         return exp(x - ans)
-    x_inf, y_inf = np.asarray(x == np.inf), np.asarray(y == np.inf)
+    x_inf, y_inf = x == np.inf, y == np.inf
     share = np.where(x_inf, np.where(y_inf, 0.5, 1.0), 0.0)
     share = np.where(np.isnan(ans), np.nan, share)
     top = np.where(finite, x, 0) - np.where(finite, ans, 0)
