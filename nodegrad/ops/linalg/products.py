@@ -352,12 +352,14 @@ def outer(a: Any, b: Any) -> Any:
 # The shapes need no fitting, but a complex cotangent of a real input must lose its
 # imaginary part, traced too: broadcasts=True has the central fit_cotangent do that.
 def _convolve_rule_a(g: Any, ans: Any, a: Any, v: Any) -> Any:
+    """np.correlate(g, conj(v), 'valid')"""
     if type(g) is Batched or type(v) is Batched:  # np.correlate takes 1-D arrays: once per example
         return per_example_rule(_convolve_rule_a, g, None, None, v)  # ans and a are not read
     return np.correlate(g, np.conj(v), "valid")
 
 
 def _convolve_rule_v(g: Any, ans: Any, a: Any, v: Any) -> Any:
+    """np.correlate(g, conj(a), 'valid')"""
     if type(g) is Batched or type(a) is Batched:  # np.correlate takes 1-D arrays: once per example
         return per_example_rule(_convolve_rule_v, g, None, a, None)  # ans and v are not read
     return np.correlate(g, np.conj(a), "valid")
