@@ -26,7 +26,7 @@ from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
 from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
-from nodegrad.ops.batching import made_of_ops
+from nodegrad.ops.batching import made_of_ops, per_example_call
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
 from nodegrad.transforms.common import lower, reachable_name, rebuild
@@ -36,6 +36,16 @@ __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
 def _has_traced(value: Any) -> bool:
     return any(isinstance(leaf, Traced) for leaf in leaves(value))
+
+
+def _batched_inside(args: tuple[Any, ...]) -> bool:
+    """Whether a batched value among ``args`` (at any key path) is of a vmap running inside
+    every transform that traces one of them: the batching level comes first."""
+    found = [leaf for a in args for leaf in leaves(a)]
+    newest_batch = max((leaf.level.stamp for leaf in found if type(leaf) is Batched), default=None)
+    if newest_batch is None:
+        return False
+    return all(leaf.arena.stamp < newest_batch for leaf in found if type(leaf) is Traced)
 
 
 def _arenas_of(values: tuple[Any, ...]) -> set[Arena]:
@@ -299,6 +309,10 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             args = self._positional(args, kwargs)
         if self._op is None or not any(_has_traced(a) for a in args):
             return self.fun(*args)
+        if _batched_inside(args):
+            # A vmap inside the transforms that trace the arguments: each example is one
+            # call, with a node (and residuals) of its own, so the rule answers for it.
+            return per_example_call(self, args, {})
         packed = tuple(pack(a) for a in args)
         marks = [(arena, len(arena)) for arena in {*entered_arenas(), *_arenas_of(packed)}]
         box = _Residuals()

@@ -39,6 +39,7 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cat, reshape, stack
 from nodegrad.ops import sum as total
+from nodegrad.ops.batching import innermost, per_example_call
 from nodegrad.transforms import vjp
 from nodegrad.tree import ravel
 
@@ -72,6 +73,9 @@ def _solution_map(name: str, dynamics: Dynamics, forward: Forward, segment: Segm
     what else it reports in ``info``), with the adjoint method as its gradient."""
 
     def solution(y0: Any, ts: Any, args: tuple[Any, ...]) -> np.ndarray:
+        if innermost((y0, ts, *leaves(args))) is not None:
+            # Batched by vmap (a Jacobian's rows, say): scipy's solver takes one problem.
+            return per_example_call(solution, (y0, ts, args), {})
         ys, report = forward(y0, ts, args)
         info[:] = [report]
         return ys
