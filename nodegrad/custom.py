@@ -35,7 +35,14 @@ __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
 
 def _has_traced(value: Any) -> bool:
-    return any(isinstance(leaf, Traced) for leaf in leaves(value))
+    """Whether a leaf of ``value`` is traced, also under a batched level (vmap inside grad)."""
+    return any(type(_under_batching(leaf)) is Traced for leaf in leaves(value))
+
+
+def _under_batching(leaf: Any) -> Any:
+    while type(leaf) is Batched:
+        leaf = leaf.value
+    return leaf
 
 
 def _batched_inside(args: tuple[Any, ...]) -> bool:

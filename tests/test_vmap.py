@@ -717,3 +717,18 @@ def test_hessians_through_decompositions_per_example(f: Callable[[Any], Any]) ->
     # The rules' checks of repeated values read every example's values at once.
     a = _normal(3, 3, 3)
     assert_same(ng.vmap(ng.hessian(f))(a), np.stack([ng.hessian(f)(m) for m in a]), {"rtol": 1e-10, "atol": 1e-12})
+
+
+def test_a_custom_rule_is_used_in_both_orders() -> None:
+    # The rule (twice the cotangent, not the true derivative 3x^2) must answer for every
+    # example, whether vmap runs inside the gradient or the gradient inside vmap.
+    @ng.custom_vjp
+    def cube(x: Any) -> Any:
+        return x**3
+
+    cube.defvjp(lambda x: (cube(x), None), lambda _, g: (2.0 * g,))
+    xs = _normal(4, 3)
+    expected = np.full_like(xs, 2.0)
+    assert_same(ng.vmap(ng.grad(lambda x: np.sum(cube(x))))(xs), expected)
+    assert_same(ng.grad(lambda a: np.sum(ng.vmap(cube)(a)))(xs), expected)
+    assert_same(ng.vmap(cube)(xs), xs**3)

@@ -28,6 +28,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched, BatchingError, BatchLevel
 from nodegrad.engine.record import record, register_interpreter
 from nodegrad.engine.registry import Op
+from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
 
@@ -288,20 +289,38 @@ def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
 def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``func``, a function of one example that cannot see batched values (a library's,
-    say), run once per example of the innermost level among ``args`` (and inside tuple or
-    list arguments), the results stacked and batched again. Each example is taken from
-    its batched value with an op, so values traced by an enclosing transform stay traced."""
-    level = innermost((*args, *kwargs.values()))
+    say), run once per example of the innermost level among ``args`` (at any key path) and
+    its results (any structure) stacked and batched again. Each example is taken from its
+    batched value with an op, so values traced by an enclosing transform stay traced."""
+    found, treedef = flatten((args, kwargs))
+    level = innermost(found)
     assert level is not None
-    names = list(kwargs)
-    flat = (*args, *kwargs.values())
-    batched = [_holds_level(a, level) for a in flat]
-    values = [a.value if type(a) is Batched and a.level is level else a for a in flat]
+    batched = [type(leaf) is Batched and leaf.level is level for leaf in found]
     results = []
     for b in range(level.size):
-        example = _example_args(values, batched, b, level)
-        results.append(func(*example[: len(args)], **dict(zip(names, example[len(args) :], strict=True))))
-    return wrap(_stacked(getattr(func, "__name__", repr(func)), results), level)
+        example_args, example_kwargs = treedef.unflatten(
+            [leaf.value[b] if is_batched else leaf for leaf, is_batched in zip(found, batched, strict=True)]
+        )
+        results.append(func(*example_args, **example_kwargs))
+    return _stacked_structures(getattr(func, "__name__", repr(func)), results, level)
+
+
+def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any:
+    """The results of one call per example, as one result whose array leaves are batched
+    (other leaves, the same for every example, as they are)."""
+    parts, treedef = flatten(results[0])
+    if treedef is LEAF:
+        return wrap(_stacked(name, results), level)
+    columns = zip(*(flatten(r)[0] for r in results), strict=True)
+    made = [
+        Batched(_stacked(name, list(column)), level) if _is_array(first) else first
+        for first, column in zip(parts, columns, strict=True)
+    ]
+    return treedef.unflatten(made)
+
+
+def _is_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray | np.generic | float | complex) or type(value) is Traced
 
 
 def _holds_level(a: Any, level: BatchLevel) -> bool:
