@@ -10,6 +10,7 @@ says. Levels nest with each other and with every differentiating transform, in a
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec
@@ -128,9 +129,10 @@ def vmap(
         found = [_batch_axes(name, a, spec, f"args[{k}]") for k, (a, spec) in enumerate(zip(args, axes, strict=True))]
         found += [_batch_axes(name, v, 0, f"kwargs[{k!r}]") for k, v in kwargs.items()]
         size = _size(name, found, axis_size)
+        call = _Call(fun, name, len(args), list(kwargs), out_axes)
         if chunk_size is not None and size > chunk_size:
-            return _in_chunks(fun, name, found, len(args), list(kwargs), size, chunk_size, out_axes)
-        return _call(fun, name, found, len(args), list(kwargs), size, out_axes)
+            return _in_chunks(call, found, size, chunk_size)
+        return _run(call, found, size)
 
     options = {"in_axes": in_axes, "out_axes": out_axes, "axis_size": axis_size, "chunk_size": chunk_size}
     remake = (vmap, (fun,), options)
@@ -251,15 +253,20 @@ def _size(name: str, batches: list[_Batch], axis_size: int | None) -> int:
 # -- running the batch ------------------------------------------------------------------------
 
 
-def _call(
-    fun: Callable[..., Any],
-    name: str,
-    batches: list[_Batch],
-    nargs: int,
-    keys: list[str],
-    size: int,
-    out_axes: Axes,
-) -> Any:
+@dataclasses.dataclass(frozen=True)
+class _Call:
+    """One call of a vmapped function: what every chunk of it shares."""
+
+    fun: Callable[..., Any]
+    name: str
+    nargs: int  # how many of the arguments are positional (the keyword ones follow)
+    keys: list[str]  # the keyword arguments' names
+    out_axes: Axes
+
+
+def _run(call: _Call, batches: list[_Batch], size: int) -> Any:
+    """``call`` on ``size`` examples, the arguments taken apart in ``batches``."""
+    fun, name, nargs, keys, out_axes = call.fun, call.name, call.nargs, call.keys, call.out_axes
     _depth.levels += 1
     level = BatchLevel(size, _depth.levels, name)
     interpreting(True)
@@ -315,16 +322,7 @@ def _placed(name: str, leaf: Any, path: str, axis: int | None, level: BatchLevel
     return np.repeat(np.expand_dims(leaf, axis), level.size, axis=axis)
 
 
-def _in_chunks(
-    fun: Callable[..., Any],
-    name: str,
-    batches: list[_Batch],
-    nargs: int,
-    keys: list[str],
-    size: int,
-    chunk: int,
-    out_axes: Axes,
-) -> Any:
+def _in_chunks(call: _Call, batches: list[_Batch], size: int, chunk: int) -> Any:
     """The batch ``chunk`` examples at a time: each chunk's results are written into arrays
     made for every example once the first chunk shows their shapes, and dropped, so the
     memory is the result's and one chunk's work."""
@@ -336,8 +334,8 @@ def _in_chunks(
             _Batch([_sliced(leaf, axis, start, stop) for leaf, axis in zip(b.leaves, b.axes, strict=True)], *b.shape)
             for b in batches
         ]
-        result = _call(fun, name, part, nargs, keys, stop - start, out_axes)
-        leaves, treedef, _, axes = _matched(name, "out_axes", result, out_axes, "the result")
+        result = _run(call, part, stop - start)
+        leaves, treedef, _, axes = _matched(call.name, "out_axes", result, call.out_axes, "the result")
         del result
         if not outputs:
             outputs = [_Joined(leaf, axis, size) for leaf, axis in zip(leaves, axes, strict=True)]
