@@ -264,7 +264,7 @@ def _flatten(
         return TreeDef(handler, value, keys, static, [LEAF] * len(keys), len(keys), has_static, True)
     # Deeper than one level: the depth limit and the set of enclosing containers are kept
     # from here on (a flat container needs neither).
-    if depth is _DEPTH_UNREAD:
+    if depth is None:  # _DEPTH_UNREAD
         depth = max_depth()
     if depth <= 0 or (on_path is not None and id(value) in on_path):
         raise _UnfinishedError

@@ -389,8 +389,8 @@ class _BatchedValues:
     __le__ = comparison(np.less_equal)
     __gt__ = comparison(np.greater)
     __ge__ = comparison(np.greater_equal)
-    __eq__ = comparison(np.equal)  # type: ignore[assignment]
-    __ne__ = comparison(np.not_equal)  # type: ignore[assignment]
+    __eq__ = comparison(np.equal)
+    __ne__ = comparison(np.not_equal)
 
 
 _attach(Traced, _ArrayMethods)
