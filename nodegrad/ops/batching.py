@@ -156,7 +156,8 @@ def _stacked(name: str, results: list[Any]) -> Any:
 
 def example_ndim(value: Any, is_batched: bool) -> int:
     """The number of dimensions one example of ``value`` has."""
-    return np.ndim(value) - 1 if is_batched else np.ndim(value)
+    ndim = value.ndim if type(value) is np.ndarray else np.ndim(value)  # the commonest first
+    return ndim - 1 if is_batched else ndim
 
 
 def shift_axis(axis: Any, ndim: int) -> Any:
@@ -183,10 +184,13 @@ _OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, Traced, Batched)
 def aligned(batched: Sequence[bool], args: Sequence[Any]) -> list[Any]:
     """``args`` of an op that broadcasts its operands, the batched ones given size-1 axes
     after the batch axis so that every example's axes line up with the unbatched ones."""
-    ndim = max((example_ndim(a, k) for a, k in zip(args, batched, strict=True) if isinstance(a, _OPERANDS)), default=0)
+    ndims = [example_ndim(a, k) if isinstance(a, _OPERANDS) else -1 for a, k in zip(args, batched, strict=True)]
+    ndim = max(ndims, default=0)
+    if all(n == ndim for n, k in zip(ndims, batched, strict=True) if k):
+        return list(args)  # every batched operand's examples have the most axes: nothing to line up
     found = []
-    for a, is_batched in zip(args, batched, strict=True):
-        missing = ndim - example_ndim(a, True) if is_batched else 0
+    for a, is_batched, n in zip(args, batched, ndims, strict=True):
+        missing = ndim - n if is_batched else 0
         found.append(np.expand_dims(a, tuple(range(1, 1 + missing))) if missing > 0 else a)
     return found
 
