@@ -57,8 +57,9 @@ class Batched:
     --------
     >>> import numpy as np
     >>> import nodegrad as ng
-    >>> ng.vmap(lambda row: (row.shape, row.ndim))(np.ones((5, 3)))[0]
-    (3,)
+    >>> ng.vmap(lambda row: row * row.shape[0])(np.ones((2, 3)))  # row.shape is one example's
+    array([[3., 3., 3.],
+           [3., 3., 3.]])
     """
 
     __slots__ = ("level", "value")

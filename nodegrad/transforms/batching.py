@@ -105,7 +105,7 @@ def vmap(
     >>> p = {"w": np.array([1.0, 2.0]), "b": 0.5}
     >>> g = ng.vmap(ng.grad(loss), in_axes=(None, 0))(p, np.array([[1.0, 0.0], [0.0, 1.0]]))
     >>> g["w"].shape, g["b"]
-    ((2, 2), array([3., 5.]))
+    ((2, 2), array([4., 6.]))
     """
     check_callable(fun, "vmap")
     name = name_of("vmap", fun)
