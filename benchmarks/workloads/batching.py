@@ -131,7 +131,7 @@ def per_example_step(name: str, params: list[np.ndarray], x: np.ndarray, labels:
             logits = mlp_logits(p, x_row.unsqueeze(0), ops)
             return torch.nn.functional.cross_entropy(logits, label.unsqueeze(0))
 
-        per_example_t = vmap(grad(loss), in_axes=(None, 0, 0))
+        per_example_t = vmap(grad(loss), in_dims=(None, 0, 0))  # torch.func names in_axes in_dims
         params_t = tuple(torch.from_numpy(p) for p in params)
         x_t, labels_t = torch.from_numpy(x), torch.from_numpy(labels)
         return lambda: per_example_t(params_t, x_t, labels_t)
