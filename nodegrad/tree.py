@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import HANDLES, Batched
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import (
     differentiable_leaves,
@@ -27,7 +27,7 @@ from nodegrad.engine.structure import (
     pair_leaves,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError
 
 __all__ = [
@@ -331,14 +331,14 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
     sizes = [int(np.prod(shape, dtype=int)) for shape in shapes]
     # Python floats count as float64 here, not as weak scalars: the round trip is exact.
     dtype = np.result_type(*(_dtype_of(leaf) for leaf in leaves)) if leaves else np.dtype(np.float64)
-    if any(type(leaf) in _HANDLES for leaf in leaves):
+    if any(type(leaf) in HANDLES for leaf in leaves):
         flat: Any = ops.cat([ops.astype(ops.ravel(leaf), dtype) for leaf in leaves], 0)
     else:
         flat = np.concatenate([np.ravel(leaf) for leaf in leaves]).astype(dtype, copy=False) if leaves else np.zeros(0)
     total = sum(sizes)
 
     def unravel(vector: Any) -> Any:
-        if type(vector) not in _HANDLES:
+        if type(vector) not in HANDLES:
             vector = _plain_vector(vector)
         if np.shape(unwrap(vector)) != (total,):
             msg = f"tree.ravel: unravel needs a vector of shape ({total},), got shape {np.shape(unwrap(vector))}"
@@ -352,7 +352,7 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
             if np.iscomplexobj(unwrap(part)) and not np.iscomplexobj(unwrap(leaf)):
                 part = ops.real(part)  # a real leaf in a complex vector: its imaginary part is 0
             if type(unwrap(leaf)) is float:  # a Python float, or a traced handle of one
-                return part[0] if type(part) in _HANDLES else float(part[0])
+                return part[0] if type(part) in HANDLES else float(part[0])
             part = part.reshape(shapes[k])
             target = unwrap(leaf).dtype
             return part if part.dtype == target else part.astype(target)
@@ -360,9 +360,6 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
         return map_floats(rebuild, tree)  # the float leaves, in differentiable_leaves' order
 
     return flat, unravel
-
-
-_HANDLES = (Traced, Batched)  # values standing for arrays: traced, or batched by vmap
 
 
 def _dtype_of(leaf: Any) -> Any:

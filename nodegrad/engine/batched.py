@@ -14,14 +14,14 @@ level's values are themselves batched by the outer one, and ``value`` may be a
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.traced import Traced, describe, unwrap
-from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError, ShapeError
+from nodegrad.engine.traced import ArrayFace, Traced, describe, unwrap
+from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError
 
-__all__ = ["BatchLevel", "Batched", "BatchingError", "all_values", "next_stamp", "plain", "plain_map"]
+__all__ = ["HANDLES", "BatchLevel", "Batched", "BatchingError", "all_values", "next_stamp", "plain", "plain_map"]
 
 
 _STAMPS = itertools.count()
@@ -34,23 +34,22 @@ def next_stamp() -> int:
 
 
 class BatchLevel:
-    """One ``vmap`` call: how many examples it batches, how deep it is nested (the
+    """One ``vmap`` call: how many examples it batches, when it began (its ``stamp``: the
     innermost level among an op's inputs runs the op), and whether it is still running."""
 
-    __slots__ = ("active", "depth", "name", "size", "stamp")
+    __slots__ = ("active", "name", "size", "stamp")
 
-    def __init__(self, size: int, depth: int, name: str) -> None:
+    def __init__(self, size: int, name: str) -> None:
         self.size = size
-        self.depth = depth
         self.name = name
         self.active = True
         self.stamp = next_stamp()
 
     def __repr__(self) -> str:
-        return f"BatchLevel({self.name}, size {self.size}, depth {self.depth})"
+        return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"
 
 
-class Batched:
+class Batched(ArrayFace):
     """A value batched by ``vmap``: one example as user code sees it, every example inside.
 
     Examples
@@ -187,46 +186,6 @@ class Batched:
     def __deepcopy__(self, memo: Any) -> Batched:
         return self
 
-    if TYPE_CHECKING:
-        # Attached at import time by nodegrad.ops.traced_methods (operators and array methods,
-        # as a traced value has them) and nodegrad.numpy_api (numpy's dispatch protocols);
-        # declared here so that type checkers see them.
-        T: Any
-
-        def __getattr__(self, name: str) -> Any: ...
-        def __getitem__(self, index: Any) -> Any: ...
-        def __add__(self, other: Any) -> Any: ...
-        def __radd__(self, other: Any) -> Any: ...
-        def __sub__(self, other: Any) -> Any: ...
-        def __rsub__(self, other: Any) -> Any: ...
-        def __mul__(self, other: Any) -> Any: ...
-        def __rmul__(self, other: Any) -> Any: ...
-        def __truediv__(self, other: Any) -> Any: ...
-        def __rtruediv__(self, other: Any) -> Any: ...
-        def __pow__(self, other: Any) -> Any: ...
-        def __rpow__(self, other: Any) -> Any: ...
-        def __matmul__(self, other: Any) -> Any: ...
-        def __rmatmul__(self, other: Any) -> Any: ...
-        def __neg__(self) -> Any: ...
-        def __lt__(self, other: Any) -> Any: ...
-        def __le__(self, other: Any) -> Any: ...
-        def __gt__(self, other: Any) -> Any: ...
-        def __ge__(self, other: Any) -> Any: ...
-        def __eq__(self, other: object) -> Any: ...
-        def __ne__(self, other: object) -> Any: ...
-        def __and__(self, other: Any) -> Any: ...
-        def __or__(self, other: Any) -> Any: ...
-        def __invert__(self) -> Any: ...
-
-
-def check_size(level: BatchLevel, value: Any, where: str) -> None:
-    """Refuse ``value`` as the batched value of ``level`` unless its axis 0 holds one entry
-    per example."""
-    shape = np.shape(value)
-    if not shape or shape[0] != level.size:
-        msg = f"{where}: a batched value must have {level.size} entries along axis 0, got shape {shape}"
-        raise ShapeError(msg)
-
 
 def all_values(x: Any) -> Any:
     """The plain values under ``x``'s traced and batched levels: under ``vmap``, every
@@ -258,3 +217,7 @@ def plain(x: Any) -> Any:
     """``x`` without its traced levels (a plain value: it carries no gradient); a batched
     value stays batched, with the traced levels inside it dropped too."""
     return plain_map(lambda v: v, x)
+
+
+#: The types of values that stand for arrays: traced, or batched by vmap.
+HANDLES = (Traced, Batched)

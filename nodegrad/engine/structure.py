@@ -225,7 +225,7 @@ def flatten(value: Tree, paths: list[str] | None = None, prefix: str = "") -> tu
         return [value], LEAF
     found: list[Any] = []
     try:
-        treedef = _flatten(value, handler, found, _DEPTH_UNREAD, None, paths, prefix)
+        treedef = _flatten(value, handler, found, None, None, paths, prefix)  # depth: read when needed
     except _UnfinishedError:
         raise UnwalkableError(value) from None
     return found, treedef
@@ -264,7 +264,7 @@ def _flatten(
         return TreeDef(handler, value, keys, static, [LEAF] * len(keys), len(keys), has_static, True)
     # Deeper than one level: the depth limit and the set of enclosing containers are kept
     # from here on (a flat container needs neither).
-    if depth is None:  # _DEPTH_UNREAD
+    if depth is None:  # not read yet: the walk only now goes deeper than one level
         depth = max_depth()
     if depth <= 0 or (on_path is not None and id(value) in on_path):
         raise _UnfinishedError
@@ -291,7 +291,6 @@ def _flatten(
 
 
 _UNKNOWN: Any = object()  # a type handler_for has not been asked about yet
-_DEPTH_UNREAD: Any = None  # the depth limit, before a walk goes deeper than one level
 
 
 def is_container(value: Tree) -> bool:

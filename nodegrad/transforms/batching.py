@@ -11,7 +11,6 @@ says. Levels nest with each other and with every differentiating transform, in a
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable
 from typing import Any, ParamSpec
 
@@ -31,14 +30,6 @@ P = ParamSpec("P")
 #: An axis specification: an int, ``None`` (not batched), or a structure prefix of the
 #: value holding them.
 Axes = Any
-
-
-class _Depth(threading.local):
-    def __init__(self) -> None:
-        self.levels = 0  # how many vmap calls are running in this thread
-
-
-_depth = _Depth()
 
 
 def vmap(
@@ -267,8 +258,7 @@ class _Call:
 def _run(call: _Call, batches: list[_Batch], size: int) -> Any:
     """``call`` on ``size`` examples, the arguments taken apart in ``batches``."""
     fun, name, nargs, keys, out_axes = call.fun, call.name, call.nargs, call.keys, call.out_axes
-    _depth.levels += 1
-    level = BatchLevel(size, _depth.levels, name)
+    level = BatchLevel(size, name)
     interpreting(True)
     try:
         values = [_batched_argument(batch, level) for batch in batches]
@@ -277,7 +267,6 @@ def _run(call: _Call, batches: list[_Batch], size: int) -> Any:
     finally:
         level.active = False
         interpreting(False)
-        _depth.levels -= 1
 
 
 def _batched_argument(batch: _Batch, level: BatchLevel) -> Any:
