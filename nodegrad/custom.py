@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.arena import Arena, entered_arenas
-from nodegrad.engine.batched import Batched, plain
+from nodegrad.engine.batched import HANDLES, Batched, plain
 from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.record import record
@@ -170,7 +170,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
     """``bwd``'s cotangent for an array argument, checked against the argument: a
     broadcast cotangent is summed back to the argument's shape, anything else that does
     not fit is an error rather than a gradient of the wrong shape."""
-    if type(ct) is Traced or type(ct) is Batched:  # traced by an enclosing transform, or batched
+    if type(ct) in HANDLES:  # traced by an enclosing transform, or batched
         ct_value, shape = unwrap(ct), np.shape(value)
     else:
         ct = ct_value = np.asarray(ct)
@@ -185,7 +185,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         )
         raise DtypeError(msg)
     if np.shape(ct_value) == shape:
-        return ct if type(ct) is Traced or type(ct) is Batched else fit_cotangent(ct, _array(value))
+        return ct if type(ct) in HANDLES else fit_cotangent(ct, _array(value))
     try:
         broadcast = np.broadcast_shapes(np.shape(ct_value), shape) == np.shape(ct_value)
     except ValueError:
@@ -194,7 +194,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
         raise ShapeError(msg)
     fitted = unbroadcast(ct, shape)
-    return fitted if type(fitted) is Traced or type(fitted) is Batched else fit_cotangent(fitted, _array(value))
+    return fitted if type(fitted) in HANDLES else fit_cotangent(fitted, _array(value))
 
 
 def _array(value: Any) -> Any:

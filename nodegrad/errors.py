@@ -31,6 +31,8 @@ __all__ = [
     "NodegradError",
     "NonFiniteError",
     "OpIndexError",
+    "RandomDrawError",
+    "ReplayWarning",
     "ShapeError",
     "StructureError",
 ]
@@ -70,6 +72,18 @@ class LeakedTracerError(ArenaError):
 class BatchingError(ArenaError):
     """Inside ``vmap``, a batched value was asked for one answer where each example has its
     own: a Python ``bool`` (an ``if``), a number, or a plain array."""
+
+
+class RandomDrawError(NodegradError, RuntimeError):
+    """A function being recorded by ``replay`` drew random numbers (from numpy's global
+    generator, Python's ``random``, or a ``numpy.random.Generator``): a replay would repeat
+    the same draws. Pass the random values in as an argument instead."""
+
+
+class ReplayWarning(UserWarning):
+    """``replay`` runs a function eagerly instead of replaying it (it reached its
+    ``max_traces``, or did something a recording cannot repeat): the results are right,
+    only slower. Issued once per function and reason."""
 
 
 class StructureError(NodegradError, ValueError):

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import next_stamp
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.nodes import GradOp, GradOps, Node
 from nodegrad.engine.plugins import PLUGINS
@@ -26,7 +25,7 @@ from nodegrad.engine.record import INTERPRETERS, SealedNodes, append_leaves, app
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
-from nodegrad.engine.traced import Traced, describe
+from nodegrad.engine.traced import Traced, describe, next_stamp
 from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError
 
 __all__ = ["Arena", "Node", "current_arena", "entered_arenas", "nested_arena", "quiet_while_checking"]

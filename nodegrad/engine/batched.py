@@ -13,24 +13,15 @@ level's values are themselves batched by the outer one, and ``value`` may be a
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.traced import ArrayFace, Traced, describe, unwrap
+from nodegrad.engine.staged import FOREIGN, Staged, call_on
+from nodegrad.engine.traced import ArrayFace, Traced, describe, next_stamp, unwrap
 from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError
 
 __all__ = ["HANDLES", "BatchLevel", "Batched", "BatchingError", "all_values", "next_stamp", "plain", "plain_map"]
-
-
-_STAMPS = itertools.count()
-
-
-def next_stamp() -> int:
-    """A number larger than every one given before: when an arena or a batch level was
-    made. Transforms nest, so of two that are running, the later one is the inner one."""
-    return next(_STAMPS)
 
 
 class BatchLevel:
@@ -205,7 +196,7 @@ def plain_map(fn: Any, x: Any) -> Any:
     while type(x) is Traced:
         x = x.value
     if type(x) is not Batched:
-        return fn(x)
+        return call_on(fn, x)  # (staged by replay: the call is recorded)
     out = plain_map(fn, x.value)
     if isinstance(out, tuple):  # numpy's result tuples (QRResult, ...) too
         items = [Batched(o, x.level) for o in out]
@@ -219,5 +210,7 @@ def plain(x: Any) -> Any:
     return plain_map(lambda v: v, x)
 
 
-#: The types of values that stand for arrays: traced, or batched by vmap.
-HANDLES = (Traced, Batched)
+FOREIGN.add(Batched)  # a staged value hands an op with a batched one to the batching interpreter
+
+#: The types of values that stand for arrays: traced, batched by vmap, or staged by replay.
+HANDLES = (Traced, Batched, Staged)

@@ -29,8 +29,7 @@ from typing import Any, TypeVar, overload
 import attrs
 import numpy as np
 
-from nodegrad.engine.batched import Batched
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.batched import HANDLES
 
 __all__ = [
     "STATIC",
@@ -152,7 +151,7 @@ def is_differentiable_leaf(value: Any) -> bool:
     >>> [path for path, leaf in ng.tree.tree_leaves_with_path(tree) if ng.is_differentiable_leaf(leaf)]
     ["['w']"]
     """
-    if isinstance(value, np.ndarray | np.inexact) or type(value) is Traced or type(value) is Batched:
+    if isinstance(value, np.ndarray | np.inexact) or type(value) in HANDLES:
         return value.dtype.kind in "fc"
     return isinstance(value, float | complex)
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
 from nodegrad.engine.record import INTERPRETERS
+from nodegrad.engine.staged import Staged, array, now
 from nodegrad.engine.structure import (
     flatten_with_paths,
     integer_leaves,
@@ -426,14 +427,15 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     """
     if type(g) is Traced:
         return g  # traced by an enclosing transform: the enclosing sweep differentiates it
-    if type(g) in INTERPRETERS:  # batched (inside vmap): its interpreter holds the arrays
+    if type(g) in INTERPRETERS and type(g) is not Staged:  # batched (inside vmap): its interpreter holds the arrays
         return np.real(g) if _dtype_of(like).kind == "f" and g.dtype.kind == "c" else g
     dtype = like.dtype if type(like) is np.ndarray else _dtype_of(like)
-    if type(g) is not np.ndarray or g.base is not None or id(g) in taken or g.dtype != dtype:
+    plain = now(g)  # (under replay: what this recording holds, whose copies the tape makes again)
+    if type(plain) is not np.ndarray or plain.base is not None or id(plain) in taken or plain.dtype != dtype:
         if dtype.kind == "f" and np.iscomplexobj(g):
             g = np.real(g)  # the backstop of fit_cotangent: a real leaf's cotangent is real
-        g = np.array(g, dtype=dtype)
-    taken.add(id(g))
+        g = array(g, dtype=dtype)
+    taken.add(id(now(g)))
     return g
 
 

@@ -11,6 +11,7 @@ dispatch protocols by :mod:`nodegrad.numpy_api`: the engine knows no particular 
 
 from __future__ import annotations
 
+import itertools
 import os
 import site
 import sys
@@ -26,7 +27,17 @@ from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["DETACH", "ArrayFace", "Traced", "describe", "unwrap"]
+__all__ = ["DETACH", "ArrayFace", "Traced", "describe", "next_stamp", "unwrap"]
+
+
+_STAMPS = itertools.count()
+
+
+def next_stamp() -> int:
+    """A number larger than every one given before: when an arena, a batch level or a
+    replay's recording was made. Transforms nest, so of two that are running, the later
+    one is the inner one."""
+    return next(_STAMPS)
 
 
 def unwrap(value: Any) -> Any:

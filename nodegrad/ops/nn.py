@@ -15,6 +15,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record, record1, record2
 from nodegrad.engine.registry import defbatch, defop
+from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
@@ -314,7 +315,7 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
     logits_value = unwrap(logits)
     target_value = unwrap(targets)
     if type(target_value) is not Batched:
-        target_value = np.asarray(target_value)
+        target_value = asarray(target_value)
     _refuse_complex("cross_entropy", logits_value, "logits", _NO_PROBABILITIES)
     _refuse_complex("cross_entropy", target_value, "targets", _NO_PROBABILITIES)
     lshape, tshape = np.shape(logits_value), np.shape(target_value)

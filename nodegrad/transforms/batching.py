@@ -16,10 +16,9 @@ from typing import Any, ParamSpec
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, BatchLevel
+from nodegrad.engine.batched import HANDLES, Batched, BatchLevel
 from nodegrad.engine.record import interpreting
 from nodegrad.engine.structure import LEAF, flatten
-from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
 from nodegrad.transforms.common import Transformed, check_callable, name_of
 
@@ -195,7 +194,7 @@ class _Batch:
 
 
 def _is_array(leaf: Any) -> bool:
-    return isinstance(leaf, np.ndarray) or type(leaf) is Traced or type(leaf) is Batched
+    return isinstance(leaf, np.ndarray) or type(leaf) in HANDLES
 
 
 def _batch_axes(name: str, value: Any, spec: Axes, root: str) -> _Batch:

@@ -19,8 +19,9 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.arena import Arena
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import HANDLES, Batched
 from nodegrad.engine.cycles import unwalkable
+from nodegrad.engine.staged import Staged, call_on, now
 from nodegrad.engine.structure import (
     LEAF,
     UnwalkableError,
@@ -197,10 +198,11 @@ def like_argument(g: Any, original: Any) -> Any:
 
 
 def _like_leaf(g: Any, original: Any) -> Any:
-    if g is not None and isinstance(original, float | complex | np.inexact) and type(g) is not type(original):
-        if type(g) is Traced or type(g) is Batched:
+    original = now(original)  # under replay: its type is its signature's
+    if g is not None and isinstance(original, float | complex | np.inexact) and type(now(g)) is not type(original):
+        if type(g) in HANDLES and type(g) is not Staged:
             return g  # a handle stays one (a batched gradient holds one number per example)
-        return type(original)(g)
+        return call_on(type(original), g)
     return g
 
 
@@ -254,6 +256,8 @@ def check_scalar(out: Any, holomorphic: bool = False) -> None:
     value = unwrap(out)
     while type(value) is Batched:  # inside vmap: each example's output is checked
         value = unwrap(value.like_example())
+    if type(value) is Staged:  # recorded by replay: its dtype and shape are its signature's
+        value = value.now
     if type(value) is np.float64 and not holomorphic:
         return  # the commonest case: a reduction's float64 scalar
     if not holomorphic and isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.registry import defop
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops.batching import elementwise
 from nodegrad.ops.elementwise.arithmetic import FAMILY, is_complex, unary
@@ -86,10 +86,8 @@ def _gelu_rule(g: Any, ans: Any, x: Any, approximate: Any) -> Any:
         t = np.tanh(inner)
         d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
-    if type(x) is Traced or type(x) is Batched:  # recorded (or batched): differentiable again
-        cdf = record1(GELU, x, _NORMAL_CDF)
-    else:
-        cdf = 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+    # Recorded (or batched, or staged): differentiable again.
+    cdf = record1(GELU, x, _NORMAL_CDF) if type(x) in HANDLES else 0.5 * (1 + _erf(x / math.sqrt(2.0)))
     return g * (cdf + x * _normal_pdf(x))
 
 

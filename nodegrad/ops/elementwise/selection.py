@@ -13,6 +13,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record, record2
 from nodegrad.engine.registry import defbatch, defjoint, defop
+from nodegrad.engine.staged import Staged
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.batching import aligned, elementwise
@@ -201,7 +202,7 @@ def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
 def _as_operand(value: Any) -> Any:
     """``value`` as ``np.result_type`` should see it: Python numbers stay weak (float32 stays
     float32), anything else becomes an array, so ``None`` or ``"f4"`` is not read as a dtype."""
-    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex, Batched)):
+    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex, Batched, Staged)):
         return value
     return np.asarray(value)
 

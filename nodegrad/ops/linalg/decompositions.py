@@ -18,6 +18,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched, all_values, plain_map
 from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import defjoint, defop
+from nodegrad.engine.staged import now
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
@@ -162,7 +163,7 @@ def _cofactors(x: np.ndarray) -> np.ndarray:
 def _det_rule(g: Any, ans: Any, x: Any) -> Any:
     if batched_in(g, ans, x):  # a grad inside vmap: the examples as a stack
         return on_stacks(_det_rule, g, ans, x)
-    if type(x) is np.ndarray:
+    if type(now(x)) is np.ndarray:  # (staged by replay: computed as eagerly, recorded)
         return g[..., None, None] * _cofactors(x)
     # Differentiated again: ans * inv(x)^T records itself (and needs x nonsingular).
     return (g * ans)[..., None, None] * transposed(np.linalg.inv(x))

@@ -36,6 +36,7 @@ import numpy as np
 from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
+from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError, ShapeError, user_location
 from nodegrad.ops.batching import loop
@@ -83,7 +84,7 @@ def _refuse_defective(name: str, w: Any, v: Any, g: Any) -> None:
     """Repeated eigenvalues have no derivative one by one: a cotangent must treat each
     cluster alike (its sum is smooth), and even then the eigenvectors must span the space
     (a defective matrix has no such basis, and its eigenvalues move like square roots)."""
-    w, v, plain = all_values(w), all_values(v), np.asarray(all_values(g))  # every example's, under vmap
+    w, v, plain = all_values(w), all_values(v), asarray(all_values(g))  # every example's, under vmap
     repeated = repeated_pairs(w)
     if not np.any(repeated):
         return

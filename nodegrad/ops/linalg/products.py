@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import HANDLES, Batched
 from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import Op, defop, same_rule_for_all
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.arguments import as_ints
 from nodegrad.ops.batching import example_ndim, loop
@@ -127,7 +127,7 @@ def matmul(x: Any, y: Any) -> Any:
 
 
 def _operand(v: Any) -> Any:
-    return v if type(v) is Traced or type(v) is Batched or isinstance(v, np.ndarray) else np.asarray(v)
+    return v if type(v) in HANDLES or isinstance(v, np.ndarray) else np.asarray(v)
 
 
 # -- einsum and the products built on it ------------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defbatch, defjoint, defop
+from nodegrad.engine.staged import array, now
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
@@ -84,7 +85,7 @@ def _linear_scan(a: np.ndarray, u: np.ndarray, reverse: bool = False) -> np.ndar
 
 def _doubling_scan(a: np.ndarray, u: np.ndarray, exact_zeros: bool) -> np.ndarray:
     h = np.array(u, copy=True)
-    a = np.array(a, copy=True)
+    a = array(a)
     n, d = h.shape[0], 1
     while d < n:
         if exact_zeros:
@@ -245,7 +246,7 @@ defbatch(SSM_SCAN, _ssm_batch)
 def _dtype(value: Any) -> np.dtype[Any]:
     """The dtype of ``value``: an array, a number, a list, a traced or batched value."""
     value = unwrap(value)
-    return value.dtype if type(value) is Batched else np.asarray(value).dtype
+    return value.dtype if type(value) is Batched else np.asarray(now(value)).dtype
 
 
 @guarded

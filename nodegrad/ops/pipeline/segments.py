@@ -19,6 +19,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defbatch, defop
+from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, normalize_axis
@@ -39,7 +40,7 @@ _F = "pipeline"
 def _int_array(value: Any) -> Any:
     """An index argument as an array, or as it is when batched (by ``vmap``)."""
     value = unwrap(value)
-    return value if type(value) is Batched else np.asarray(value)
+    return value if type(value) is Batched else asarray(value)
 
 
 def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | None) -> tuple[Any, int]:

@@ -24,6 +24,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defbatch, defop
+from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import unwrap
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import example_ndim, shift_axis, value_function
@@ -172,7 +173,7 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
 
 def _operand(value: Any) -> Any:
     value = unwrap(value)
-    return value if type(value) is Batched else np.asarray(value)
+    return value if type(value) is Batched else asarray(value)
 
 
 def _sign_of_sum(av: Any, bv: Any, axes: tuple[int, ...]) -> Any:

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, all_values
+from nodegrad.engine.batched import HANDLES, all_values
+from nodegrad.engine.staged import now
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NonFiniteError, ShapeError, user_location
 from nodegrad.ops import conj, swapaxes
@@ -30,13 +31,13 @@ FAMILY = "scipy.linalg"
 
 def as_operand(a: Any) -> Any:
     """A traced or batched value as it is; anything else (lists, scalars) as numpy reads it."""
-    return a if type(a) is Traced or type(a) is Batched else np.asarray(a)
+    return a if type(a) in HANDLES else np.asarray(a)
 
 
 def is_traced(*xs: Any) -> bool:
     """Whether any of ``xs`` is traced or batched (inside ``vmap``): a value scipy cannot
     take, so it is computed with recorded ops."""
-    return any(type(x) is Traced or type(x) is Batched for x in xs)
+    return any(type(x) in HANDLES for x in xs)
 
 
 def refuse_nonfinite(name: str, *xs: Any) -> None:
@@ -44,7 +45,7 @@ def refuse_nonfinite(name: str, *xs: Any) -> None:
     (inside ``vmap``, for every example)."""
     for x in xs:
         value = all_values(x)
-        if np.asarray(value).dtype.kind in "fc" and not np.all(np.isfinite(value)):
+        if np.asarray(now(value)).dtype.kind in "fc" and not np.all(np.isfinite(value)):
             msg = f"{name}: the array must not contain infs or NaNs (check_finite=True) [called at {user_location()}]"
             raise NonFiniteError(msg)
 

@@ -1,0 +1,49 @@
+"""The replay interpreter: how an op runs on staged values (while ``replay`` records).
+
+An op given a :class:`~nodegrad.engine.staged.Staged` value is handed here by the
+recording path (:func:`nodegrad.engine.record.register_interpreter`): its forward runs on
+the values now and is appended to the tape, one call, which a replay makes again. An op
+whose forward is made of other ops (a ``custom_vjp``, a record constructor: batched by
+:func:`~nodegrad.ops.batching.made_of_ops`) runs on the staged values themselves, so the
+ops inside are appended one by one. A failing forward is reported as on the recording path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nodegrad.engine.record import _failed, register_interpreter
+from nodegrad.engine.registry import Op
+from nodegrad.engine.staged import Staged, Tape
+from nodegrad.errors import rerun_reporting_warnings
+from nodegrad.ops.batching import elementwise, made_of_ops
+
+__all__ = ["interpret"]
+
+
+def _tape_of(args: tuple[Any, ...]) -> Tape:
+    for a in args:
+        for item in a if type(a) is tuple or type(a) is list else (a,):
+            if type(item) is Staged:
+                return item.level
+    msg = "interpret: no staged argument"
+    raise AssertionError(msg)
+
+
+def interpret(op: Op, args: tuple[Any, ...]) -> Any:
+    """Run ``op`` on ``args``, some staged: its forward on their values, appended to their
+    tape; the result staged."""
+    if op.batch is made_of_ops:
+        return op.forward(*args)
+    tape = _tape_of(args)
+    forward = op.forward
+    static = op.batch is elementwise  # its result has the broadcast shape of its arguments
+    try:
+        return tape.call(forward, args, {}, op.name, static=static)
+    except Warning:  # raised by the filter of nodegrad.errors: issued again from the user's line
+        return rerun_reporting_warnings(tape.call, forward, args, {}, op.name, static=static)
+    except Exception as exc:
+        return _failed(op, tape._raw(args), (), exc)
+
+
+register_interpreter(Staged, interpret)

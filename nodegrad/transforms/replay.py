@@ -1,0 +1,371 @@
+"""``replay``: record a function's numpy calls once, run them again at numpy's own cost.
+
+The first call with a new **signature** (the arguments' structure, each array's shape and
+dtype, every other leaf's value, the static arguments) runs the function on staged values
+(:mod:`nodegrad.engine.staged`): it computes as it would eagerly, and every numpy call it
+makes, those of the transforms inside it included (their ops' forwards, their sweeps'
+rules), is appended to a tape, which is compiled into one straight-line function
+(:mod:`nodegrad.engine.program`). Later calls with that signature run the compiled tape on
+the new arguments: no traced handles, no arena, no structure walks but flattening the
+arguments and rebuilding the result. Where the function turned a value into a Python one
+(an ``if``, ``int``, an index), the tape checks it comes out the same, and a replay where
+it does not records the function again for the new path (up to ``max_traces``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, ParamSpec
+
+import numpy as np
+
+from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.program import Program, compile_tape
+from nodegrad.engine.record import interpreting
+from nodegrad.engine.staged import Instruction, Miss, Staged, Tape, Unreplayable
+from nodegrad.engine.structure import TreeDef, UnwalkableError, flatten
+from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
+from nodegrad.ops import staging as staging  # the replay interpreter of ops, registered on import
+from nodegrad.transforms.common import Transformed, check_callable, name_of, normalize_argnums
+from nodegrad.transforms.randomness import refusing_draws
+
+__all__ = ["Trace", "replay"]
+
+P = ParamSpec("P")
+
+
+class Trace:
+    """One recorded program of a replayed function: the signature it was recorded for, its
+    instructions (numpy calls, guards and shape checks), and the compiled function.
+
+    ``repr`` lists the instructions, one per line, as the arena display lists nodes:
+    slot, call, the slots it reads and the shapes it gives.
+    """
+
+    __slots__ = ("_outputs", "guards", "instructions", "program", "signature")
+
+    def __init__(self, signature: str, instructions: list[Instruction], program: Program, outputs: TreeDef) -> None:
+        self.signature = signature
+        self.instructions = instructions
+        self.program = program
+        self._outputs = outputs
+        #: How many conversions to Python values (and shape checks) a replay checks.
+        self.guards = sum(1 for s in instructions if s.kind != "call") + sum(
+            1 for s in instructions for shape in s.shapes if shape is not None
+        )
+
+    def run(self, leaves: list[Any]) -> Any:
+        """The result for the dynamic argument leaves ``leaves``; raises
+        :class:`~nodegrad.engine.staged.Miss` where a guard comes out differently."""
+        try:
+            out = self.program.run(*leaves)
+        except Warning:  # raised by the filter of nodegrad.errors: issued again from the user's line
+            out = rerun_reporting_warnings(self.program.run, *leaves)
+        return self._outputs.unflatten(list(out))
+
+    def __repr__(self) -> str:
+        lines = [f"Trace({self.signature}: {len(self.instructions)} instructions, {self.guards} checks)"]
+        for step in self.instructions:
+            lines.append("  " + describe_instruction(step))
+        return "\n".join(lines)
+
+
+def describe_instruction(step: Instruction) -> str:
+    """One line for an instruction: ``v7 = np.sin(v2)  float64[3]`` or a guard."""
+    reads = ", ".join(_show(a) for a in step.args)
+    if step.kind != "call":
+        return f"guard {step.kind}({reads}) == {step.expected[1]!r}"
+    outs = ", ".join(f"v{s}" for s in step.outs)
+    checked = [f"{list(shape)}" for shape in step.shapes if shape is not None]
+    check = f"   (shape checked: {', '.join(checked)})" if checked else ""
+    return f"{outs + ' = ' if outs else ''}{step.name}({reads}){check}"
+
+
+def _show(value: Any) -> str:
+    if type(value) is Staged:
+        return f"v{value.slot}"
+    if isinstance(value, np.ndarray):
+        return f"<{value.dtype}{list(value.shape)}>"
+    if type(value) is tuple or type(value) is list:
+        return "(" + ", ".join(_show(v) for v in value) + ")"
+    text = repr(value)
+    return text if len(text) < 30 else type(value).__name__
+
+
+class _Eager:
+    """A signature that runs eagerly: why."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class Replayed(Transformed[P, Any]):
+    """What :func:`replay` returns: called like the function, with ``traces``."""
+
+    def __init__(
+        self,
+        fun: Callable[P, Any],
+        static_argnums: tuple[int, ...],
+        static_argnames: tuple[str, ...],
+        max_traces: int,
+    ) -> None:
+        remake = (replay, (fun,), {"static_argnums": static_argnums, "static_argnames": static_argnames})
+        super().__init__(self._call_replayed, fun, remake)
+        self._fun = fun
+        self._name = name_of("replay", fun)
+        self._static_argnums = static_argnums
+        self._static_argnames = static_argnames
+        self._max_traces = max_traces
+        self._signatures: dict[Hashable, list[Trace] | _Eager] = {}
+        self._recorded: list[Trace] = []
+        self._warned: set[str] = set()
+
+    @property
+    def traces(self) -> list[Trace]:
+        """The recorded programs, in the order they were recorded."""
+        return list(self._recorded)
+
+    # -- a call -------------------------------------------------------------------------------
+    def _call_replayed(self, *args: Any, **kwargs: Any) -> Any:
+        split = self._split(args, kwargs)
+        if split is None:
+            return self._fun(*args, **kwargs)  # inside a transform, or arguments no signature holds
+        key, leaves, dynamic, treedef = split
+        entry = self._signatures.get(key)
+        if type(entry) is _Eager:
+            self._warn(entry.reason)
+            return self._fun(*args, **kwargs)
+        checking = PLUGINS.checking()
+        if entry:
+            values = [leaves[k] for k in dynamic]
+            for k, trace in enumerate(entry):
+                try:
+                    out = trace.run(values)
+                except Miss:
+                    continue
+                if k:  # the path taken most recently is tried first
+                    entry.insert(0, entry.pop(k))
+                if checking and not _finite(out):
+                    return self._fun(*args, **kwargs)  # again, eagerly: debug_nans names the op
+                return out
+        if checking:
+            return self._fun(*args, **kwargs)  # debug_nans' checks are not recorded
+        if len(self._recorded) >= self._max_traces:
+            self._warn(
+                f"{self._name} has recorded max_traces={self._max_traces} programs and runs eagerly for new "
+                "signatures and paths (raise max_traces, or make the arguments' shapes and branches more alike)"
+            )
+            return self._fun(*args, **kwargs)
+        return self._record(args, kwargs, key, leaves, dynamic, treedef)
+
+    def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """The signature of a call, its leaves, the positions of the dynamic ones and the
+        TreeDef of ``(dynamic args, dynamic kwargs, static args, static kwargs)``; ``None``
+        when the call must run eagerly (a traced, batched or staged argument)."""
+        static_pos = tuple(args[k] for k in self._static_argnums if k < len(args))
+        static_kw = tuple((k, kwargs[k]) for k in self._static_argnames if k in kwargs)
+        if static_pos or static_kw:
+            dyn_args = tuple(a for k, a in enumerate(args) if k not in self._static_argnums)
+            dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+        else:
+            dyn_args, dyn_kwargs = args, kwargs
+        try:
+            leaves, treedef = flatten((dyn_args, dyn_kwargs))
+        except UnwalkableError:
+            return None  # the function's own call reports it
+        parts: list[Any] = []
+        dynamic: list[int] = []
+        static = treedef.static_leaves() if treedef.has_static else None
+        for k, leaf in enumerate(leaves):
+            kind = type(leaf)
+            if static is not None and static[k]:
+                parts.append(_static_key(leaf))
+            elif kind is np.ndarray:
+                if leaf.dtype.hasobject:
+                    return None
+                parts.append((leaf.shape, leaf.dtype))
+                dynamic.append(k)
+            elif kind in HANDLES:
+                return None
+            elif isinstance(leaf, np.generic):
+                parts.append((kind, leaf.dtype))
+                dynamic.append(k)
+            elif isinstance(leaf, np.ndarray):
+                return None  # a subclass (a masked array, a matrix): the function's own call decides
+            else:
+                parts.append(_static_key(leaf))
+        try:
+            key = (_structure(treedef), tuple(parts), static_pos, static_kw)
+            hash(key)
+        except TypeError:
+            self._warn(f"{self._name}: an argument is neither an array nor hashable, so calls cannot be told apart")
+            return None
+        return key, leaves, dynamic, treedef
+
+    # -- recording ----------------------------------------------------------------------------
+    def _record(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        key: Hashable,
+        leaves: list[Any],
+        dynamic: list[int],
+        treedef: TreeDef,
+    ) -> Any:
+        tape = Tape(self._name)
+        staged = list(leaves)
+        for k in dynamic:
+            staged[k] = tape.argument(leaves[k])
+        dyn_args, dyn_kwargs = treedef.unflatten(staged)
+        call_args, call_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
+        interpreting(True)
+        try:
+            with refusing_draws(self._name, self._fun, [*args, *kwargs.values()], tape):
+                out = self._fun(*call_args, **call_kwargs)
+        except Unreplayable as exc:
+            return self._give_up(key, exc.reason, args, kwargs)
+        finally:
+            interpreting(False)
+            tape.active = False
+        out_leaves, out_treedef = flatten(out)
+        for leaf in out_leaves:
+            if type(leaf) in HANDLES and (type(leaf) is not Staged or leaf.level is not tape):
+                return self._give_up(key, "it returns a value traced by a transform around it", args, kwargs)
+        checks = any(s.kind != "call" or any(s.shapes) for s in tape.instructions)
+        if tape.mutates_input and checks:
+            reason = "it writes into an argument before a check a replay makes (a branch on a value, a shape)"
+            return self._give_up(key, reason, args, kwargs)
+        program = compile_tape(tape, out_leaves, self._name)
+        trace = Trace(_describe_signature(leaves, dynamic), tape.instructions, program, out_treedef)
+        self._recorded.append(trace)
+        entry = self._signatures.setdefault(key, [])
+        assert type(entry) is list
+        entry.insert(0, trace)
+        return out_treedef.unflatten([leaf.now if type(leaf) is Staged else leaf for leaf in out_leaves])
+
+    def _merge(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_args: tuple[Any, ...], dyn_kwargs: dict[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """The call's arguments with the dynamic ones replaced by ``dyn_args``, ``dyn_kwargs``."""
+        dyn = iter(dyn_args)
+        call_args = [a if k in self._static_argnums else next(dyn) for k, a in enumerate(args)]
+        call_kwargs = {k: v if k in self._static_argnames else dyn_kwargs[k] for k, v in kwargs.items()}
+        return call_args, call_kwargs
+
+    def _give_up(self, key: Hashable, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Run this signature eagerly from now on, saying why once."""
+        self._signatures[key] = _Eager(f"{self._name} runs eagerly for this signature: {reason}")
+        self._warn(self._signatures[key].reason)  # type: ignore[union-attr]
+        return self._fun(*args, **kwargs)
+
+    def _warn(self, reason: str) -> None:
+        if reason not in self._warned:
+            self._warned.add(reason)
+            warnings.warn(reason, ReplayWarning, stacklevel=user_stacklevel())
+
+
+def _finite(out: Any) -> bool:
+    leaves, _ = flatten(out)
+    return all(
+        np.all(np.isfinite(leaf)) for leaf in leaves if isinstance(leaf, np.ndarray | np.inexact | float | complex)
+    )
+
+
+def _static_key(leaf: Any) -> Any:
+    """A leaf that is not a dynamic array, by value: the signature holds it."""
+    if isinstance(leaf, np.ndarray):
+        return (np.ndarray, leaf.shape, leaf.dtype, leaf.tobytes())
+    return (type(leaf), leaf)
+
+
+def _structure(treedef: TreeDef) -> Any:
+    """A hashable summary of ``treedef``: what two calls must share to share a program."""
+    if treedef.handler is None:
+        return None
+    return (
+        type(treedef.template),
+        tuple(treedef.keys),
+        tuple(treedef.static),
+        tuple(_structure(c) for c in treedef.children),
+    )
+
+
+def _describe_signature(leaves: list[Any], dynamic: list[int]) -> str:
+    shown = [f"{leaves[k].dtype}{list(np.shape(leaves[k]))}" for k in dynamic]
+    return ", ".join(shown) if shown else "no array arguments"
+
+
+def replay(
+    fun: Callable[P, Any],
+    *,
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    max_traces: int = 8,
+) -> Replayed[P]:
+    """Make a function that gives exactly what ``fun`` gives, recording its numpy calls on
+    the first call with each signature and replaying them on later calls.
+
+    ``fun`` may compute with numpy and nodegrad and call any transform (``grad``, ``vjp``,
+    ``jvp``, ``hessian``, ``vmap``, ...); a replay makes the same numpy calls in the same
+    order, on the new arguments, without tracing anything: the same numbers, bit for bit,
+    at the cost of the numpy calls themselves.
+
+    Parameters
+    ----------
+    fun : callable
+        The function. Its arguments may be arrays, numpy scalars, Python values, dicts,
+        attrs records, dataclasses, named tuples, lists and tuples, nested.
+    static_argnums : int or sequence of int, optional
+        Positional arguments that are part of the signature by value (hashable), not
+        recorded: sizes, flags, functions.
+    static_argnames : str or sequence of str, optional
+        Keyword arguments treated so.
+    max_traces : int, optional
+        How many programs to record in all (signatures, and paths through branches on
+        values); past that, new ones run eagerly, with a :class:`~nodegrad.errors.ReplayWarning`.
+
+    Returns
+    -------
+    callable
+        Called like ``fun``. Its ``traces`` list the recorded programs.
+
+    Raises
+    ------
+    RandomDrawError
+        If ``fun`` draws random numbers while it is recorded: pass them in instead.
+
+    Notes
+    -----
+    The signature is the structure of the arguments, each array's shape and dtype, and
+    the value of every other leaf (a Python number is a constant of the program: pass an
+    array for a number that changes). Values the function closes over are read when it is
+    recorded, as in any ``jit``; so are its other side effects (printing, appending to a
+    list), which happen when it is recorded only. Called with values traced by a transform
+    around it, ``fun`` runs eagerly inside that transform, so ``grad(replay(f))`` is right.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> step = ng.replay(ng.grad(lambda w: np.sum(np.tanh(w) ** 2)))
+    >>> step(np.zeros(3)), step(np.ones(3)).round(3)  # recorded, then replayed
+    (array([0., 0., 0.]), array([0.839, 0.839, 0.839]))
+    >>> len(step.traces)
+    1
+
+    A branch on a value is guarded: the other path is recorded when it is taken.
+
+    >>> f = ng.replay(lambda x: x * 2 if np.sum(x) > 0 else -x)
+    >>> f(np.ones(2)), f(-np.ones(2)), len(f.traces)
+    (array([2., 2.]), array([1., 1.]), 2)
+    """
+    check_callable(fun, "replay")
+    if not isinstance(max_traces, int) or isinstance(max_traces, bool) or max_traces < 0:
+        msg = f"replay: max_traces must be a non-negative int, got {max_traces!r}"
+        raise ArgumentError(msg)
+    names = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    return Replayed(fun, normalize_argnums(static_argnums) if static_argnums != () else (), names, max_traces)
