@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "nodegrad.engine.plugins",
             "nodegrad.engine.traced",
+            "nodegrad.engine.staged",
             "nodegrad.engine.batched",
             "nodegrad.engine.registry",
             "nodegrad.engine.nodes",
@@ -39,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.record",
             "nodegrad.engine.sweep",
             "nodegrad.engine.arena",
+            "nodegrad.engine.program",
             "nodegrad.engine",
         ),
     ),
@@ -47,6 +49,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "nodegrad.ops.arguments",
             "nodegrad.ops.batching",
+            "nodegrad.ops.staging",
             "nodegrad.ops.structured",
             "nodegrad.ops.elementwise",
             "nodegrad.ops.shape",
