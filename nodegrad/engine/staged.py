@@ -557,14 +557,17 @@ _SHAPE_STATIC_METHODS = {
 _face()
 
 
-def call_on(fn: Callable[..., Any], value: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn(value, *args, **kwargs)``, appended to its tape when ``value`` is staged: for
-    code that makes plain values of its arguments with calls numpy's protocols cannot
-    reach (``np.asarray``, ``np.float64(x)``), so that under ``replay`` it makes the same
-    call. ``fn``'s result has ``value``'s shape (no shape check on replay)."""
-    if type(value) is Staged:
-        return value.level.call(fn, (value, *args), kwargs, getattr(fn, "__name__", "call"), static=True)
-    return fn(value, *args, **kwargs)
+def call_on(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, appended to the tape when an argument is staged (or a tuple
+    or list argument holds one): for code that computes with plain values through calls
+    numpy's protocols cannot reach (``np.asarray``, ``np.float64(x)``, a scipy function),
+    so that under ``replay`` it makes the same call. ``fn``'s result has the shape its
+    arguments' shapes give it (no shape check on replay)."""
+    for a in args:
+        for item in a if type(a) is tuple or type(a) is list else (a,):
+            if type(item) is Staged:
+                return item.level.call(fn, args, kwargs, getattr(fn, "__name__", "call"), static=True)
+    return fn(*args, **kwargs)
 
 
 def asarray(value: Any, dtype: Any = None) -> Any:

@@ -211,10 +211,9 @@ class Traced(ArrayFace):
         return len(self.value)
 
     def __repr__(self) -> str:
-        return (
-            f"Traced(node {self.index}, {describe(unwrap(self.value))}: "
-            f"{np.array2string(np.asarray(unwrap(self.value)), threshold=6)})"
-        )
+        value = unwrap(self.value)
+        value = getattr(value, "now", value)  # a value staged by replay: what it holds in this recording
+        return f"Traced(node {self.index}, {describe(value)}: {np.array2string(np.asarray(value), threshold=6)})"
 
     def __bool__(self) -> bool:
         return bool(unwrap(self.value))

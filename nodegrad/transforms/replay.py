@@ -25,7 +25,7 @@ from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.program import Program, compile_tape
 from nodegrad.engine.record import interpreting
 from nodegrad.engine.staged import Instruction, Miss, Staged, Tape, Unreplayable
-from nodegrad.engine.structure import TreeDef, UnwalkableError, flatten
+from nodegrad.engine.structure import LEAF, TreeDef, UnwalkableError, flatten
 from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
 from nodegrad.ops import staging as staging  # the replay interpreter of ops, registered on import
 from nodegrad.transforms.common import Transformed, check_callable, name_of, normalize_argnums
@@ -56,14 +56,15 @@ class Trace:
             1 for s in instructions for shape in s.shapes if shape is not None
         )
 
-    def run(self, leaves: list[Any]) -> Any:
+    def run(self, leaves: Sequence[Any]) -> Any:
         """The result for the dynamic argument leaves ``leaves``; raises
         :class:`~nodegrad.engine.staged.Miss` where a guard comes out differently."""
         try:
             out = self.program.run(*leaves)
         except Warning:  # raised by the filter of nodegrad.errors: issued again from the user's line
             out = rerun_reporting_warnings(self.program.run, *leaves)
-        return self._outputs.unflatten(list(out))
+        outputs = self._outputs
+        return out[0] if outputs is LEAF else outputs.unflatten(list(out))
 
     def __repr__(self) -> str:
         lines = [f"Trace({self.signature}: {len(self.instructions)} instructions, {self.guards} checks)"]
@@ -73,14 +74,28 @@ class Trace:
 
 
 def describe_instruction(step: Instruction) -> str:
-    """One line for an instruction: ``v7 = np.sin(v2)  float64[3]`` or a guard."""
-    reads = ", ".join(_show(a) for a in step.args)
+    """One line for an instruction: ``v7 = np.sin(v2)``, ``v8 = v7 * 2.0``, or a guard."""
+    shown = [_show(a) for a in step.args]
     if step.kind != "call":
-        return f"guard {step.kind}({reads}) == {step.expected[1]!r}"
+        return f"check {step.kind}({', '.join(shown)}) == {step.expected[1]!r}"
+    syntax = step.syntax if not step.kwargs else None
+    if syntax == "[]":
+        text = f"{shown[0]}[{shown[1]}]"
+    elif syntax == "[]=":
+        text = f"{shown[0]}[{shown[1]}] = {shown[2]}"
+    elif syntax is not None and len(shown) == 2:
+        text = f"{shown[0]} {syntax} {shown[1]}"
+    elif syntax is not None:
+        text = f"{syntax}{shown[0]}"
+    else:
+        shown += [f"{k}={_show(v)}" for k, v in step.kwargs.items()]
+        method = getattr(step.fn, "method", None)
+        call = f"{shown[0]}.{method}({', '.join(shown[1:])})" if method else f"{step.name}({', '.join(shown)})"
+        text = call
     outs = ", ".join(f"v{s}" for s in step.outs)
     checked = [f"{list(shape)}" for shape in step.shapes if shape is not None]
-    check = f"   (shape checked: {', '.join(checked)})" if checked else ""
-    return f"{outs + ' = ' if outs else ''}{step.name}({reads}){check}"
+    check = f"    (shape checked: {', '.join(checked)})" if checked else ""
+    return f"{outs + ' = ' if outs else ''}{text}{check}"
 
 
 def _show(value: Any) -> str:
@@ -119,6 +134,8 @@ class Replayed(Transformed[P, Any]):
         self._name = name_of("replay", fun)
         self._static_argnums = static_argnums
         self._static_argnames = static_argnames
+        #: Whether a call of plain arrays may still hold a static argument (by position).
+        self._plain_unsafe = bool(static_argnums)
         self._max_traces = max_traces
         self._signatures: dict[Hashable, list[Trace] | _Eager] = {}
         self._recorded: list[Trace] = []
@@ -131,7 +148,9 @@ class Replayed(Transformed[P, Any]):
 
     # -- a call -------------------------------------------------------------------------------
     def _call_replayed(self, *args: Any, **kwargs: Any) -> Any:
-        split = self._split(args, kwargs)
+        split = self._split_arrays(args) if not kwargs and not self._plain_unsafe else None
+        if split is None:
+            split = self._split(args, kwargs)
         if split is None:
             return self._fun(*args, **kwargs)  # inside a transform, or arguments no signature holds
         key, leaves, dynamic, treedef = split
@@ -141,7 +160,7 @@ class Replayed(Transformed[P, Any]):
             return self._fun(*args, **kwargs)
         checking = PLUGINS.checking()
         if entry:
-            values = [leaves[k] for k in dynamic]
+            values = leaves if treedef is None else [leaves[k] for k in dynamic]
             for k, trace in enumerate(entry):
                 try:
                     out = trace.run(values)
@@ -162,49 +181,58 @@ class Replayed(Transformed[P, Any]):
             return self._fun(*args, **kwargs)
         return self._record(args, kwargs, key, leaves, dynamic, treedef)
 
+    def _split_arrays(self, args: tuple[Any, ...]) -> Any:
+        """:meth:`_split` of a call whose arguments are all plain arrays (the commonest
+        call: no structure to walk); ``None`` for any other call."""
+        parts = []
+        for a in args:
+            if type(a) is not np.ndarray or a.dtype.hasobject:
+                return None
+            parts.append((a.shape, a.dtype))
+        return tuple(parts), args, range(len(args)), None
+
     def _split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The signature of a call, its leaves, the positions of the dynamic ones and the
-        TreeDef of ``(dynamic args, dynamic kwargs, static args, static kwargs)``; ``None``
-        when the call must run eagerly (a traced, batched or staged argument)."""
+        layout to rebuild the dynamic arguments from the leaves (a TreeDef per argument,
+        ``None`` for an array); ``None`` when the call must run eagerly (a traced, batched
+        or staged argument, or one no signature can hold)."""
         static_pos = tuple(args[k] for k in self._static_argnums if k < len(args))
         static_kw = tuple((k, kwargs[k]) for k in self._static_argnames if k in kwargs)
-        if static_pos or static_kw:
-            dyn_args = tuple(a for k, a in enumerate(args) if k not in self._static_argnums)
-            dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
-        else:
-            dyn_args, dyn_kwargs = args, kwargs
-        try:
-            leaves, treedef = flatten((dyn_args, dyn_kwargs))
-        except UnwalkableError:
-            return None  # the function's own call reports it
+        values = [a for k, a in enumerate(args) if k not in self._static_argnums]
+        names = [k for k in kwargs if k not in self._static_argnames]
+        values += [kwargs[k] for k in names]
+        leaves: list[Any] = []
         parts: list[Any] = []
         dynamic: list[int] = []
-        static = treedef.static_leaves() if treedef.has_static else None
-        for k, leaf in enumerate(leaves):
-            kind = type(leaf)
-            if static is not None and static[k]:
-                parts.append(_static_key(leaf))
-            elif kind is np.ndarray:
-                if leaf.dtype.hasobject:
-                    return None
-                parts.append((leaf.shape, leaf.dtype))
-                dynamic.append(k)
-            elif kind in HANDLES:
-                return None
-            elif isinstance(leaf, np.generic):
-                parts.append((kind, leaf.dtype))
-                dynamic.append(k)
-            elif isinstance(leaf, np.ndarray):
-                return None  # a subclass (a masked array, a matrix): the function's own call decides
+        layout: list[TreeDef | None] = []
+        for value in values:
+            if type(value) is np.ndarray:  # the commonest argument: no structure to walk
+                layout.append(None)
+                found = [value]
+                static = None
             else:
-                parts.append(_static_key(leaf))
+                try:
+                    found, treedef = flatten(value)
+                except UnwalkableError:
+                    return None  # the function's own call reports it
+                layout.append(treedef)
+                parts.append(_structure(treedef))
+                static = treedef.static_leaves() if treedef.has_static else None
+            for k, leaf in enumerate(found):
+                part = _leaf_key(leaf, static is not None and static[k])
+                if part is None:
+                    return None
+                if part[0] is not _STATIC:
+                    dynamic.append(len(leaves))
+                leaves.append(leaf)
+                parts.append(part)
         try:
-            key = (_structure(treedef), tuple(parts), static_pos, static_kw)
+            key = (tuple(parts), tuple(names), static_pos, static_kw)
             hash(key)
         except TypeError:
             self._warn(f"{self._name}: an argument is neither an array nor hashable, so calls cannot be told apart")
             return None
-        return key, leaves, dynamic, treedef
+        return key, leaves, dynamic, (layout, names)
 
     # -- recording ----------------------------------------------------------------------------
     def _record(
@@ -214,13 +242,13 @@ class Replayed(Transformed[P, Any]):
         key: Hashable,
         leaves: list[Any],
         dynamic: list[int],
-        treedef: TreeDef,
+        treedef: Any,
     ) -> Any:
         tape = Tape(self._name)
         staged = list(leaves)
         for k in dynamic:
             staged[k] = tape.argument(leaves[k])
-        dyn_args, dyn_kwargs = treedef.unflatten(staged)
+        dyn_args, dyn_kwargs = (tuple(staged), {}) if treedef is None else _rebuild(staged, *treedef)
         call_args, call_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
         interpreting(True)
         try:
@@ -275,17 +303,52 @@ def _finite(out: Any) -> bool:
     )
 
 
-def _static_key(leaf: Any) -> Any:
-    """A leaf that is not a dynamic array, by value: the signature holds it."""
-    if isinstance(leaf, np.ndarray):
-        return (np.ndarray, leaf.shape, leaf.dtype, leaf.tobytes())
-    return (type(leaf), leaf)
+#: The first entry of a static leaf's key.
+_STATIC = object()
+
+
+def _leaf_key(leaf: Any, static: bool) -> Any:
+    """What the signature holds of a leaf: an array's shape and dtype (a dynamic leaf),
+    anything else by value (a static leaf, keyed ``(_STATIC, ...)``); ``None`` for a leaf
+    that makes the call run eagerly (a traced, batched or staged value, an object array,
+    an array subclass, which the function's own call decides about)."""
+    kind = type(leaf)
+    if static:
+        if isinstance(leaf, np.ndarray):
+            return (_STATIC, leaf.shape, leaf.dtype, leaf.tobytes())
+        return (_STATIC, kind, leaf)
+    if kind is np.ndarray:
+        return None if leaf.dtype.hasobject else (leaf.shape, leaf.dtype)
+    if kind in HANDLES or isinstance(leaf, np.ndarray):
+        return None
+    if isinstance(leaf, np.generic):
+        return (kind, leaf.dtype)
+    return (_STATIC, kind, leaf)
+
+
+def _rebuild(
+    leaves: list[Any], layout: list[TreeDef | None], names: list[str]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The dynamic arguments (positional, keyword) from their leaves, as :meth:`Replayed._split` took them apart."""
+    values = []
+    at = 0
+    for treedef in layout:
+        if treedef is None:
+            values.append(leaves[at])
+            at += 1
+        else:
+            values.append(treedef.unflatten(leaves[at : at + treedef.num_leaves]))
+            at += treedef.num_leaves
+    positional = len(values) - len(names)
+    return tuple(values[:positional]), dict(zip(names, values[positional:], strict=True))
 
 
 def _structure(treedef: TreeDef) -> Any:
     """A hashable summary of ``treedef``: what two calls must share to share a program."""
     if treedef.handler is None:
         return None
+    if treedef.flat and not treedef.has_static:  # one level of leaves: the commonest container
+        return (type(treedef.template), tuple(treedef.keys))
     return (
         type(treedef.template),
         tuple(treedef.keys),
@@ -353,7 +416,7 @@ def replay(
     >>> import nodegrad as ng
     >>> step = ng.replay(ng.grad(lambda w: np.sum(np.tanh(w) ** 2)))
     >>> step(np.zeros(3)), step(np.ones(3)).round(3)  # recorded, then replayed
-    (array([0., 0., 0.]), array([0.839, 0.839, 0.839]))
+    (array([0., 0., 0.]), array([0.64, 0.64, 0.64]))
     >>> len(step.traces)
     1
 

@@ -21,7 +21,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defbatch, defjoint, defop
-from nodegrad.engine.staged import array, now
+from nodegrad.engine.staged import array, call_on, now
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
@@ -121,7 +121,7 @@ def _scan(a: Any, u: Any, reverse: bool = False) -> Any:
     ``a`` and ``u`` have the same shape.
     """
     if type(a) is not Traced and type(u) is not Traced and type(a) is not Batched and type(u) is not Batched:
-        return _linear_scan(a, u, reverse)
+        return call_on(_linear_scan, a, u, reverse)  # (staged by replay: one call, recorded)
     if reverse:
         return record(SSM_SCAN, a[::-1], 1.0, u[::-1])[::-1]
     return record(SSM_SCAN, a, 1.0, u)

@@ -24,7 +24,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defbatch, defop
-from nodegrad.engine.staged import asarray
+from nodegrad.engine.staged import asarray, call_on, now
 from nodegrad.engine.traced import unwrap
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import example_ndim, shift_axis, value_function
@@ -183,9 +183,14 @@ def _sign_of_sum(av: Any, bv: Any, axes: tuple[int, ...]) -> Any:
         # scipy's own, example by example (level by level under nested vmaps): its sign of
         # a sum that rounds to about 0 is its own
         return value_function(lambda av, bv: _sign_of_sum(unwrap(av), unwrap(bv), axes), (av, bv), {})
+    return call_on(_scipy_sign, av, bv, axes)  # (staged by replay: the call is recorded)
+
+
+def _scipy_sign(av: Any, bv: Any, axes: tuple[int, ...]) -> Any:
     return sc.logsumexp(av, axis=axes, b=bv, keepdims=True, return_sign=True)[1]
 
 
 def _scalar(value: Any) -> Any:
     """A 0-d plain array as scipy returns it, a numpy scalar; anything else unchanged."""
-    return value[()] if isinstance(value, np.ndarray) and value.ndim == 0 else value
+    plain = now(value)  # (staged by replay: what it holds now; the indexing is recorded)
+    return value[()] if isinstance(plain, np.ndarray) and plain.ndim == 0 else value
