@@ -55,6 +55,8 @@ class Plugins:
         self.arena_html: Callable[[Any], str] = _missing("nodegrad.display")
         self.node_html: Callable[[Any], str] = _missing("nodegrad.display")
         self.arena_svg: Callable[[Any, int], str] = _missing("nodegrad.display")
+        #: ``trace_html(trace)``: Jupyter's view of a program recorded by ``replay``.
+        self.trace_html: Callable[[Any], str] = _missing("nodegrad.display")
         #: ``library_advice[library](frame, function, what)``: the error when a function of
         #: ``library`` (a top-level package name: ``"numpy"``, ``"scipy"``) turns a traced
         #: value into a plain array; ``frame`` is that function's, ``function`` its full name,

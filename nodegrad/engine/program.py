@@ -80,6 +80,9 @@ class _Writer:
             if step.fn in _BINARY:
                 return f"{args[0]} {syntax} {args[1]}"
         args += [f"{k}={self.expr(v)}" for k, v in step.kwargs.items()]
+        attribute = getattr(step.fn, "attribute", None)
+        if attribute is not None:
+            return f"{args[0]}.{attribute}"
         method = getattr(step.fn, "method", None)
         if method is not None and args:
             return f"{args[0]}.{method}({', '.join(args[1:])})"

@@ -62,7 +62,7 @@ class Instruction:
     ``outs`` are the slots the result (or its items, for a tuple) are written to, ``shape``
     the result's shapes when they must be checked on replay, ``name`` what displays show."""
 
-    __slots__ = ("args", "expected", "fn", "kind", "kwargs", "name", "outs", "shapes", "syntax", "unpack")
+    __slots__ = ("args", "expected", "fn", "kind", "kwargs", "name", "outs", "shapes", "syntax", "unpack", "values")
 
     def __init__(
         self,
@@ -87,6 +87,8 @@ class Instruction:
         self.shapes = shapes
         self.expected = expected
         self.syntax = _SYNTAX.get(fn) if kind == "call" else None
+        #: What each output held when recorded (``float64[2, 3]``), for displays.
+        self.values: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"Instruction({self.kind}, {self.name}, outs={self.outs})"
@@ -119,7 +121,14 @@ _UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 _SYNTAX: dict[Any, str] = {**_BINARY, **_UNARY, operator.getitem: "[]", operator.setitem: "[]="}
 
 #: Calls whose result's shape follows from their arguments' shapes alone: no shape check.
-_SHAPE_STATIC: set[Any] = {*_BINARY, *_UNARY}
+_SHAPE_STATIC: set[Any] = {
+    *_BINARY, *_UNARY, np.matmul, np.dot, np.vdot, np.inner, np.outer, np.tensordot, np.einsum, np.sum, np.mean,
+    np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var, np.cumsum, np.cumprod, np.reshape, np.ravel,
+    np.transpose, np.moveaxis, np.swapaxes, np.squeeze, np.expand_dims, np.broadcast_to, np.concatenate, np.stack,
+    np.ones_like, np.zeros_like, np.full_like, np.empty_like, np.clip, np.real, np.imag, np.conj, np.copy,
+    np.ascontiguousarray, np.take_along_axis, np.take, np.flip, np.roll, np.diagonal, np.trace, np.triu, np.tril,
+    np.linalg.solve, np.linalg.inv, np.linalg.det, np.linalg.cholesky, np.linalg.norm, np.asarray, np.array,
+}  # fmt: skip
 
 
 class Tape:
@@ -174,7 +183,9 @@ class Tape:
         if _stageable(out):
             staged = self._new(out)
             shape = None if static or type(out) is not np.ndarray else out.shape
-            self.instructions.append(Instruction("call", name, fn, args, kwargs, (staged.slot,), shapes=(shape,)))
+            step = Instruction("call", name, fn, args, kwargs, (staged.slot,), shapes=(shape,))
+            step.values = (_described(out),)
+            self.instructions.append(step)
             return staged
         if isinstance(out, tuple | list) and all(o is None or _stageable(o) for o in out):
             positions = tuple(k for k, o in enumerate(out) if o is not None)
@@ -184,6 +195,7 @@ class Tape:
             outs = tuple(items[k].slot for k in positions)
             shapes = tuple(None if static or type(out[k]) is not np.ndarray else out[k].shape for k in positions)
             step = Instruction("call", name, fn, args, kwargs, outs, unpack=positions, shapes=shapes)
+            step.values = tuple(_described(out[k]) for k in positions)
             self.instructions.append(step)
             if type(out) is list:
                 return items
@@ -262,6 +274,12 @@ _WRITES: set[Any] = {
     operator.ilshift, operator.irshift, np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
     np.put_along_axis,
 }  # fmt: skip
+
+
+def _described(value: Any) -> str:
+    if isinstance(value, np.ndarray | np.generic):
+        return f"{value.dtype}{list(value.shape)}"
+    return type(value).__name__
 
 
 def _stageable(value: Any) -> bool:
@@ -495,11 +513,23 @@ def _caller(name: str) -> Callable[..., Any]:
     return call
 
 
+class _Reader:
+    """Reads attribute ``attribute`` of its argument (compiled as ``v.T``)."""
+
+    __slots__ = ("attribute",)
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    def __call__(self, value: Any) -> Any:
+        return getattr(value, self.attribute)
+
+
 def _attribute(name: str) -> property:
-    getter = operator.attrgetter(name)
+    reader = _Reader(name)
 
     def read(self: Staged) -> Any:
-        return self.level.call(getter, (self,), {}, f"x.{name}", static=True)
+        return self.level.call(reader, (self,), {}, f"x.{name}", static=True)
 
     return property(read, doc=f"``ndarray.{name}``, recorded.")
 

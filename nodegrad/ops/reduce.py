@@ -10,6 +10,7 @@ import numpy as np
 
 from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import defop
+from nodegrad.engine.staged import Staged, call_on
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
@@ -44,6 +45,8 @@ def broadcast_view(g: Any, shape: tuple[int, ...]) -> Any:
     A cotangent of a full reduction is a scalar, and spreading it is the commonest VJP
     step; building the zero-stride view directly costs a tenth of ``np.broadcast_to``.
     """
+    if type(g) is Staged:  # under replay: this function, on the plain value, is one recorded call
+        return call_on(broadcast_view, g, shape)
     if type(g) is np.ndarray and g.ndim == 0:
         view = np.ndarray(shape, g.dtype, g, 0, (0,) * len(shape))
     elif isinstance(g, np.generic):

@@ -66,6 +66,9 @@ class Trace:
         outputs = self._outputs
         return out[0] if outputs is LEAF else outputs.unflatten(list(out))
 
+    def _repr_html_(self) -> str:
+        return PLUGINS.trace_html(self)
+
     def __repr__(self) -> str:
         lines = [f"Trace({self.signature}: {len(self.instructions)} instructions, {self.guards} checks)"]
         for step in self.instructions:
@@ -90,12 +93,16 @@ def describe_instruction(step: Instruction) -> str:
     else:
         shown += [f"{k}={_show(v)}" for k, v in step.kwargs.items()]
         method = getattr(step.fn, "method", None)
-        call = f"{shown[0]}.{method}({', '.join(shown[1:])})" if method else f"{step.name}({', '.join(shown)})"
-        text = call
+        if hasattr(step.fn, "attribute"):
+            text = f"{shown[0]}.{step.fn.attribute}"
+        elif method:
+            text = f"{shown[0]}.{method}({', '.join(shown[1:])})"
+        else:
+            text = f"{step.name}({', '.join(shown)})"
     outs = ", ".join(f"v{s}" for s in step.outs)
-    checked = [f"{list(shape)}" for shape in step.shapes if shape is not None]
-    check = f"    (shape checked: {', '.join(checked)})" if checked else ""
-    return f"{outs + ' = ' if outs else ''}{text}{check}"
+    checked = " (shape checked)" if any(shape is not None for shape in step.shapes) else ""
+    held = f"    {', '.join(step.values)}{checked}" if step.values else ""
+    return f"{outs + ' = ' if outs else ''}{text}{held}"
 
 
 def _show(value: Any) -> str:
@@ -103,8 +110,10 @@ def _show(value: Any) -> str:
         return f"v{value.slot}"
     if isinstance(value, np.ndarray):
         return f"<{value.dtype}{list(value.shape)}>"
-    if type(value) is tuple or type(value) is list:
-        return "(" + ", ".join(_show(v) for v in value) + ")"
+    if type(value) is tuple:
+        return "(" + ", ".join(_show(v) for v in value) + (",)" if len(value) == 1 else ")")
+    if type(value) is list:
+        return "[" + ", ".join(_show(v) for v in value) + "]"
     text = repr(value)
     return text if len(text) < 30 else type(value).__name__
 

@@ -16,6 +16,7 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES, Batched
 from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import Op, defop, same_rule_for_all
+from nodegrad.engine.staged import Staged, call_on
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.arguments import as_ints
@@ -32,6 +33,8 @@ def _dense(g: Any) -> Any:
     mean, or a user's np.broadcast_to): numpy's matmul takes a loop several times slower
     than BLAS for an operand with a zero stride (7x on a 50,000-row matrix-vector
     product); a copy costs far less."""
+    if type(g) is Staged:  # under replay: this function, on the plain value, is one recorded call
+        return call_on(_dense, g)
     if type(g) is np.ndarray and g.size > 1 and 0 in g.strides:
         return np.ascontiguousarray(g)
     return g
