@@ -88,15 +88,13 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
     error naming the op (see :func:`_failed`). An argument that another interpreter traces
     (see :data:`INTERPRETERS`) hands the op to that interpreter instead."""
     if INTERPRETERS:  # (not gated by _running: a leaked value must reach its interpreter to be refused)
+        found = None  # the innermost level's value (of a batching and a replay, say, the later one)
         for a in args:
-            interpret = INTERPRETERS.get(type(a))
-            if interpret is None and (type(a) is tuple or type(a) is list):  # an index, a list of operands
-                for item in a:
-                    interpret = INTERPRETERS.get(type(item))
-                    if interpret is not None:
-                        break
-            if interpret is not None:
-                return interpret(op, args)
+            for item in a if type(a) is tuple or type(a) is list else (a,):  # an index, a list of operands
+                if type(item) in INTERPRETERS and (found is None or item.level.stamp > found.level.stamp):
+                    found = item
+        if found is not None:
+            return INTERPRETERS[type(found)](op, args)
     try:
         return op.forward(*args)
     except Exception as exc:

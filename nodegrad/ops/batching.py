@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, BatchingError, BatchLevel
+from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
 from nodegrad.engine.record import record, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.structure import LEAF, flatten
@@ -178,7 +178,7 @@ def to_batched(value: Any, is_batched: bool, size: int) -> Any:
     return np.broadcast_to(value, (size, *np.shape(value)))
 
 
-_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, Traced, Batched)
+_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, *HANDLES)
 
 
 def aligned(batched: Sequence[bool], args: Sequence[Any]) -> list[Any]:

@@ -27,7 +27,7 @@ from nodegrad.errors import ReplayWarning
 from tests.ops.harness import Case
 from tests.ops.test_ops import SPECS
 
-FEW = settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def assert_identical(got: Any, expected: Any, what: str) -> None:
@@ -88,9 +88,28 @@ def test_replay_of_the_ops_gradient_equals_the_eager_gradient(name: str, data: s
     out = f(*case.args)
     if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
         return  # no gradient to take
-    weights = np.linspace(0.5, 1.5, max(np.size(out), 1)).reshape(np.shape(out))
+    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
 
     def loss(*args: Any) -> Any:
         return np.sum(f(*args) * weights)
 
     check_replayed(ng.grad(loss, argnums=tuple(range(len(case.args)))), case.args, f"grad of {name}")
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+@FEW
+@given(data=st.data())
+def test_replay_of_the_ops_per_example_gradient_equals_the_eager_one(name: str, data: st.DataObject) -> None:
+    case: Case = data.draw(SPECS[name], label="case")
+    f = case.of_args()
+    out = f(*case.args)
+    if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
+        return  # no gradient to take
+    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
+
+    def loss(*args: Any) -> Any:
+        return np.sum(f(*args) * weights)
+
+    batch = tuple(np.stack([a, *scaled((a,), 1.0 - 2.0**-7)]) for a in case.args)
+    per_example = ng.vmap(ng.grad(loss, argnums=tuple(range(len(case.args)))))
+    check_replayed(per_example, batch, f"vmap of grad of {name}")

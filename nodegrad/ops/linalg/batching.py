@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, BatchLevel
+from nodegrad.engine.batched import HANDLES, Batched, BatchLevel
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import Traced
@@ -26,7 +26,7 @@ from nodegrad.ops.batching import example_ndim, innermost, to_batched
 
 __all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
 
-_ARRAYS = (np.ndarray, np.generic, Traced, Batched)
+_ARRAYS = (np.ndarray, np.generic, *HANDLES)
 
 
 def batched_in(*args: Any) -> bool:
