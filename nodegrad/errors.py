@@ -179,7 +179,7 @@ def calling_code() -> str | None:
 # raised as errors instead, caught where an op's forward or rule is called, and issued
 # again from the user's line by :func:`rerun_reporting_warnings`; the common path, with
 # no warning, pays nothing. A filter the user sets later comes first and still decides.
-warnings.filterwarnings("error", category=RuntimeWarning, module=r"nodegrad\.(engine\.(record|sweep)|ops\..*)$")
+warnings.filterwarnings("error", category=RuntimeWarning, module=r"nodegrad\.(engine\.(record|sweep|program)|ops\..*)$")
 
 
 def rerun_reporting_warnings(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

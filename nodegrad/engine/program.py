@@ -20,7 +20,15 @@ import numpy as np
 
 from nodegrad.engine.staged import _BINARY, _UNARY, Instruction, Miss, Staged, Tape, exact_key
 
-__all__ = ["Program", "compile_tape"]
+__all__ = ["NonFinite", "Program", "compile_tape"]
+
+
+class NonFinite(BaseException):
+    """A step of a program compiled with ``check_finite`` made NaN or Inf."""
+
+
+def _finite(value: Any) -> bool:
+    return bool(np.isfinite(value).all())
 
 
 class Program:
@@ -38,7 +46,16 @@ class _Writer:
     """The names of the constants and callables a program's source refers to."""
 
     def __init__(self) -> None:
-        self.names: dict[str, Any] = {"MISS": Miss, "_key": exact_key, "slice": slice}
+        self.names: dict[str, Any] = {
+            # numpy's warnings in a program are this module's: raised as errors (see
+            # nodegrad.errors), the program is run again, and they are issued from the user's line.
+            "__name__": __name__,
+            "MISS": Miss,
+            "NONFINITE": NonFinite,
+            "_key": exact_key,
+            "_finite": _finite,
+            "slice": slice,
+        }
         self._by_id: dict[int, str] = {}
 
     def constant(self, value: Any, prefix: str = "c") -> str:
@@ -110,9 +127,12 @@ def _reads(step: Instruction) -> list[int]:
     return found
 
 
-def compile_tape(tape: Tape, outputs: list[Any], name: str) -> Program:
+def compile_tape(tape: Tape, outputs: list[Any], name: str, *, check_finite: bool = False) -> Program:
     """Compile ``tape`` into a :class:`Program` whose ``run`` takes the argument leaves (one
-    per input slot) and returns ``outputs``: a staged value's slot, anything else as it is."""
+    per input slot) and returns ``outputs``: a staged value's slot, anything else as it is.
+    With ``check_finite``, a float or complex array holding NaN or Inf made by any step
+    raises :class:`NonFinite` (for ``debug_nans``: the call is then made eagerly, and the
+    op named)."""
     writer = _Writer()
     last: dict[int, int] = {}
     reads = [_reads(step) for step in tape.instructions]
@@ -120,9 +140,15 @@ def compile_tape(tape: Tape, outputs: list[Any], name: str) -> Program:
         for s in slots:
             last[s] = k
     kept = {o.slot for o in outputs if type(o) is Staged}
-    lines = [f"def program({', '.join(f'v{s}' for s in range(len(tape.inputs)))}):"]
+    lines = [f"def program({', '.join(f'v{s}' for s in range(tape.arguments))}):"]
     for k, step in enumerate(tape.instructions):
         lines.extend(_lines(writer, step, k))
+        if check_finite:
+            lines += [
+                f"    if not _finite(v{slot}): raise NONFINITE"
+                for slot, held in zip(step.outs, step.values, strict=False)
+                if held.startswith(("float", "complex"))
+            ]
         dead = [s for s in dict.fromkeys(reads[k]) if last[s] == k and s not in kept]
         if dead:
             lines.append(f"    del {', '.join(f'v{s}' for s in dead)}")

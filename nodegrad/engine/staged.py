@@ -137,14 +137,27 @@ class Tape:
     It is the level of its :class:`Staged` values (``stamp``, ``active``: see
     :func:`nodegrad.engine.record._newest_interpreted`)."""
 
-    __slots__ = ("active", "inputs", "instructions", "mutates_input", "name", "slots", "stamp", "watch")
+    __slots__ = (
+        "_made",
+        "active",
+        "arguments",
+        "inputs",
+        "instructions",
+        "mutates_input",
+        "name",
+        "slots",
+        "stamp",
+        "watch",
+    )
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.instructions: list[Instruction] = []
         self.slots = 0
         self.inputs: list[Any] = []
+        self.arguments = 0
         self.mutates_input = False
+        self._made: list[Staged] = []
         self.active = True
         self.stamp = next_stamp()
         #: Called with ``True`` before and ``False`` after each recorded call runs: what a
@@ -154,11 +167,23 @@ class Tape:
     def argument(self, value: Any) -> Staged:
         """A new slot holding the argument leaf ``value``."""
         self.inputs.append(value)
+        self.arguments += 1
         return self._new(value)
 
     def _new(self, value: Any) -> Staged:
         self.slots += 1
-        return Staged(self, self.slots - 1, value)
+        staged = Staged(self, self.slots - 1, value)
+        self._made.append(staged)
+        return staged
+
+    def close(self) -> None:
+        """End the recording: its staged values refuse to be used from now on, and let go of
+        the arrays they held (the instructions keep only their slots)."""
+        self.active = False
+        self.inputs = []
+        for staged in self._made:
+            staged.now = None
+        self._made = []
 
     # -- appending ------------------------------------------------------------------------
     def call(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, *, static: bool = False) -> Any:

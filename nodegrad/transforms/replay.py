@@ -22,7 +22,7 @@ import numpy as np
 
 from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.program import Program, compile_tape
+from nodegrad.engine.program import NonFinite, Program, compile_tape
 from nodegrad.engine.record import interpreting
 from nodegrad.engine.staged import Instruction, Miss, Staged, Tape, Unreplayable
 from nodegrad.engine.structure import LEAF, TreeDef, UnwalkableError, flatten
@@ -44,16 +44,22 @@ class Trace:
     slot, call, the slots it reads and the shapes it gives.
     """
 
-    __slots__ = ("_outputs", "guards", "instructions", "program", "signature")
+    __slots__ = ("_checked", "_leaves", "_name", "_outputs", "_tape", "guards", "instructions", "program", "signature")
 
-    def __init__(self, signature: str, instructions: list[Instruction], program: Program, outputs: TreeDef) -> None:
+    def __init__(
+        self, signature: str, tape: Tape, program: Program, outputs: TreeDef, leaves: list[Any], name: str
+    ) -> None:
         self.signature = signature
-        self.instructions = instructions
+        self.instructions = tape.instructions
         self.program = program
         self._outputs = outputs
+        self._tape = tape
+        self._leaves = leaves
+        self._name = name
+        self._checked: Program | None = None
         #: How many conversions to Python values (and shape checks) a replay checks.
-        self.guards = sum(1 for s in instructions if s.kind != "call") + sum(
-            1 for s in instructions for shape in s.shapes if shape is not None
+        self.guards = sum(1 for s in self.instructions if s.kind != "call") + sum(
+            1 for s in self.instructions for shape in s.shapes if shape is not None
         )
 
     def run(self, leaves: Sequence[Any]) -> Any:
@@ -65,6 +71,14 @@ class Trace:
             out = rerun_reporting_warnings(self.program.run, *leaves)
         outputs = self._outputs
         return out[0] if outputs is LEAF else outputs.unflatten(list(out))
+
+    def run_checked(self, leaves: Sequence[Any]) -> Any:
+        """:meth:`run`, raising :class:`~nodegrad.engine.program.NonFinite` as soon as a
+        step makes NaN or Inf (for ``debug_nans``)."""
+        if self._checked is None:
+            self._checked = compile_tape(self._tape, self._leaves, self._name, check_finite=True)
+        out = self._checked.run(*leaves)
+        return out[0] if self._outputs is LEAF else self._outputs.unflatten(list(out))
 
     def _repr_html_(self) -> str:
         return PLUGINS.trace_html(self)
@@ -172,13 +186,13 @@ class Replayed(Transformed[P, Any]):
             values = leaves if treedef is None else [leaves[k] for k in dynamic]
             for k, trace in enumerate(entry):
                 try:
-                    out = trace.run(values)
+                    out = trace.run_checked(values) if checking else trace.run(values)
                 except Miss:
                     continue
+                except NonFinite:
+                    return self._fun(*args, **kwargs)  # again, eagerly: debug_nans names the op
                 if k:  # the path taken most recently is tried first
                     entry.insert(0, entry.pop(k))
-                if checking and not _finite(out):
-                    return self._fun(*args, **kwargs)  # again, eagerly: debug_nans names the op
                 return out
         if checking:
             return self._fun(*args, **kwargs)  # debug_nans' checks are not recorded
@@ -267,7 +281,7 @@ class Replayed(Transformed[P, Any]):
             return self._give_up(key, exc.reason, args, kwargs)
         finally:
             interpreting(False)
-            tape.active = False
+            tape.active = False  # (closed below, once the result is read)
         out_leaves, out_treedef = flatten(out)
         for leaf in out_leaves:
             if type(leaf) in HANDLES and (type(leaf) is not Staged or leaf.level is not tape):
@@ -277,12 +291,14 @@ class Replayed(Transformed[P, Any]):
             reason = "it writes into an argument before a check a replay makes (a branch on a value, a shape)"
             return self._give_up(key, reason, args, kwargs)
         program = compile_tape(tape, out_leaves, self._name)
-        trace = Trace(_describe_signature(leaves, dynamic), tape.instructions, program, out_treedef)
+        trace = Trace(_describe_signature(leaves, dynamic), tape, program, out_treedef, out_leaves, self._name)
         self._recorded.append(trace)
         entry = self._signatures.setdefault(key, [])
         assert type(entry) is list
         entry.insert(0, trace)
-        return out_treedef.unflatten([leaf.now if type(leaf) is Staged else leaf for leaf in out_leaves])
+        result = out_treedef.unflatten([leaf.now if type(leaf) is Staged else leaf for leaf in out_leaves])
+        tape.close()
+        return result
 
     def _merge(
         self, args: tuple[Any, ...], kwargs: dict[str, Any], dyn_args: tuple[Any, ...], dyn_kwargs: dict[str, Any]
@@ -303,13 +319,6 @@ class Replayed(Transformed[P, Any]):
         if reason not in self._warned:
             self._warned.add(reason)
             warnings.warn(reason, ReplayWarning, stacklevel=user_stacklevel())
-
-
-def _finite(out: Any) -> bool:
-    leaves, _ = flatten(out)
-    return all(
-        np.all(np.isfinite(leaf)) for leaf in leaves if isinstance(leaf, np.ndarray | np.inexact | float | complex)
-    )
 
 
 #: The first entry of a static leaf's key.
