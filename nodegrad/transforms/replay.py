@@ -365,7 +365,7 @@ def _structure(treedef: TreeDef) -> Any:
     """A hashable summary of ``treedef``: what two calls must share to share a program."""
     if treedef.handler is None:
         return None
-    if treedef.flat and not treedef.has_static:  # one level of leaves: the commonest container
+    if not treedef.has_static and all(c is LEAF for c in treedef.children):  # the commonest container
         return (type(treedef.template), tuple(treedef.keys))
     return (
         type(treedef.template),
