@@ -419,19 +419,19 @@ class Staged(ArrayFace):
 
     # -- conversions to Python values: guarded ------------------------------------------------
     def __bool__(self) -> bool:
-        return self.level.guard(self, "bool")  # type: ignore[no-any-return]
+        return self.level.guard(self, "bool")
 
     def __int__(self) -> int:
-        return self.level.guard(self, "int")  # type: ignore[no-any-return]
+        return self.level.guard(self, "int")
 
     def __index__(self) -> int:
-        return self.level.guard(self, "index")  # type: ignore[no-any-return]
+        return self.level.guard(self, "index")
 
     def __float__(self) -> float:
-        return self.level.guard(self, "float")  # type: ignore[no-any-return]
+        return self.level.guard(self, "float")
 
     def __complex__(self) -> complex:
-        return self.level.guard(self, "complex")  # type: ignore[no-any-return]
+        return self.level.guard(self, "complex")
 
     def __round__(self, ndigits: Any = None) -> Any:
         if ndigits is not None:
@@ -574,17 +574,18 @@ def _face() -> None:
         setattr(Staged, f"__i{name}__", _operator(inplace, f"x {_BINARY[fn]}= y"))
     for name, fn in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
         setattr(Staged, f"__{name}__", _operator(fn, f"x {_BINARY[fn]} y"))
-    Staged.__eq__ = _operator(operator.eq, "x == y")  # type: ignore[method-assign,assignment]
-    Staged.__ne__ = _operator(operator.ne, "x != y")  # type: ignore[method-assign,assignment]
+    Staged.__eq__ = _operator(operator.eq, "x == y")  # type: ignore[method-assign]
+    Staged.__ne__ = _operator(operator.ne, "x != y")  # type: ignore[method-assign]
     Staged.__hash__ = None  # type: ignore[assignment]
-    for name, fn in (("neg", operator.neg), ("pos", operator.pos), ("invert", operator.invert), ("abs", abs)):
-        setattr(Staged, f"__{name}__", _unary(fn, name))
+    unary: dict[str, Callable[..., Any]] = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
+    for name, one in {**unary, "abs": abs}.items():
+        setattr(Staged, f"__{name}__", _unary(one, name))
     Staged.__getitem__ = _operator(operator.getitem, "x[i]")  # type: ignore[method-assign]
 
     def setitem(self: Staged, index: Any, value: Any) -> None:
         self.level.call(operator.setitem, (self, index, value), {}, "x[i] = v")
 
-    Staged.__setitem__ = setitem  # type: ignore[attr-defined]
+    setattr(Staged, "__setitem__", setitem)  # noqa: B010  (a method defined here, not a name known to type checkers)
     for name in ("T", "mT", "real", "imag"):
         setattr(Staged, name, _attribute(name))
     own = set(vars(Staged))

@@ -32,15 +32,19 @@ _ADVICE = (
 )
 
 
-def _global_functions() -> dict[str, Any]:
+def _global_functions() -> dict[str, Callable[..., Any]]:
     """numpy.random's module functions that draw from its global generator."""
-    shared = np.random.mtrand._rand  # type: ignore[attr-defined]
-    return {
-        name: fn
-        for name in np.random.__all__
-        if getattr(fn := getattr(np.random, name, None), "__self__", None) is shared
-        and name not in ("get_state", "set_state", "seed")
-    }
+    shared = np.random.mtrand._rand
+    found: dict[str, Callable[..., Any]] = {}
+    for name in np.random.__all__:
+        fn = getattr(np.random, name, None)
+        if (
+            fn is not None
+            and getattr(fn, "__self__", None) is shared
+            and name not in ("get_state", "set_state", "seed")
+        ):
+            found[name] = fn
+    return found
 
 
 class _Watch:
@@ -76,7 +80,7 @@ class _Watch:
 
 
 def _global_key() -> tuple[Any, ...]:
-    state = np.random.mtrand._rand.get_state()  # type: ignore[attr-defined]
+    state: Any = np.random.mtrand._rand.get_state()  # ('MT19937', key, pos, has_gauss, cached_gaussian)
     return (state[2], state[1].tobytes(), state[3], state[4])
 
 

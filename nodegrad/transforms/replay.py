@@ -178,7 +178,7 @@ class Replayed(Transformed[P, Any]):
             return self._fun(*args, **kwargs)  # inside a transform, or arguments no signature holds
         key, leaves, dynamic, treedef = split
         entry = self._signatures.get(key)
-        if type(entry) is _Eager:
+        if isinstance(entry, _Eager):
             self._warn(entry.reason)
             return self._fun(*args, **kwargs)
         checking = PLUGINS.checking()
