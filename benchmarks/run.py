@@ -15,22 +15,23 @@ W0  Fixed cost of one call. ``grad`` of ``sum(x * 2.0)`` per leaf on a 4-element
     dict of three small arrays and an attrs record of them, and ``value_and_grad`` of the
     array case; nodegrad differentiates the numpy-written function. In µs per call, as a
     ratio to hand-written numpy (forward + ``np.full_like(x, 2.0)`` per leaf). Targets:
-    nodegrad <= 2x numpy and <= 0.5x PyTorch.
+    nodegrad <= 2x numpy and <= 0.5x PyTorch; its replay <= 0.30x PyTorch.
 W1  Per-op overhead. 250 repeats of [sin(x), x * 1.01, tanh(x), x + 0.5] on a 4-element
     float64 array (1,000 ops), then sum. Reported in µs per op (time / 1,000) and as a
-    ratio to PyTorch. Target: nodegrad <= 0.8x PyTorch.
+    ratio to PyTorch. Target: nodegrad <= 0.8x PyTorch; its replay <= 0.35x PyTorch.
 W2  MLP 784-256-256-10, tanh hidden activations, softmax cross-entropy with integer
     labels (mean over the batch), batch 64, once in float32 and once in float64; gradient
     of all 6 parameters. Reported in ms per step and as a ratio to a hand-written numpy
     forward + backward, whose gradients are checked against nodegrad's at startup.
-    Target: nodegrad <= 1.3x numpy.
+    Target: nodegrad <= 1.3x numpy; its replay no slower than nodegrad (<= 1.0x).
 W3  Large arrays. [sin, x * 1.01, tanh, x + 0.5] twice, then [sin, tanh] (10 ops, values
     stay bounded) on 10 million float64 elements, then sum. Reported in ms and as a ratio
     to a hand-written numpy forward + backward that keeps the intermediates its backward
     needs. Target: nodegrad <= 1.10x numpy.
 W4  Structured parameters. A dict of 200 (8, 8) float64 matrices; the loss is the sum over
     keys of sum(tanh(W_k @ x)), the gradient a dict. Reported in µs per parameter and as
-    a ratio to PyTorch. Target: nodegrad <= 1.0x PyTorch.
+    a ratio to PyTorch. Target: nodegrad <= 1.0x PyTorch; its replay no slower than
+    nodegrad (<= 1.0x).
 W5  Deep graph. The W1 op mix repeated to 100,000 ops. Reported in µs per op and as a
     ratio to PyTorch; a library that fails (a recursion limit, say) is reported as failed.
 W6  A sampled batch from a dict of columns, written in plain numpy (``gather_loss``):
@@ -49,10 +50,10 @@ W6  A sampled batch from a dict of columns, written in plain numpy (``gather_los
     backward, checked against nodegrad's at startup: its forward makes ``gather_loss``'s own
     numpy calls; its backward avoids ``np.where`` and scatter-adds the rows' gradient the
     fastest correct plain-numpy way measured (``workloads/gather.py`` has the details).
-    Target: nodegrad <= 1.10x numpy in both cases. With respect to w alone, the table also
-    times the "shared prefix": the gather, where and concatenate that run on plain arrays
-    in every library and in the baseline alike (about 87% of the baseline's time; why that
-    case's ratio cannot reach 1.0x is in ``workloads/gather.py``).
+    Target: nodegrad <= 1.10x numpy in both cases, and its replay too. With respect to w
+    alone, the table also times the "shared prefix": the gather, where and concatenate that
+    run on plain arrays in every library and in the baseline alike (about 87% of the
+    baseline's time; why that case's ratio cannot reach 1.0x is in ``workloads/gather.py``).
 W7  Peak memory of one gradient step (forward + backward): W3's chain on 10 million
     float64, and the W2 MLP in float32 and float64, for the hand-written numpy, nodegrad
     and each peer (JAX jitted). Not timed: each library and case runs in fresh child
@@ -62,7 +63,10 @@ W7  Peak memory of one gradient step (forward + backward): W3's chain on 10 mill
     resident set's high-water mark (reset through ``/proc/self/clear_refs``), another by
     tracemalloc's peak (n/a for PyTorch and JAX, whose allocators bypass it). Reported in
     MiB and as a multiple of the input (the chain's array; the MLP's parameters + batch),
-    and as a ratio of RSS peaks to PyTorch. Target: nodegrad <= 1.00x PyTorch.
+    and as a ratio of RSS peaks to PyTorch. Target: nodegrad <= 1.00x PyTorch. The replay
+    row is recorded in its child before the warm-up, so both measured steps are replays,
+    and its warm-up's gradient is checked against eager nodegrad's in the same child (the
+    "check" column). Target: its RSS peak <= 1.00x eager nodegrad's.
 W8  Higher order on a 5-element function: ``ng.hvp`` against autograd's
     ``hessian_vector_product`` and PyTorch's double backward, and ``check_grads(order=2)``
     in forward and reverse mode against autograd's. In µs per call, as a ratio to autograd.
@@ -89,6 +93,16 @@ W11 The memory of ``vmap``'s ``chunk_size=100`` against the unchunked call, on 1
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
 MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7).
+
+Replay rows (W0, W1, W2, W4, W6, W7), "nodegrad (replay)": ``ng.replay`` of the very
+gradient function the nodegrad row calls, on the same arguments. Building the step records
+it and replays it once, so the warm-up and every timed run are replays; if ``ng.replay``
+gives up on the function (a ``ReplayWarning``, after which it runs eagerly) or records a
+second program for the same arguments, the row shows that as its failure instead of timing
+eager nodegrad under the replay's name. Its check cell adds the comparison with eager
+nodegrad's gradient: "= eager" is bit for bit, what ``ng.replay`` promises. A target
+against another row than the baseline (W0's PyTorch, eager nodegrad) names that row in the
+target column, and the ratio to it is shown in parentheses beside the ratio to the baseline.
 
 Method (the timed workloads, all but W7 and W11): each library runs each case once as a
 warm-up (its gradient is compared with the baseline's: the "check" column). Then the
@@ -168,22 +182,23 @@ def print_header(env: dict[str, Any]) -> None:
     print(f"timing: {env['timing']}; rounds x runs per round: {rounds}")
 
 
+def ratio_cell(ratio: float | None, peer_target: tuple[str, float] | None, peer_ratio: float | None) -> str:
+    """The ratio to the baseline, and beside it the ratio to the row a second target names."""
+    cell = f"{ratio:.2f}x" if ratio is not None else "n/a"
+    if peer_target is not None and peer_ratio is not None:
+        cell += f" ({peer_ratio:.2f}x {display_name(peer_target[0])})"
+    return cell
+
+
 def format_row(row: Row) -> list[str]:
     """The table cells of a row that has times."""
-    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
-    target, met = target_cells(row.target, row.met)
-    if row.peer_target is not None and row.peer_ratio is not None:
-        peer = display_name(row.peer_target[0])
-        ratio += f" ({row.peer_ratio:.2f}x {peer})"
-        target += f" and <= {row.peer_target[1]:.2f}x {peer}"
     return [
         display_name(row.library, row.variant),
         f"{row.value:,.3f}",
         f"{row.median_value:,.3f}",
         row.unit,
-        ratio,
-        target,
-        met,
+        ratio_cell(row.ratio, row.peer_target, row.peer_ratio),
+        *target_cells(row.target, row.met, row.peer_target),
         row.check,
     ]
 
@@ -196,13 +211,13 @@ def format_memory_row(row: MemoryRow) -> list[str]:
             return ["n/a", "n/a"]
         return [f"{n_bytes / MIB:,.2f}", f"{n_bytes / row.input_bytes:.2f}x"]
 
-    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
     return [
         display_name(row.library, row.variant),
         *mib_and_multiple(row.rss_peak_bytes),
         *mib_and_multiple(row.traced_peak_bytes),
-        ratio,
-        *target_cells(row.target, row.met),
+        ratio_cell(row.ratio, row.peer_target, row.peer_ratio),
+        *target_cells(row.target, row.met, row.peer_target),
+        row.check,
     ]
 
 
@@ -225,10 +240,17 @@ def format_traced_memory_row(row: TracedMemoryRow) -> list[str]:
     ]
 
 
-def target_cells(target: float | None, met: bool | None) -> list[str]:
-    """The "target" and "met?" cells: empty on rows without a target, n/a where it is not judged."""
-    met_cell = {None: "n/a" if target is not None else "", True: "yes", False: "NO"}[met]
-    return [f"<= {target:.2f}x" if target is not None else "", met_cell]
+def target_cells(target: float | None, met: bool | None, peer_target: tuple[str, float] | None = None) -> list[str]:
+    """The "target" and "met?" cells: empty on rows without a target, n/a where it is not judged.
+
+    A target against another row than the baseline (W0's PyTorch, a replay's eager
+    nodegrad) names that row: "<= 2.00x and <= 0.50x pytorch (cpu)", "<= 1.00x nodegrad".
+    """
+    limits = [f"<= {target:.2f}x"] if target is not None else []
+    if peer_target is not None:
+        limits.append(f"<= {peer_target[1]:.2f}x {display_name(peer_target[0])}")
+    met_cell = {None: "n/a" if limits else "", True: "yes", False: "NO"}[met]
+    return [" and ".join(limits), met_cell]
 
 
 @dataclass(frozen=True)
@@ -243,7 +265,9 @@ class TableLayout:
 LAYOUTS: dict[type, TableLayout] = {
     Row: TableLayout(("library", "min", "median", "unit", "ratio", "target", "met?", "check"), (0, 3, 7), format_row),
     MemoryRow: TableLayout(
-        ("library", "RSS MiB", "x input", "traced MiB", "x input", "ratio", "target", "met?"), (0,), format_memory_row
+        ("library", "RSS MiB", "x input", "traced MiB", "x input", "ratio", "target", "met?", "check"),
+        (0, 8),
+        format_memory_row,
     ),
     TracedMemoryRow: TableLayout(
         ("library", "traced MiB", "x result", "above result MiB", "ratio", "target", "met?", "check"),

@@ -3,7 +3,9 @@
 A dict of 200 (8, 8) float64 matrices; the loss is the sum over keys of
 sum(tanh(W_k @ x)), the gradient a dict, taken in each library's own way
 (:func:`dict_step`). Reported in µs per parameter and as a ratio to PyTorch.
-Target: nodegrad <= 1.0x PyTorch. JAX runs eagerly.
+Target: nodegrad <= 1.0x PyTorch. JAX runs eagerly. A replay row calls nodegrad's
+``grad`` through ``ng.replay`` (recorded when it is built). Target: no slower than eager
+nodegrad (<= 1.0x its time).
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from .libraries import GRADIENT_STEPS, ArrayOps, Step, library_ops
+from .libraries import (
+    GRADIENT_STEPS,
+    NOT_ABOVE_EAGER,
+    REPLAY,
+    ArrayOps,
+    Step,
+    library_ops,
+    replayed_step,
+    with_replay,
+)
 from .timing import Case, Sizes
 
 
@@ -34,11 +45,11 @@ def dict_step(name: str, params: dict[str, np.ndarray], x: np.ndarray) -> Step:
     """The gradient of :func:`dict_loss` with respect to the dict, in each library's own way."""
     ops = library_ops(name)
     loss = lambda p: dict_loss(p, x, ops)
-    if name == "nodegrad":
+    if name in ("nodegrad", REPLAY):
         import nodegrad as ng
 
         grad = ng.grad(loss)
-        return lambda: grad(params)
+        return replayed_step(grad, [params]) if name == REPLAY else lambda: grad(params)
     if name == "torch":
         import torch
 
@@ -77,7 +88,10 @@ def dict_steps(libraries: Sequence[str], count: int) -> dict[str, Callable[[], S
 
 
 def w4_case(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
-    steps = dict_steps(libraries, sizes.dict_params)
+    steps = dict_steps(with_replay(libraries), sizes.dict_params)
     title = f"W4 dict of {sizes.dict_params} (8, 8) parameters, gradient as a dict"
-    n = sizes.dict_params
-    return [Case("W4", title, "torch", "µs/param", n, 1.0, *sizes.timing("W4"), steps, 1e-9, jit=False)]
+    n, timing = sizes.dict_params, sizes.timing("W4")
+    case = Case(
+        "W4", title, "torch", "µs/param", n, 1.0, *timing, steps, 1e-9, jit=False, replay_peer_target=NOT_ABOVE_EAGER
+    )
+    return [case]

@@ -9,7 +9,8 @@ W0  ``grad`` of ``sum(x * 2.0)`` per leaf, on three kinds of argument: a 4-eleme
     (a pipeline hands every library numpy arrays). Reported in µs per call and as a ratio
     to hand-written numpy: the forward plus the gradient ``np.full_like(x, 2.0)`` per leaf,
     in the argument's own structure. Targets for nodegrad: at most 2x hand-written numpy
-    and at most 0.5x PyTorch.
+    and at most 0.5x PyTorch. A replay row calls the same ``grad`` (``value_and_grad``)
+    through ``ng.replay``, recorded when it is built; its target: at most 0.30x PyTorch.
 
 A peer that cannot take the argument as it is (autograd and an attrs record) is reported
 as failed with its own error: that is what its user meets. JAX runs jitted (its
@@ -26,7 +27,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from .libraries import Step
+from .libraries import REPLAY, Step, replayed_step, with_replay
 from .timing import Case, Sizes
 
 CALLS = 20  # calls per timed run
@@ -87,12 +88,12 @@ def call_for(name: str, p: Any, with_value: bool) -> Callable[[], Any]:
     if name == "numpy":
         loss = loss_with(np.sum, p)
         return lambda: by_hand(p, loss, with_value)
-    if name == "nodegrad":
+    if name in ("nodegrad", REPLAY):
         import nodegrad as ng
 
         transform = ng.value_and_grad if with_value else ng.grad
         fn = transform(loss_with(np.sum, p))
-        return lambda: fn(p)
+        return replayed_step(fn, [p]) if name == REPLAY else lambda: fn(p)
     if name == "torch":
         return torch_call(p, with_value)
     if name == "autograd":
@@ -170,7 +171,8 @@ def steps_for(libraries: Sequence[str], p: Any, with_value: bool) -> dict[str, C
 
         return build
 
-    names = ["numpy", *(name for name in libraries if name in ("nodegrad", "torch", "autograd", "mygrad", "jax"))]
+    known = ("nodegrad", REPLAY, "torch", "autograd", "mygrad", "jax")
+    names = ["numpy", *(name for name in with_replay(libraries) if name in known)]
     return {name: builder(name) for name in names}
 
 
@@ -179,7 +181,21 @@ def w0_cases(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
 
     def case(title: str, p: Any, with_value: bool) -> Case:
         steps = steps_for(libraries, p, with_value)
-        return Case("W0", title, "numpy", "µs/call", CALLS, 2.0, rounds, runs, steps, 1e-12, True, ("torch", 0.5))
+        return Case(
+            "W0",
+            title,
+            "numpy",
+            "µs/call",
+            CALLS,
+            2.0,
+            rounds,
+            runs,
+            steps,
+            1e-12,
+            True,
+            ("torch", 0.5),
+            replay_peer_target=("torch", 0.30),
+        )
 
     cases = [case(f"W0 fixed cost of grad, {kind} argument", p, False) for kind, p in KINDS.items()]
     cases.append(case("W0 fixed cost of value_and_grad, array argument", ARRAY, True))

@@ -13,7 +13,8 @@ Two cases: the gradient w.r.t. w only (the columns stay plain arrays, so only th
 ``ng.grad(gather_loss, argnums=(0, 1))(w, cols, idx)``: the dict itself is differentiated
 and its gradient is a dict holding "x" and "y", so every library and the baseline compute
 the "y" gradient too (a 4,096-entry scatter, about 5 µs by hand). Target: nodegrad <= 1.10x
-numpy in both cases.
+numpy in both cases. Each case has a replay row too, the same ``ng.grad`` through
+``ng.replay`` (recorded when it is built), with the same target.
 
 The baseline is a hand-written numpy forward + backward
 (:func:`gather_numpy_loss_and_grads`), checked against nodegrad's at startup
@@ -40,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from .libraries import GRADIENT_STEPS, PREFIX, Step, max_relative_error
+from .libraries import GRADIENT_STEPS, PREFIX, REPLAY, Step, max_relative_error, replayed_step, with_replay
 from .timing import Case, Sizes
 
 LEAK = 0.1  # the slope of the leaky branch of np.where
@@ -167,11 +168,11 @@ def gather_step(name: str, wrt_cols: bool, w: np.ndarray, cols: dict[str, np.nda
     ``wrt_cols`` w.r.t. the weight and the columns dict (which includes "y")."""
     if name == "numpy":
         return lambda: gather_numpy_loss_and_grads(w, cols, idx, wrt_cols)[1]
-    if name == "nodegrad":
+    if name in ("nodegrad", REPLAY):
         import nodegrad as ng
 
         grad = ng.grad(gather_loss, argnums=(0, 1) if wrt_cols else 0)
-        return lambda: grad(w, cols, idx)
+        return replayed_step(grad, (w, cols, idx)) if name == REPLAY else lambda: grad(w, cols, idx)
     if name == "torch":
         import torch
 
@@ -214,7 +215,7 @@ def gather_steps(
 ) -> dict[str, Callable[[], Step]]:
     """A step builder per library (the hand-written numpy one first) for one W6 variant."""
     w, cols, idx = gather_inputs(rows, features, batch)
-    names = ["numpy", *(name for name in libraries if name in GRADIENT_STEPS)]
+    names = ["numpy", *(name for name in with_replay(libraries) if name in GRADIENT_STEPS)]
     steps = {name: (lambda name=name: gather_step(name, wrt_cols, w, cols, idx)) for name in names}
     if not wrt_cols:
         steps[PREFIX] = lambda: lambda: gather_prefix(cols, idx)
@@ -234,7 +235,8 @@ def w6_cases(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
     for wrt_cols, wrt in ((False, "w"), (True, "w and the columns dict")):
         steps = gather_steps(libraries, sizes.gather_rows, sizes.gather_features, sizes.gather_batch, wrt_cols)
         title = f"{what}, grad w.r.t. {wrt}"
-        cases.append(Case("W6", title, "numpy", "ms", 1, 1.10, *sizes.timing("W6"), steps, 1e-9, jit=True))
+        timing = sizes.timing("W6")
+        cases.append(Case("W6", title, "numpy", "ms", 1, 1.10, *timing, steps, 1e-9, True, replay_target=1.10))
     return cases
 
 

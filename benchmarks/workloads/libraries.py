@@ -5,12 +5,18 @@ sum and matmul, :data:`GRADIENT_STEPS` turns a loss and its arguments into a ste
 computes the gradient with respect to every argument in that library's own way, and
 :func:`max_relative_error` compares any library's gradient with the baseline's (the
 "check" column).
+
+The replay rows (:data:`REPLAY`, W0, W1, W2, W4, W6 and W7) call nodegrad's own gradient
+function through ``ng.replay``: :func:`replayed_step` records it when the step is built,
+so that the warm-up and every timed or measured call is a replay, and
+:func:`replay_check` compares a replay's gradient with eager nodegrad's.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +33,13 @@ PREFIX = "prefix"
 # loop of VJP back calls, one per row of the Jacobian) and W11 (the call without chunk_size).
 LOOP, VJP_LOOP, UNCHUNKED = "loop", "vjp_loop", "unchunked"
 
+# nodegrad's gradient function under ``ng.replay``, a row beside eager nodegrad's in the
+# workloads that opt in (:func:`with_replay`); it runs nodegrad's own loss and ops.
+REPLAY = "replay"
+# The replay row's target against eager nodegrad's row (W2 and W4 in time, W7 in peak
+# memory): the recorded program costs no more than the eager step it was recorded from.
+NOT_ABOVE_EAGER = ("nodegrad", 1.0)
+
 DISPLAY = {
     "numpy": "numpy (by hand)",
     "torch": "pytorch (cpu)",
@@ -34,6 +47,7 @@ DISPLAY = {
     LOOP: "nodegrad, loop of ng.grad",
     VJP_LOOP: "nodegrad, loop of vjp rows",
     UNCHUNKED: "nodegrad, unchunked",
+    REPLAY: "nodegrad (replay)",
 }
 
 
@@ -78,8 +92,8 @@ class ArrayOps:
 
 
 def library_ops(name: str) -> ArrayOps:
-    """The library's own sin, tanh, sum and matmul."""
-    if name == "nodegrad":
+    """The library's own sin, tanh, sum and matmul (nodegrad's for the replay row)."""
+    if name in ("nodegrad", REPLAY):
         import nodegrad as ng
 
         return ArrayOps(ng.sin, ng.tanh, ng.sum, ng.matmul)
@@ -120,6 +134,37 @@ def gradient_step_nodegrad(loss: Loss, args: Sequence[Any], jit: bool) -> Step:
     return lambda: grad(*args)
 
 
+def replayed_step(fn: Callable[..., Any], args: Sequence[Any]) -> Step:
+    """A step calling ``ng.replay(fn)`` on ``args``, recorded here, so that the warm-up and
+    every timed (or, in W7, measured) call replays the recorded program.
+
+    It is recorded and then replayed once here, because two ways of not replaying are
+    silent and would time eager nodegrad under the replay's name: ``ng.replay`` giving up
+    on the function (a ``ReplayWarning``, after which it runs eagerly) raises here, and so
+    does a replay that records a second program for the same arguments (a guard that
+    misses every time: each timed call would record again).
+    """
+    import nodegrad as ng
+    from nodegrad.errors import ReplayWarning
+
+    replayed = ng.replay(fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReplayWarning)
+        replayed(*args)  # records
+        replayed(*args)  # replays
+    if len(replayed.traces) != 1:
+        msg = f"ng.replay recorded {len(replayed.traces)} programs for one set of arguments"
+        raise RuntimeError(msg)
+    return lambda: replayed(*args)
+
+
+def gradient_step_replay(loss: Loss, args: Sequence[Any], jit: bool) -> Step:
+    """The gradient function of :func:`gradient_step_nodegrad`, replayed."""
+    import nodegrad as ng
+
+    return replayed_step(ng.grad(loss, argnums=all_positions(args)), args)
+
+
 def gradient_step_torch(loss: Loss, args: Sequence[Any], jit: bool) -> Step:
     import torch
 
@@ -157,6 +202,7 @@ def gradient_step_jax(loss: Loss, args: Sequence[Any], jit: bool) -> Step:
 
 GRADIENT_STEPS: dict[str, Callable[[Loss, Sequence[Any], bool], Step]] = {
     "nodegrad": gradient_step_nodegrad,
+    REPLAY: gradient_step_replay,
     "torch": gradient_step_torch,
     "autograd": gradient_step_autograd,
     "mygrad": gradient_step_mygrad,
@@ -196,3 +242,21 @@ def max_relative_error(got: Any, ref: Any) -> float:
     if diff == 0.0:
         return 0.0
     return diff / scale if scale else float("inf")  # NaN stays NaN and fails every check
+
+
+def with_replay(libraries: Sequence[str]) -> list[str]:
+    """``libraries`` with the replay row right after nodegrad's, whose gradient it is checked against."""
+    names = list(libraries)
+    if "nodegrad" in names:
+        names.insert(names.index("nodegrad") + 1, REPLAY)
+    return names
+
+
+def replay_check(got: Any, eager: Any, tolerance: float) -> str:
+    """A replay's gradient against eager nodegrad's. ``ng.replay`` makes the same numpy calls
+    in the same order, so "= eager" (bit for bit) is what it promises; a difference within
+    ``tolerance`` is shown with its size, a larger one as a mismatch."""
+    error = max_relative_error(got, eager)
+    if error == 0.0:
+        return "= eager"
+    return f"{error:.1e} from eager" if error <= tolerance else f"MISMATCH {error:.1e} from eager"

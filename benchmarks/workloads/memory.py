@@ -35,6 +35,12 @@ numpy-based libraries, but PyTorch's float64 MLP step was seen anywhere from 3.0
 one child is not enough.
 
 Target: nodegrad's RSS peak at most PyTorch's (ratio <= 1.00x), in each case.
+
+Each case also has a replay row (:data:`.libraries.REPLAY`): nodegrad's gradient function
+through ``ng.replay``, recorded in its child when the step is built, before the warm-up,
+so that both measured steps are replays. The child compares the warm-up's gradient with
+eager nodegrad's (the "check" column, which only this row has). Target: its RSS peak at
+most eager nodegrad's (<= 1.00x, shown beside the ratio to PyTorch).
 """
 
 from __future__ import annotations
@@ -51,9 +57,9 @@ from typing import Any
 import numpy as np
 
 from .environment import MALLOC_VARS
-from .libraries import GRADIENT_STEPS, display_name
+from .libraries import GRADIENT_STEPS, NOT_ABOVE_EAGER, REPLAY, display_name, with_replay
 from .mlp import mlp_inputs
-from .timing import Sizes, short_error
+from .timing import Sizes, short_error, verdict
 
 BENCHMARKS_DIR = Path(__file__).resolve().parent.parent  # the child runs as ``-m workloads.memory_child`` from here
 CHILD_MODULE = "workloads.memory_child"
@@ -74,6 +80,7 @@ class MemoryCase:
     computation: dict[str, Any]  # what the child builds, as JSON (see memory_child)
     input_bytes: int
     children: int  # children per library; the minimum is kept
+    replay_peer_target: tuple[str, float] | None = None  # the replay row's largest ratio to that row
 
 
 @dataclass
@@ -92,12 +99,15 @@ class MemoryRow:
     ratio: float | None = None  # RSS peak over the baseline's
     baseline: str = ""
     target: float | None = None
+    peer_target: tuple[str, float] | None = None  # the replay row's, see MemoryCase
+    peer_ratio: float | None = None  # its RSS peak over that row's
     met: bool | None = None
+    check: str = ""  # the replay row's gradient against eager nodegrad's, from its children
     error: str = ""
 
 
 def memory_libraries(libraries: Sequence[str]) -> tuple[str, ...]:
-    return ("numpy", *(name for name in libraries if name in GRADIENT_STEPS))
+    return ("numpy", *(name for name in with_replay(libraries) if name in GRADIENT_STEPS))
 
 
 def mlp_input_bytes(layers: Sequence[int], batch: int, dtype: Any) -> int:
@@ -116,9 +126,10 @@ def w7_cases(sizes: Sizes, libraries: Sequence[str]) -> list[MemoryCase]:
             "torch",
             TARGET,
             names,
-            {"computation": "chain", "n": n},
+            {"computation": "chain", "n": n, "tolerance": 1e-9},
             chain_bytes,
             sizes.memory_children,
+            NOT_ABOVE_EAGER,
         )
     ]
     layers = "-".join(map(str, sizes.layers))
@@ -131,9 +142,16 @@ def w7_cases(sizes: Sizes, libraries: Sequence[str]) -> list[MemoryCase]:
                 "torch",
                 TARGET,
                 names,
-                {"computation": "mlp", "layers": list(sizes.layers), "batch": batch, "dtype": dtype},
+                {
+                    "computation": "mlp",
+                    "layers": list(sizes.layers),
+                    "batch": batch,
+                    "dtype": dtype,
+                    "tolerance": 1e-4 if dtype == "float32" else 1e-9,  # the replay's check, as W2's
+                },
                 mlp_bytes,
                 sizes.memory_children,
+                NOT_ABOVE_EAGER,
             )
         )
     return cases
@@ -180,6 +198,7 @@ def measure_library(case: MemoryCase, library: str) -> MemoryRow:
     row.rss_meter = ", ".join(sorted({r["rss_meter"] for r in results}))
     row.traced_runs_bytes = [r["traced_peak_bytes"] for r in results if r["traced_peak_bytes"] is not None]
     row.traced_peak_bytes = min(row.traced_runs_bytes, default=None)
+    row.check = ", ".join(sorted({r["check"] for r in results if r["check"]}))
     return row
 
 
@@ -189,13 +208,19 @@ def measure_memory_case(case: MemoryCase, judge_targets: bool) -> list[MemoryRow
     for library in case.libraries:
         print(f"  {case.title}: {display_name(library)} ...", file=sys.stderr, flush=True)
         rows.append(measure_library(case, library))
-    base = next((r for r in rows if r.library == case.baseline and r.rss_peak_bytes), None)
+    by_name = {r.library: r for r in rows}
+    base = by_name.get(case.baseline)
     for row in rows:
         if base is not None and base.rss_peak_bytes and row.rss_peak_bytes is not None:
             row.ratio = row.rss_peak_bytes / base.rss_peak_bytes
         if row.library == "nodegrad" and case.target is not None:
             row.target = case.target
-            row.met = None if row.ratio is None or not judge_targets else row.ratio <= case.target
+            row.met = verdict([(row.ratio, case.target)], judge_targets)
+        peer = by_name.get(case.replay_peer_target[0]) if case.replay_peer_target else None
+        if row.library == REPLAY and case.replay_peer_target and peer is not None:
+            if peer.rss_peak_bytes and row.rss_peak_bytes is not None:
+                row.peer_target, row.peer_ratio = case.replay_peer_target, row.rss_peak_bytes / peer.rss_peak_bytes
+            row.met = verdict([(row.peer_ratio, case.replay_peer_target[1])], judge_targets)
     return rows
 
 

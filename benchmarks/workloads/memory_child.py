@@ -3,9 +3,13 @@
 Run by :func:`.memory.measure_in_child` as ``python -m workloads.memory_child SPEC`` from
 the ``benchmarks`` directory, once per library, computation and repetition, so that
 nothing another library allocated, cached or left in the heap is in this process. SPEC is
-a JSON object: ``library``, ``threads`` and ``computation`` (``"chain"`` with ``n``, or
-``"mlp"`` with ``layers``, ``batch`` and ``dtype``). The step is the one the timing
-workloads run (:func:`.large_chain.bounded_chain_steps`, :func:`.mlp.mlp_steps`).
+a JSON object: ``library``, ``threads``, ``computation`` (``"chain"`` with ``n``, or
+``"mlp"`` with ``layers``, ``batch`` and ``dtype``) and ``tolerance``. The step is the one
+the timing workloads run (:func:`.large_chain.bounded_chain_steps`, :func:`.mlp.mlp_steps`).
+For the replay row (:data:`.libraries.REPLAY`) building the step records nodegrad's
+gradient function (:func:`.libraries.replayed_step`), so the warm-up and both measured
+steps are replays; the warm-up's gradient is compared with eager nodegrad's, computed in
+this child before anything is measured (:func:`check_replay`).
 
 The child imports the library, builds the inputs and runs the step once as a warm-up
 (imports, lazy initialisation and JAX's compilation are not what is measured), then
@@ -20,7 +24,8 @@ the step is live memory only):
    JAX's allocators do not, so for those two (chosen by name, :data:`UNTRACED`) the value
    is ``null`` rather than the few kilobytes of Python objects it would show.
 
-The last line of stdout is ``{"rss_peak_bytes", "rss_meter", "traced_peak_bytes"}``.
+The last line of stdout is ``{"rss_peak_bytes", "rss_meter", "traced_peak_bytes", "check"}``
+(``check`` empty but for the replay row).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from .large_chain import bounded_chain_steps
-from .libraries import Step, import_library
+from .libraries import REPLAY, Step, import_library, replay_check
 from .mlp import mlp_steps
 
 UNTRACED = frozenset({"torch", "jax"})  # their buffers bypass tracemalloc
@@ -56,6 +61,13 @@ def build_step(spec: dict[str, Any]) -> Step:
     else:
         builders = mlp_steps([library], spec["layers"], spec["batch"], np.dtype(spec["dtype"]), jit=True)
     return builders[library]()
+
+
+def check_replay(spec: dict[str, Any], replayed: Any) -> str:
+    """The replay row's check cell: ``replayed`` (a replay's gradient) against the eager
+    nodegrad step's on the same inputs, which is built, run and freed here."""
+    eager = build_step({**spec, "library": "nodegrad"})()
+    return replay_check(replayed, eager, spec["tolerance"])
 
 
 def release_free_heap() -> None:
@@ -124,14 +136,17 @@ def traced_peak(step: Step) -> int:
 
 
 def measure(spec: dict[str, Any]) -> dict[str, Any]:
-    """Warm up, then the RSS peak of one step, then the traced peak of another."""
+    """Warm up, then the RSS peak of one step, then the traced peak of another (the replay
+    row: record, warm up and check against eager nodegrad, then the same)."""
     if spec["library"] != "numpy":
-        import_library(spec["library"], spec["threads"])
+        import_library("nodegrad" if spec["library"] == REPLAY else spec["library"], spec["threads"])
     step = build_step(spec)
-    step()
+    warm_up = step()
+    check = check_replay(spec, warm_up) if spec["library"] == REPLAY else ""
+    del warm_up
     rss, meter = rss_peak(step)
     traced = None if spec["library"] in UNTRACED else traced_peak(step)
-    return {"rss_peak_bytes": rss, "rss_meter": meter, "traced_peak_bytes": traced}
+    return {"rss_peak_bytes": rss, "rss_meter": meter, "traced_peak_bytes": traced, "check": check}
 
 
 def main(argv: Sequence[str]) -> int:

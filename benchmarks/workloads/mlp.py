@@ -5,7 +5,8 @@ MLP 784-256-256-10, tanh hidden activations, softmax cross-entropy with integer 
 parameters. Reported in ms per step and as a ratio to a hand-written numpy forward +
 backward (:func:`mlp_numpy_loss_and_grads`), whose gradients are checked against
 nodegrad's at startup (:func:`check_hand_written`). Target: nodegrad <= 1.3x numpy.
-JAX runs jitted.
+JAX runs jitted. A replay row calls nodegrad's gradient function through ``ng.replay``
+(recorded when it is built). Target: no slower than eager nodegrad (<= 1.0x its time).
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ from typing import Any
 
 import numpy as np
 
-from .libraries import GRADIENT_STEPS, ArrayOps, Loss, Step, all_positions, library_ops, max_relative_error
+from .libraries import (
+    GRADIENT_STEPS,
+    NOT_ABOVE_EAGER,
+    REPLAY,
+    ArrayOps,
+    Loss,
+    Step,
+    all_positions,
+    library_ops,
+    max_relative_error,
+    with_replay,
+)
 from .timing import Case, Sizes
 
 
@@ -113,6 +125,7 @@ def mlp_loss_jax(x: np.ndarray, labels: np.ndarray) -> Loss:
 
 MLP_LOSSES: dict[str, Callable[[np.ndarray, np.ndarray], Loss]] = {
     "nodegrad": mlp_loss_nodegrad,
+    REPLAY: mlp_loss_nodegrad,  # the same loss, its gradient replayed
     "torch": mlp_loss_torch,
     "autograd": mlp_loss_autograd,
     "mygrad": mlp_loss_mygrad,
@@ -142,9 +155,13 @@ def w2_cases(sizes: Sizes, libraries: Sequence[str]) -> list[Case]:
     layers = "-".join(map(str, sizes.layers))
     cases = []
     for dtype, tolerance in ((np.float32, 1e-4), (np.float64, 1e-9)):
-        steps = mlp_steps(libraries, sizes.layers, sizes.batch, dtype, jit=True)
+        steps = mlp_steps(with_replay(libraries), sizes.layers, sizes.batch, dtype, jit=True)
         title = f"W2 MLP {layers}, batch {sizes.batch}, {np.dtype(dtype).name}"
-        cases.append(Case("W2", title, "numpy", "ms", 1, 1.3, *sizes.timing("W2"), steps, tolerance, jit=True))
+        timing = sizes.timing("W2")
+        case = Case(
+            "W2", title, "numpy", "ms", 1, 1.3, *timing, steps, tolerance, jit=True, replay_peer_target=NOT_ABOVE_EAGER
+        )
+        cases.append(case)
     return cases
 
 

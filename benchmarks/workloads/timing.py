@@ -3,7 +3,9 @@
 Each library runs each case once as a warm-up, its gradient checked against the baseline's
 (:func:`prepare_library`); then the libraries are timed with ``time.perf_counter`` in
 interleaved rounds (:func:`time_in_rounds`), and :func:`run_case` turns the times into
-:class:`Row` results: minimum and median, in the case's unit, and the ratio to the baseline.
+:class:`Row` results: minimum and median, in the case's unit, the ratio to the baseline,
+and for the rows that have targets (nodegrad's and its replay's, :func:`row_targets`)
+whether they meet them (:func:`judge_row`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ import gc
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .libraries import PREFIX, Step, as_numpy, display_name, max_relative_error
+from .libraries import PREFIX, REPLAY, Step, as_numpy, display_name, max_relative_error, replay_check
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,11 @@ class Case:
     # A second target against a peer: (library, nodegrad's largest ratio to it), e.g. W0's
     # "at most 0.5x PyTorch" beside "at most 2x hand-written numpy".
     peer_target: tuple[str, float] | None = None
+    # The replay row's targets (libraries.REPLAY), like nodegrad's: its largest ratio to the
+    # baseline, and to another row, PyTorch's or eager nodegrad's (e.g. W2's "replaying is
+    # no slower than tracing", ("nodegrad", 1.0)).
+    replay_target: float | None = None
+    replay_peer_target: tuple[str, float] | None = None
 
 
 @dataclass
@@ -133,8 +140,8 @@ class Row:
     ratio: float | None = None
     baseline: str = ""
     target: float | None = None
-    peer_target: tuple[str, float] | None = None  # see Case.peer_target
-    peer_ratio: float | None = None  # nodegrad's ratio to that peer
+    peer_target: tuple[str, float] | None = None  # see Case.peer_target and Case.replay_peer_target
+    peer_ratio: float | None = None  # this row's ratio to that peer
     met: bool | None = None
     check: str = ""
     error: str = ""
@@ -203,17 +210,23 @@ def time_in_rounds(case: Case, steps: dict[str, Step], rows: dict[str, Row]) -> 
 
 
 def run_case(case: Case, judge_targets: bool) -> list[Row]:
-    """Every library on one case. The baseline is prepared first: its gradient is the check's reference."""
+    """Every library on one case. The baseline is prepared first: its gradient is the check's
+    reference. A replay row is also checked against eager nodegrad's gradient (prepared
+    before it: :func:`.libraries.with_replay` puts it right after nodegrad)."""
     order = sorted(case.builders, key=lambda name: name != case.baseline)
     rows: dict[str, Row] = {}
     steps: dict[str, Step] = {}
-    reference = None
+    reference = eager = None
     for name in order:
         print(f"  {case.title}: {display_name(name)} ...", file=sys.stderr, flush=True)
         rows[name], step, grads = prepare_library(case, name, reference)
         if step is not None:
             steps[name] = step
             reference = grads if reference is None else reference
+        if name == "nodegrad" and REPLAY in case.builders:
+            eager = grads
+        elif name == REPLAY and step is not None and eager is not None:
+            rows[name].check += ", " + replay_check(grads, eager, case.tolerance)
         del grads
     print(f"  {case.title}: timing {case.rounds} x {case.runs_per_round} runs", file=sys.stderr, flush=True)
     scale = (1e6 / case.ops_per_run) if case.unit.startswith("µs/") else 1e3
@@ -221,18 +234,47 @@ def run_case(case: Case, judge_targets: bool) -> list[Row]:
         row = rows[name]
         row.best_s, row.median_s, row.runs = min(times), statistics.median(times), len(times)
         row.value, row.median_value = row.best_s * scale, row.median_s * scale
-    del steps, reference
+    del steps, reference, eager
     gc.collect()
     base = rows.get(case.baseline)
     for row in rows.values():
         if base is not None and base.best_s and row.best_s is not None:
             row.ratio = row.best_s / base.best_s
-        if row.library == "nodegrad" and case.target is not None:
-            row.target = case.target
-            row.met = None if row.ratio is None or not judge_targets else row.ratio <= case.target
-            peer = rows.get(case.peer_target[0]) if case.peer_target else None
-            if case.peer_target and peer is not None and peer.best_s and row.best_s is not None:
-                row.peer_target, row.peer_ratio = case.peer_target, row.best_s / peer.best_s
-                if row.met is not None:
-                    row.met = row.met and row.peer_ratio <= case.peer_target[1]
+        judge_row(row, rows, *row_targets(case, row.library), judge_targets)
     return list(rows.values())
+
+
+def row_targets(case: Case, name: str) -> tuple[float | None, tuple[str, float] | None]:
+    """The targets of row ``name``: nodegrad's and its replay's are the case's; the others have none."""
+    if name == "nodegrad":
+        return case.target, case.peer_target
+    if name == REPLAY:
+        return case.replay_target, case.replay_peer_target
+    return None, None
+
+
+def judge_row(
+    row: Row, rows: dict[str, Row], target: float | None, peer_target: tuple[str, float] | None, judge: bool
+) -> None:
+    """Attach a row's targets and its ratio to the peer target's row, and whether it meets them all.
+
+    A peer that did not run (not installed, or failed) leaves its target out, and the row is
+    judged by the other alone; ``judge`` is False with ``--quick``.
+    """
+    limits: list[tuple[float | None, float]] = []
+    if target is not None:
+        row.target = target
+        limits.append((row.ratio, target))
+    peer = rows.get(peer_target[0]) if peer_target else None
+    if peer_target and peer is not None and peer.best_s and row.best_s is not None:
+        row.peer_target, row.peer_ratio = peer_target, row.best_s / peer.best_s
+        limits.append((row.peer_ratio, peer_target[1]))
+    row.met = verdict(limits, judge)
+
+
+def verdict(limits: Sequence[tuple[float | None, float]], judge: bool) -> bool | None:
+    """Whether every (ratio, largest allowed ratio) pair holds; ``None`` when the targets are
+    not judged, there are none, or a ratio is missing (a row that failed)."""
+    if not judge or not limits or any(ratio is None for ratio, _ in limits):
+        return None
+    return all(ratio is not None and ratio <= limit for ratio, limit in limits)
