@@ -30,7 +30,20 @@ import numpy as np
 from nodegrad.engine.traced import ArrayFace, Traced, next_stamp
 from nodegrad.errors import ArenaError, LeakedTracerError, user_location
 
-__all__ = ["FOREIGN", "Instruction", "Miss", "Staged", "Tape", "Unreplayable", "array", "asarray", "call_on", "now"]
+__all__ = [
+    "FOREIGN",
+    "RECORDING",
+    "Instruction",
+    "Miss",
+    "Staged",
+    "Tape",
+    "Unreplayable",
+    "array",
+    "asarray",
+    "call_on",
+    "now",
+    "only_staged",
+]
 
 
 #: The types of the values of other transforms (traced, batched: their modules add theirs):
@@ -201,6 +214,22 @@ class Tape:
             watch(False)
         return self._outputs(fn, name, args, kwargs, out, static or fn in _SHAPE_STATIC or type(fn) is np.ufunc)
 
+    def whole(self, fn: Any, args: tuple[Any, ...], name: str) -> Any:
+        """``fn(*args)`` appended as one call on the values now (a rule of the sweep, say,
+        whose plain path then runs as it does eagerly); where its result is not one a tape
+        holds (a structure), ``fn`` runs on the staged values instead, each numpy call it
+        makes appended. ``fn`` must not change anything but its result."""
+        raw = self._raw(args)
+        watch = self.watch
+        if watch is not None:
+            watch(True)
+        out = fn(*raw)
+        if watch is not None:
+            watch(False)
+        if out is not None and not _stageable(out) and not _stageable_items(out):
+            return fn(*args)
+        return self._outputs(fn, name, args, {}, out, static=True)
+
     def _outputs(self, fn: Any, name: str, args: Any, kwargs: Any, out: Any, static: bool) -> Any:
         if out is None:
             self.instructions.append(Instruction("call", name, fn, args, kwargs))
@@ -212,7 +241,7 @@ class Tape:
             step.values = (_described(out),)
             self.instructions.append(step)
             return staged
-        if isinstance(out, tuple | list) and all(o is None or _stageable(o) for o in out):
+        if _stageable_items(out):
             positions = tuple(k for k, o in enumerate(out) if o is not None)
             items: list[Any] = list(out)
             for k in positions:
@@ -305,6 +334,10 @@ def _described(value: Any) -> str:
     if isinstance(value, np.ndarray | np.generic):
         return f"{value.dtype}{list(value.shape)}"
     return type(value).__name__
+
+
+def _stageable_items(value: Any) -> bool:
+    return isinstance(value, tuple | list) and all(o is None or _stageable(o) for o in value)
 
 
 def _stageable(value: Any) -> bool:
@@ -624,6 +657,30 @@ def call_on(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
             if type(item) is Staged:
                 return item.level.call(fn, args, kwargs, getattr(fn, "__name__", "call"), static=True)
     return fn(*args, **kwargs)
+
+
+def only_staged(values: Any) -> Tape | None:
+    """The tape of the staged values in ``values`` (a tuple of arguments, searched through
+    tuples, lists and dicts) when there are some and no value of another transform (traced,
+    batched) is among them: a call on them can be recorded whole. ``None`` otherwise."""
+    found: Tape | None = None
+    todo = [values]
+    while todo:
+        value = todo.pop()
+        kind = type(value)
+        if kind is Staged:
+            found = value.level
+        elif kind in FOREIGN:
+            return None
+        elif kind is tuple or kind is list:
+            todo.extend(value)
+        elif kind is dict:
+            todo.extend(value.values())
+    return found
+
+
+#: How many recordings are running: while none is, the sweep looks for no staged value.
+RECORDING = [0]
 
 
 def asarray(value: Any, dtype: Any = None) -> Any:

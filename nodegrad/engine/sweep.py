@@ -24,7 +24,7 @@ import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
 from nodegrad.engine.record import INTERPRETERS
-from nodegrad.engine.staged import Staged, array, now
+from nodegrad.engine.staged import RECORDING, Staged, array, now, only_staged
 from nodegrad.engine.structure import (
     flatten_with_paths,
     integer_leaves,
@@ -205,6 +205,10 @@ def sweep(
             # Structured cotangents are merged in place later on: keep a copy.
             grads[i] = g.copy() if isinstance(g, StructCotangent) else g
         op, parents, argnums, args, value = nodes[i]
+        if RECORDING[0]:
+            tape = only_staged((g, value, args))
+            if tape is not None:  # recorded by replay: each rule one call, on the plain values
+                op = _recorded_whole(op, tape)
         rules = op.vjps if op.joint is None else _joint_answers(op, mark, parents, argnums, g, value, args)
         for p, k in zip(parents, argnums):  # noqa: B905  (equal by construction; hot loop)
             if mark[p]:
@@ -229,6 +233,25 @@ def sweep(
         if release and parents:
             nodes[i] = (op, parents, argnums, (), None)
     return grads, visited
+
+
+class _Recorded:
+    """An op whose rules a replay's tape records whole (see :meth:`Tape.whole`): as the op
+    for the sweep's loop, with its rules wrapped."""
+
+    def __init__(self, op: Any, tape: Any) -> None:
+        self.name = op.name
+        self.broadcasts = op.broadcasts
+        self.vjps = tuple(None if rule is None else _whole(rule, tape, op.name) for rule in op.vjps)
+        self.joint = None if op.joint is None else _whole(op.joint, tape, op.name)
+
+
+def _whole(rule: Callable[..., Any], tape: Any, name: str) -> Callable[..., Any]:
+    return lambda *args: tape.whole(rule, args, f"{name} rule")
+
+
+def _recorded_whole(op: Any, tape: Any) -> Any:
+    return _Recorded(op, tape)
 
 
 def _joint_answers(

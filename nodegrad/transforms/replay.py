@@ -24,7 +24,7 @@ from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.program import NonFinite, Program, compile_tape
 from nodegrad.engine.record import interpreting
-from nodegrad.engine.staged import Instruction, Miss, Staged, Tape, Unreplayable
+from nodegrad.engine.staged import RECORDING, Instruction, Miss, Staged, Tape, Unreplayable
 from nodegrad.engine.structure import LEAF, TreeDef, UnwalkableError, flatten
 from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
 from nodegrad.ops import staging as staging  # the replay interpreter of ops, registered on import
@@ -274,6 +274,7 @@ class Replayed(Transformed[P, Any]):
         dyn_args, dyn_kwargs = (tuple(staged), {}) if treedef is None else _rebuild(staged, *treedef)
         call_args, call_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
         interpreting(True)
+        RECORDING[0] += 1
         try:
             with refusing_draws(self._name, self._fun, [*args, *kwargs.values()], tape):
                 out = self._fun(*call_args, **call_kwargs)
@@ -281,6 +282,7 @@ class Replayed(Transformed[P, Any]):
             return self._give_up(key, exc.reason, args, kwargs)
         finally:
             interpreting(False)
+            RECORDING[0] -= 1
             tape.active = False  # (closed below, once the result is read)
         out_leaves, out_treedef = flatten(out)
         for leaf in out_leaves:

@@ -13,7 +13,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import guarded, record, record2
 from nodegrad.engine.registry import defbatch, defjoint, defop
-from nodegrad.engine.staged import Staged
+from nodegrad.engine.staged import Staged, asarray, call_on
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.batching import aligned, elementwise
@@ -227,7 +227,7 @@ def where(mask: Any, a: Any, b: Any) -> Any:
     mask_value = unwrap(mask)
     batched_mask = type(mask_value) is Batched
     if not batched_mask:
-        mask_value = np.asarray(mask_value)
+        mask_value = asarray(mask_value)  # (staged by replay: the call is recorded)
     if mask_value.dtype != bool:
         values = all_values(mask_value)  # every example's, under vmap
         if not np.all((values == 0) | (values == 1)):
@@ -250,5 +250,5 @@ def where(mask: Any, a: Any, b: Any) -> Any:
     if dtype.kind not in "biufc":
         msg = f"where: the branches must be numeric, got dtype {dtype} [called at {user_location()}]"
         raise DtypeError(msg)
-    keep = _keep_bits(mask_value, dtype) if dtype.kind == "f" and not batched_mask else None
+    keep = call_on(_keep_bits, mask_value, dtype) if dtype.kind == "f" and not batched_mask else None
     return record(WHERE, mask_value, a, b, keep)
