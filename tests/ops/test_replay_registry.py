@@ -113,3 +113,28 @@ def test_replay_of_the_ops_per_example_gradient_equals_the_eager_one(name: str, 
     batch = tuple(np.stack([a, *scaled((a,), 1.0 - 2.0**-7)]) for a in case.args)
     per_example = ng.vmap(ng.grad(loss, argnums=tuple(range(len(case.args)))))
     check_replayed(per_example, batch, f"vmap of grad of {name}")
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+@FEW
+@given(data=st.data())
+def test_replay_of_the_ops_hessian_vector_product_equals_the_eager_one(name: str, data: st.DataObject) -> None:
+    case: Case = data.draw(SPECS[name], label="case")
+    f = case.of_args()
+    out = f(*case.args)
+    first = case.args[0]
+    if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
+        return  # no gradient to take
+    if not isinstance(first, np.ndarray) or first.dtype.kind != "f":
+        return  # hvp moves an array
+    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
+    rest = case.args[1:]
+
+    def loss(x: Any) -> Any:
+        return np.sum(f(x, *rest) * weights)
+
+    def hessian_times(x: Any, v: Any) -> Any:
+        return ng.hvp(loss, x, v)
+
+    direction = np.linspace(-1.0, 1.0, first.size).reshape(first.shape)
+    check_replayed(hessian_times, (first, direction), f"hvp of {name}")
