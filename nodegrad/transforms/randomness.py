@@ -15,6 +15,7 @@ import contextlib
 import pickle
 import random
 import sys
+import threading
 import types
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -54,6 +55,7 @@ class _Watch:
 
     def __init__(self, where: str) -> None:
         self.where = where
+        self.thread = threading.get_ident()  # the recording's: other threads draw as they please
         self.inside = 0
         self.last = _global_key()
         self.drew = False
@@ -68,7 +70,7 @@ class _Watch:
 
     def refusal(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         def refuse(*args: Any, **kwargs: Any) -> Any:
-            if self.inside:
+            if self.inside or threading.get_ident() != self.thread:
                 return fn(*args, **kwargs)
             msg = (
                 f"{self.where}: np.random.{name}() draws from numpy's global random generator [at {user_location()}]: "
@@ -86,7 +88,7 @@ def _global_key() -> tuple[Any, ...]:
 
 def _unseeded(where: str, make: Callable[..., Any], watch: _Watch) -> Callable[..., Any]:
     def default_rng(seed: Any = None) -> Any:
-        if seed is None and not watch.inside:
+        if seed is None and not watch.inside and threading.get_ident() == watch.thread:
             msg = (
                 f"{where}: np.random.default_rng() without a seed draws fresh entropy [at {user_location()}]: {_ADVICE}"
             )
