@@ -626,11 +626,24 @@ def _asarray(x: Any) -> Any:
 
 
 UNREPLAYABLE: dict[str, Callable[[Any], Any]] = {
-    "buf[0] = x[0]": _write_an_entry_into_a_plain_array,
     "buf[:2] = x[:2]": _write_a_slice_into_a_plain_array,
     "np.add(x, x, out=buf)": _out_into_a_plain_array,
     "np.asarray(x)": _asarray,
 }
+
+
+def test_an_entry_written_into_a_plain_array_is_a_guard_on_its_value() -> None:
+    """numpy reads one entry written into a plain array with float(): a Python value, so a
+    guard (the same entry replays; another records the function again), not a refusal."""
+    fast = ng.replay(_write_an_entry_into_a_plain_array)
+    x = np.array([1.0, -2.0, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ReplayWarning)
+        check_calls(fast, _write_an_entry_into_a_plain_array, [(x,), (x * [1.0, 2.0, 3.0],)], "same entry")
+        assert len(fast.traces) == 1
+        assert any(step.kind == "float" for step in fast.traces[0].instructions)
+        check_calls(fast, _write_an_entry_into_a_plain_array, [(x * 2.0,)], "another entry")
+        assert len(fast.traces) == 2
 
 
 @pytest.mark.parametrize("name", sorted(UNREPLAYABLE))

@@ -135,12 +135,14 @@ _SYNTAX: dict[Any, str] = {**_BINARY, **_UNARY, operator.getitem: "[]", operator
 
 #: Calls whose result's shape follows from their arguments' shapes alone: no shape check.
 _SHAPE_STATIC: set[Any] = {
-    *_BINARY, *_UNARY, np.matmul, np.dot, np.vdot, np.inner, np.outer, np.tensordot, np.einsum, np.sum, np.mean,
-    np.prod, np.max, np.min, np.amax, np.amin, np.std, np.var, np.cumsum, np.cumprod, np.reshape, np.ravel,
-    np.transpose, np.moveaxis, np.swapaxes, np.squeeze, np.expand_dims, np.broadcast_to, np.concatenate, np.stack,
-    np.ones_like, np.zeros_like, np.full_like, np.empty_like, np.clip, np.real, np.imag, np.conj, np.copy,
-    np.ascontiguousarray, np.take_along_axis, np.take, np.flip, np.roll, np.diagonal, np.trace, np.triu, np.tril,
-    np.linalg.solve, np.linalg.inv, np.linalg.det, np.linalg.cholesky, np.linalg.norm, np.asarray, np.array,
+    *_BINARY, *_UNARY, operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor, np.matmul, np.dot,
+    np.vdot, np.inner, np.outer, np.tensordot, np.einsum, np.sum, np.mean, np.prod, np.max, np.min, np.amax,
+    np.amin, np.std, np.var, np.cumsum, np.cumprod, np.reshape, np.ravel, np.transpose, np.moveaxis, np.swapaxes,
+    np.squeeze, np.expand_dims, np.broadcast_to, np.concatenate, np.stack, np.ones_like, np.zeros_like,
+    np.full_like, np.empty_like, np.clip, np.real, np.imag, np.conj, np.copy, np.ascontiguousarray,
+    np.take_along_axis, np.take, np.flip, np.roll, np.diagonal, np.trace, np.triu, np.tril, np.linalg.solve,
+    np.linalg.inv, np.linalg.det, np.linalg.cholesky, np.linalg.norm, np.asarray, np.array,
 }  # fmt: skip
 
 
@@ -158,6 +160,7 @@ class Tape:
         "instructions",
         "mutates_input",
         "name",
+        "saved",
         "slots",
         "stamp",
         "watch",
@@ -170,6 +173,8 @@ class Tape:
         self.inputs: list[Any] = []
         self.arguments = 0
         self.mutates_input = False
+        #: The arguments the recorded calls wrote into, with copies of them as they were.
+        self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._made: list[Staged] = []
         self.active = True
         self.stamp = next_stamp()
@@ -194,6 +199,7 @@ class Tape:
         the arrays they held (the instructions keep only their slots)."""
         self.active = False
         self.inputs = []
+        self.saved = {}
         for staged in self._made:
             staged.now = None
         self._made = []
@@ -317,8 +323,17 @@ class Tape:
                     f"say), which a replay would share between calls [at {user_location()}]"
                 )
                 raise Unreplayable(msg)
-            if any(isinstance(i, np.ndarray) and np.may_share_memory(raw, i) for i in self.inputs):
-                self.mutates_input = True
+            for i in self.inputs:
+                if isinstance(i, np.ndarray) and np.may_share_memory(raw, i):
+                    self.mutates_input = True
+                    self.saved.setdefault(id(i), (i, i.copy()))  # as it was: see restore_inputs
+
+    def restore_inputs(self) -> None:
+        """Put back what the recorded calls wrote into the arguments (before a recording
+        that cannot be replayed is made again eagerly: the writes must happen once)."""
+        for value, before in self.saved.values():
+            np.copyto(value, before)
+        self.saved = {}
 
 
 #: Functions and methods that write into their first argument.

@@ -279,6 +279,8 @@ class Replayed(Transformed[P, Any]):
             with refusing_draws(self._name, self._fun, [*args, *kwargs.values()], tape):
                 out = self._fun(*call_args, **call_kwargs)
         except Unreplayable as exc:
+            tape.restore_inputs()  # the call is made again, eagerly: its writes must happen once
+            tape.close()
             return self._give_up(key, exc.reason, args, kwargs)
         finally:
             interpreting(False)
@@ -287,18 +289,29 @@ class Replayed(Transformed[P, Any]):
         out_leaves, out_treedef = flatten(out)
         for leaf in out_leaves:
             if type(leaf) in HANDLES and (type(leaf) is not Staged or leaf.level is not tape):
+                tape.restore_inputs()
+                tape.close()
                 return self._give_up(key, "it returns a value traced by a transform around it", args, kwargs)
+        # A recording call's result is the eager one: an array made outside the recorded
+        # calls is handed out as a copy, as the program hands out copies of it later.
+        result = out_treedef.unflatten(
+            [
+                leaf.now if type(leaf) is Staged else leaf.copy() if type(leaf) is np.ndarray else leaf
+                for leaf in out_leaves
+            ]
+        )
         checks = any(s.kind != "call" or any(s.shapes) for s in tape.instructions)
         if tape.mutates_input and checks:
+            tape.close()
             reason = "it writes into an argument before a check a replay makes (a branch on a value, a shape)"
-            return self._give_up(key, reason, args, kwargs)
+            self._give_up(key, reason)
+            return result
         program = compile_tape(tape, out_leaves, self._name)
         trace = Trace(_describe_signature(leaves, dynamic), tape, program, out_treedef, out_leaves, self._name)
         self._recorded.append(trace)
         entry = self._signatures.setdefault(key, [])
         assert type(entry) is list
         entry.insert(0, trace)
-        result = out_treedef.unflatten([leaf.now if type(leaf) is Staged else leaf for leaf in out_leaves])
         tape.close()
         return result
 
@@ -311,16 +324,25 @@ class Replayed(Transformed[P, Any]):
         call_kwargs = {k: v if k in self._static_argnames else dyn_kwargs[k] for k, v in kwargs.items()}
         return call_args, call_kwargs
 
-    def _give_up(self, key: Hashable, reason: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Run this signature eagerly from now on, saying why once."""
-        self._signatures[key] = _Eager(f"{self._name} runs eagerly for this signature: {reason}")
-        self._warn(self._signatures[key].reason)  # type: ignore[union-attr]
-        return self._fun(*args, **kwargs)
+    def _give_up(self, key: Hashable, reason: str, args: Any = None, kwargs: Any = None) -> Any:
+        """Run this signature eagerly from now on, saying why once; with ``args`` (and
+        ``kwargs``), make this call so too."""
+        eager = self._signatures[key] = _Eager(f"{self._name} runs eagerly for this signature: {reason}")
+        self._warn(eager.reason)
+        return None if args is None else self._fun(*args, **(kwargs or {}))
 
     def _warn(self, reason: str) -> None:
         if reason not in self._warned:
             self._warned.add(reason)
             warnings.warn(reason, ReplayWarning, stacklevel=user_stacklevel())
+
+
+def _handed_out(leaf: Any) -> Any:
+    """A leaf of a recording call's result: a staged value's value now, a copy of an array
+    made outside the recorded calls (a constant of the program), anything else as it is."""
+    if type(leaf) is Staged:
+        return leaf.now
+    return leaf.copy() if type(leaf) is np.ndarray else leaf
 
 
 #: The first entry of a static leaf's key.
