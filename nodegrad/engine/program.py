@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.staged import _BINARY, _UNARY, Instruction, Miss, Staged, Tape, exact_key
+from nodegrad.engine.staged import _BINARY, _UNARY, Miss, Staged
+from nodegrad.engine.tape import Instruction, Tape, exact_key
 
 __all__ = ["NonFinite", "Program", "compile_tape"]
 

@@ -1,6 +1,7 @@
 """The staged value: what user code holds while ``replay`` records a function.
 
-A :class:`Staged` is ``(level, slot, now)``: slot ``slot`` of the :class:`Tape` ``level``
+A :class:`Staged` is ``(level, slot, now)``: slot ``slot`` of the
+:class:`~nodegrad.engine.tape.Tape` ``level``
 (one recording), whose value in this run is the plain array (or number) ``now``. It
 behaves as ``now`` would: every operator, array method and numpy function given one runs
 numpy's own code on ``now`` and appends that call to the tape, so the tape is the
@@ -20,31 +21,31 @@ call whose result's shape could depend on values appends a shape check.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nodegrad.engine.traced import ArrayFace, Traced, next_stamp
-from nodegrad.errors import ArenaError, LeakedTracerError, user_location
+from nodegrad.engine.traced import ArrayFace, Traced
+from nodegrad.errors import ArenaError, user_location
+
+if TYPE_CHECKING:
+    from nodegrad.engine.tape import Tape
 
 __all__ = [
     "FOREIGN",
     "RECORDING",
-    "Instruction",
     "Miss",
     "Staged",
-    "Tape",
     "Unreplayable",
     "array",
     "asarray",
     "call_on",
+    "method_caller",
     "now",
     "only_staged",
 ]
-
 
 #: The types of the values of other transforms (traced, batched: their modules add theirs):
 #: an operation meeting one hands it the operation first, and a recording that reads one
@@ -68,60 +69,6 @@ class Unreplayable(BaseException):
         self.reason = reason
 
 
-class Instruction:
-    """One step of a tape: ``out = fn(*args, **kwargs)`` (``kind`` ``"call"``), or a guard
-    (``kind`` one of :data:`GUARDS`: ``fn`` converts slot ``args[0]`` to the Python value
-    ``expected``). ``args`` and ``kwargs`` hold :class:`Staged` values where slots are read;
-    ``outs`` are the slots the result (or its items, for a tuple) are written to, ``shape``
-    the result's shapes when they must be checked on replay, ``name`` what displays show."""
-
-    __slots__ = ("args", "expected", "fn", "kind", "kwargs", "name", "outs", "shapes", "syntax", "unpack", "values")
-
-    def __init__(
-        self,
-        kind: str,
-        name: str,
-        fn: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        outs: tuple[int, ...] = (),
-        *,
-        unpack: tuple[int, ...] | None = None,
-        shapes: tuple[tuple[int, ...] | None, ...] = (),
-        expected: Any = None,
-    ) -> None:
-        self.kind = kind
-        self.name = name
-        self.fn = fn
-        self.args = args
-        self.kwargs = kwargs
-        self.outs = outs
-        self.unpack = unpack  # the positions of a tuple result's items written to outs
-        self.shapes = shapes
-        self.expected = expected
-        self.syntax = _SYNTAX.get(fn) if kind == "call" else None
-        #: What each output held when recorded (``float64[2, 3]``), for displays.
-        self.values: tuple[str, ...] = ()
-
-    def __repr__(self) -> str:
-        return f"Instruction({self.kind}, {self.name}, outs={self.outs})"
-
-
-#: Conversions to Python values, and how each is repeated on replay.
-GUARDS: dict[str, Callable[[Any], Any]] = {
-    "bool": bool,
-    "int": int,
-    "index": operator.index,
-    "float": float,
-    "complex": complex,
-    "round": round,
-    "trunc": math.trunc,
-    "floor": math.floor,
-    "ceil": math.ceil,
-    "item": lambda v, *at: v.item(*at),
-    "tolist": lambda v: v.tolist(),
-}
-
 #: Operators written as Python syntax in a compiled tape (the same call as the function,
 #: one step faster than calling ``operator.mul``).
 _BINARY = {
@@ -131,248 +78,6 @@ _BINARY = {
     operator.or_: "|", operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>",
 }  # fmt: skip
 _UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
-_SYNTAX: dict[Any, str] = {**_BINARY, **_UNARY, operator.getitem: "[]", operator.setitem: "[]="}
-
-#: Calls whose result's shape follows from their arguments' shapes alone: no shape check.
-_SHAPE_STATIC: set[Any] = {
-    *_BINARY, *_UNARY, operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor, np.matmul, np.dot,
-    np.vdot, np.inner, np.outer, np.tensordot, np.einsum, np.sum, np.mean, np.prod, np.max, np.min, np.amax,
-    np.amin, np.std, np.var, np.cumsum, np.cumprod, np.reshape, np.ravel, np.transpose, np.moveaxis, np.swapaxes,
-    np.squeeze, np.expand_dims, np.broadcast_to, np.concatenate, np.stack, np.ones_like, np.zeros_like,
-    np.full_like, np.empty_like, np.clip, np.real, np.imag, np.conj, np.copy, np.ascontiguousarray,
-    np.take_along_axis, np.take, np.flip, np.roll, np.diagonal, np.trace, np.triu, np.tril, np.linalg.solve,
-    np.linalg.inv, np.linalg.det, np.linalg.cholesky, np.linalg.norm, np.asarray, np.array,
-}  # fmt: skip
-
-
-class Tape:
-    """One recording of ``replay``: the instructions appended so far, how many slots they
-    fill, the arguments' slots, and what made the recording unreplayable (if anything).
-    It is the level of its :class:`Staged` values (``stamp``, ``active``: see
-    :func:`nodegrad.engine.record._newest_interpreted`)."""
-
-    __slots__ = (
-        "_made",
-        "active",
-        "arguments",
-        "inputs",
-        "instructions",
-        "mutates_input",
-        "name",
-        "saved",
-        "slots",
-        "stamp",
-        "watch",
-    )
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.instructions: list[Instruction] = []
-        self.slots = 0
-        self.inputs: list[Any] = []
-        self.arguments = 0
-        self.mutates_input = False
-        #: The arguments the recorded calls wrote into, with copies of them as they were.
-        self.saved: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._made: list[Staged] = []
-        self.active = True
-        self.stamp = next_stamp()
-        #: Called with ``True`` before and ``False`` after each recorded call runs: what a
-        #: call does is repeated by a replay, what happens between calls is not.
-        self.watch: Callable[[bool], None] | None = None
-
-    def argument(self, value: Any) -> Staged:
-        """A new slot holding the argument leaf ``value``."""
-        self.inputs.append(value)
-        self.arguments += 1
-        return self._new(value)
-
-    def _new(self, value: Any) -> Staged:
-        self.slots += 1
-        staged = Staged(self, self.slots - 1, value)
-        self._made.append(staged)
-        return staged
-
-    def close(self) -> None:
-        """End the recording: its staged values refuse to be used from now on, and let go of
-        the arrays they held (the instructions keep only their slots)."""
-        self.active = False
-        self.inputs = []
-        self.saved = {}
-        for staged in self._made:
-            staged.now = None
-        self._made = []
-
-    # -- appending ------------------------------------------------------------------------
-    def call(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str, *, static: bool = False) -> Any:
-        """``fn(*args, **kwargs)`` on the values of the staged arguments, appended: returns
-        the result with each array (or number) in it staged. ``static``: its shape follows
-        from its arguments' (no check on replay)."""
-        raw_args = self._raw(args)
-        raw_kwargs = {k: self._raw(v) for k, v in kwargs.items()} if kwargs else kwargs
-        self._note_writes(fn, name, args, kwargs, raw_args, raw_kwargs)
-        watch = self.watch
-        if watch is not None:
-            watch(True)
-        out = fn(*raw_args, **raw_kwargs)
-        if watch is not None:
-            watch(False)
-        return self._outputs(fn, name, args, kwargs, out, static or fn in _SHAPE_STATIC or type(fn) is np.ufunc)
-
-    def whole(self, fn: Any, args: tuple[Any, ...], name: str) -> Any:
-        """``fn(*args)`` appended as one call on the values now (a rule of the sweep, say,
-        whose plain path then runs as it does eagerly); where its result is not one a tape
-        holds (a structure), ``fn`` runs on the staged values instead, each numpy call it
-        makes appended. ``fn`` must not change anything but its result."""
-        raw = self._raw(args)
-        watch = self.watch
-        if watch is not None:
-            watch(True)
-        out = fn(*raw)
-        if watch is not None:
-            watch(False)
-        if out is not None and not _stageable(out) and not _stageable_items(out):
-            return fn(*args)
-        return self._outputs(fn, name, args, {}, out, static=True)
-
-    def _outputs(self, fn: Any, name: str, args: Any, kwargs: Any, out: Any, static: bool) -> Any:
-        if out is None:
-            self.instructions.append(Instruction("call", name, fn, args, kwargs))
-            return None
-        if _stageable(out):
-            staged = self._new(out)
-            shape = None if static or type(out) is not np.ndarray else out.shape
-            step = Instruction("call", name, fn, args, kwargs, (staged.slot,), shapes=(shape,))
-            step.values = (_described(out),)
-            self.instructions.append(step)
-            return staged
-        if _stageable_items(out):
-            positions = tuple(k for k, o in enumerate(out) if o is not None)
-            items: list[Any] = list(out)
-            for k in positions:
-                items[k] = self._new(out[k])
-            outs = tuple(items[k].slot for k in positions)
-            shapes = tuple(None if static or type(out[k]) is not np.ndarray else out[k].shape for k in positions)
-            step = Instruction("call", name, fn, args, kwargs, outs, unpack=positions, shapes=shapes)
-            step.values = tuple(_described(out[k]) for k in positions)
-            self.instructions.append(step)
-            if type(out) is list:
-                return items
-            return type(out)(*items) if hasattr(out, "_fields") else tuple(items)
-        msg = f"{name} returned a {type(out).__name__}, which a replay cannot hold [at {user_location()}]"
-        raise Unreplayable(msg)
-
-    def guard(self, x: Staged, kind: str, *extra: Any) -> Any:
-        """``x`` converted to a Python value (``kind``, one of :data:`GUARDS`; ``extra`` its
-        further arguments), with a guard appended that checks the conversion gives the same
-        on replay."""
-        self._check(x)
-        value = GUARDS[kind](x.now, *extra)
-        self.instructions.append(Instruction(kind, kind, GUARDS[kind], (x, *extra), {}, expected=_exact(value)))
-        return value
-
-    # -- reading the staged values ----------------------------------------------------------
-    def _check(self, x: Staged) -> None:
-        if x.level is not self or not self.active:
-            msg = (
-                f"a staged value of {x.level.name}, which has already returned or belongs to another recording, "
-                f"reached a numpy call (a leaked staged value): return what you need instead [at {user_location()}]"
-            )
-            raise LeakedTracerError(msg)
-
-    def _raw(self, value: Any) -> Any:
-        """``value`` with each staged value replaced by its value now (inside tuples, lists,
-        dicts and slices too)."""
-        kind = type(value)
-        if kind is Staged:
-            self._check(value)
-            return value.now
-        if kind is tuple or kind is list:
-            return kind(self._raw(v) for v in value)
-        if kind is dict:
-            return {k: self._raw(v) for k, v in value.items()}
-        if kind is slice:
-            return slice(self._raw(value.start), self._raw(value.stop), self._raw(value.step))
-        if kind in FOREIGN:
-            msg = (
-                "the function reads a value traced or batched by a transform around the replay (a closure over it, "
-                f"say) [at {user_location()}]"
-            )
-            raise Unreplayable(msg)
-        return value
-
-    def _note_writes(self, fn: Any, name: str, args: Any, kwargs: Any, raw_args: Any, raw_kwargs: Any) -> None:
-        """Check a call that writes into an array: it must be one the tape holds (a staged
-        one), and a write into an argument is noted (a replay that misses after it would
-        see the argument changed, so such a recording is not replayed past a check)."""
-        targets: list[tuple[Any, Any]] = []
-        out = kwargs.get("out") if kwargs else None
-        if out is not None:
-            outs = out if type(out) is tuple else (out,)
-            raws = raw_kwargs["out"] if type(out) is tuple else (raw_kwargs["out"],)
-            targets.extend(zip(outs, raws, strict=True))
-        if fn in _WRITES and args:
-            targets.append((args[0], raw_args[0]))
-        for staged, raw in targets:
-            if raw is None:
-                continue
-            if type(staged) is not Staged:
-                msg = (
-                    f"{name} writes into an array made outside the recorded calls (np.zeros(...) in the function, "
-                    f"say), which a replay would share between calls [at {user_location()}]"
-                )
-                raise Unreplayable(msg)
-            for i in self.inputs:
-                if isinstance(i, np.ndarray) and np.may_share_memory(raw, i):
-                    self.mutates_input = True
-                    self.saved.setdefault(id(i), (i, i.copy()))  # as it was: see restore_inputs
-
-    def restore_inputs(self) -> None:
-        """Put back what the recorded calls wrote into the arguments (before a recording
-        that cannot be replayed is made again eagerly: the writes must happen once)."""
-        for value, before in self.saved.values():
-            np.copyto(value, before)
-        self.saved = {}
-
-
-#: Functions and methods that write into their first argument.
-_WRITES: set[Any] = {
-    operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-    operator.imod, operator.ipow, operator.imatmul, operator.iand, operator.ior, operator.ixor,
-    operator.ilshift, operator.irshift, np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
-    np.put_along_axis,
-}  # fmt: skip
-
-
-def _described(value: Any) -> str:
-    if isinstance(value, np.ndarray | np.generic):
-        return f"{value.dtype}{list(value.shape)}"
-    return type(value).__name__
-
-
-def _stageable_items(value: Any) -> bool:
-    return isinstance(value, tuple | list) and all(o is None or _stageable(o) for o in value)
-
-
-def _stageable(value: Any) -> bool:
-    kind = type(value)
-    return kind is np.ndarray or isinstance(value, np.generic) or kind in (bool, int, float, complex)
-
-
-def _exact(value: Any) -> Any:
-    """A key equal for two conversions' results exactly when they are the same value (a
-    float's sign of zero and NaN included), for guards."""
-    if type(value) is float or type(value) is complex:
-        return (type(value), repr(value))
-    if type(value) is list:
-        return (list, repr(value))
-    return (type(value), value)
-
-
-def exact_key(value: Any) -> Any:
-    """The key :class:`Instruction` guards compare (see :func:`_exact`)."""
-    return _exact(value)
 
 
 class Staged(ArrayFace):
@@ -558,7 +263,7 @@ def _unary(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 def _method(name: str) -> Callable[..., Any]:
     def method(self: Staged, *args: Any, **kwargs: Any) -> Any:
-        return self.level.call(_bound(name), (self, *args), kwargs, f"x.{name}")
+        return self.level.call(method_caller(name), (self, *args), kwargs, f"x.{name}")
 
     method.__name__ = name
     method.__doc__ = f"``ndarray.{name}``, recorded."
@@ -568,7 +273,7 @@ def _method(name: str) -> Callable[..., Any]:
 _BOUND: dict[str, Callable[..., Any]] = {}
 
 
-def _bound(name: str) -> Callable[..., Any]:
+def method_caller(name: str) -> Callable[..., Any]:
     """A function calling method ``name`` of its first argument (one per name, so tapes
     can tell them apart and compile them as method calls)."""
     fn = _BOUND.get(name)
@@ -641,21 +346,6 @@ def _face() -> None:
         if name.startswith("_") or name in own or not callable(getattr(np.ndarray, name)):
             continue
         setattr(Staged, name, _method(name))
-        if name in _WRITING_METHODS:
-            _WRITES.add(_bound(name))
-        if name in _SHAPE_STATIC_METHODS:
-            _SHAPE_STATIC.add(_bound(name))
-
-
-#: Array methods that write into the array.
-_WRITING_METHODS = {"fill", "sort", "put", "partition", "resize", "setfield", "itemset", "setflags", "byteswap"}
-
-#: Array methods whose result's shape follows from the arguments' shapes.
-_SHAPE_STATIC_METHODS = {
-    "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "conj", "conjugate", "copy", "cumprod", "cumsum",
-    "dot", "flatten", "max", "mean", "min", "prod", "ravel", "reshape", "round", "sort", "squeeze", "std", "sum",
-    "swapaxes", "transpose", "var", "view",
-}  # fmt: skip
 
 
 _face()

@@ -23,8 +23,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
-from nodegrad.engine.record import INTERPRETERS, stand_in
-from nodegrad.engine.registry import ANS
+from nodegrad.engine.record import INTERPRETERS
 from nodegrad.engine.staged import RECORDING, Staged, array, now, only_staged
 from nodegrad.engine.structure import (
     flatten_with_paths,
@@ -35,6 +34,7 @@ from nodegrad.engine.structure import (
     zip_leaves,
 )
 from nodegrad.engine.traced import Traced, describe, unwrap
+from nodegrad.engine.whole import RecordedWhole
 from nodegrad.errors import (
     ArenaError,
     ArgumentError,
@@ -209,7 +209,7 @@ def sweep(
         if RECORDING[0]:
             tape = only_staged((g, value, args))
             if tape is not None:  # recorded by replay: each rule one call, on the plain values
-                op = _recorded_whole(op, tape)
+                op = RecordedWhole(op, tape)
         rules = op.vjps if op.joint is None else _joint_answers(op, mark, parents, argnums, g, value, args)
         for p, k in zip(parents, argnums):  # noqa: B905  (equal by construction; hot loop)
             if mark[p]:
@@ -234,59 +234,6 @@ def sweep(
         if release and parents:
             nodes[i] = (op, parents, argnums, (), None)
     return grads, visited
-
-
-class _Recorded:
-    """An op whose rules a replay's tape records whole (see :meth:`Tape.whole`): as the op
-    for the sweep's loop, with its rules wrapped. A large array a rule does not read
-    (:attr:`Op.reads`) is given to it as a stand-in, as a lean arena keeps it, so the
-    program lets go of it as early as eager code does."""
-
-    def __init__(self, op: Any, tape: Any) -> None:
-        self.name = op.name
-        self.broadcasts = op.broadcasts
-        self.vjps = self  # rules by position, made as the sweep asks (a variadic op has no last one)
-        self._op = op
-        self._tape = tape
-        # A joint rule may read what any of its inputs' rules reads.
-        self.joint = None if op.joint is None else _whole(op.joint, tape, op.name, None, 1)
-
-    def __getitem__(self, k: int) -> Any:
-        op = self._op
-        rule = op.vjps[k]
-        if rule is None:
-            return None
-        return _whole(rule, self._tape, op.name, None if op.reads is None else op.reads[k], 0)
-
-
-def _whole(
-    rule: Callable[..., Any], tape: Any, name: str, read: frozenset[int] | None, lead: int
-) -> Callable[..., Any]:
-    """``rule``, recorded whole on ``tape``; the values it does not read (``read``: :data:`ANS`
-    and argument positions, ``None`` for all) as stand-ins. ``lead`` arguments come before
-    ``g`` (a joint rule's ``wanted``)."""
-
-    def recorded(*given: Any) -> Any:
-        if read is not None:
-            head, (g, ans, *args) = given[:lead], given[lead:]
-            ans = ans if ANS in read else _unread(ans)
-            args = [a if k in read else _unread(a) for k, a in enumerate(args)]
-            given = (*head, g, ans, *args)
-        return tape.whole(rule, given, f"{name} rule")
-
-    return recorded
-
-
-def _unread(value: Any) -> Any:
-    """A value a rule does not read: a large array's stand-in (a constant of the program,
-    holding no memory), anything else as it is."""
-    plain = now(value)
-    standing = stand_in(plain)
-    return value if standing is plain else standing
-
-
-def _recorded_whole(op: Any, tape: Any) -> Any:
-    return _Recorded(op, tape)
 
 
 def _joint_answers(

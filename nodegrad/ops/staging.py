@@ -14,7 +14,8 @@ from typing import Any
 
 from nodegrad.engine.record import _failed, register_interpreter
 from nodegrad.engine.registry import Op
-from nodegrad.engine.staged import Staged, Tape
+from nodegrad.engine.staged import Staged
+from nodegrad.engine.tape import Tape
 from nodegrad.errors import rerun_reporting_warnings
 from nodegrad.ops.batching import elementwise, made_of_ops
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.staged import Tape
+from nodegrad.engine.tape import Tape
 from nodegrad.errors import RandomDrawError, user_location
 
 __all__ = ["refusing_draws"]

@@ -24,8 +24,9 @@ from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.program import NonFinite, Program, compile_tape
 from nodegrad.engine.record import interpreting
-from nodegrad.engine.staged import RECORDING, Instruction, Miss, Staged, Tape, Unreplayable
+from nodegrad.engine.staged import RECORDING, Miss, Staged, Unreplayable
 from nodegrad.engine.structure import LEAF, TreeDef, UnwalkableError, flatten
+from nodegrad.engine.tape import Instruction, Tape
 from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
 from nodegrad.ops import staging as staging  # the replay interpreter of ops, registered on import
 from nodegrad.transforms.common import Transformed, check_callable, name_of, normalize_argnums
