@@ -71,6 +71,21 @@ def check_replayed(fun: Any, args: tuple[Any, ...], what: str) -> None:
     assert 1 <= len(fast.traces) <= 2, f"{what}: {len(fast.traces)} recordings for one signature"
 
 
+def weighted_loss(case: Case) -> Any:
+    """``np.sum(case.fn(...) * w)`` as a function of the case's differentiated operands, with
+    weights that differ entry by entry; ``None`` when the op's result has no gradient."""
+    f = case.of_args()
+    out = f(*case.args)
+    if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
+        return None
+    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
+
+    def loss(*args: Any) -> Any:
+        return np.sum(f(*args) * weights)
+
+    return loss
+
+
 @pytest.mark.parametrize("name", sorted(SPECS))
 @FEW
 @given(data=st.data())
@@ -84,15 +99,9 @@ def test_replay_of_the_op_equals_the_eager_call(name: str, data: st.DataObject) 
 @given(data=st.data())
 def test_replay_of_the_ops_gradient_equals_the_eager_gradient(name: str, data: st.DataObject) -> None:
     case: Case = data.draw(SPECS[name], label="case")
-    f = case.of_args()
-    out = f(*case.args)
-    if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
+    loss = weighted_loss(case)
+    if loss is None:
         return  # no gradient to take
-    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
-
-    def loss(*args: Any) -> Any:
-        return np.sum(f(*args) * weights)
-
     check_replayed(ng.grad(loss, argnums=tuple(range(len(case.args)))), case.args, f"grad of {name}")
 
 
@@ -101,15 +110,9 @@ def test_replay_of_the_ops_gradient_equals_the_eager_gradient(name: str, data: s
 @given(data=st.data())
 def test_replay_of_the_ops_per_example_gradient_equals_the_eager_one(name: str, data: st.DataObject) -> None:
     case: Case = data.draw(SPECS[name], label="case")
-    f = case.of_args()
-    out = f(*case.args)
-    if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
+    loss = weighted_loss(case)
+    if loss is None:
         return  # no gradient to take
-    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
-
-    def loss(*args: Any) -> Any:
-        return np.sum(f(*args) * weights)
-
     batch = tuple(np.stack([a, *scaled((a,), 1.0 - 2.0**-7)]) for a in case.args)
     per_example = ng.vmap(ng.grad(loss, argnums=tuple(range(len(case.args)))))
     check_replayed(per_example, batch, f"vmap of grad of {name}")
@@ -120,21 +123,13 @@ def test_replay_of_the_ops_per_example_gradient_equals_the_eager_one(name: str, 
 @given(data=st.data())
 def test_replay_of_the_ops_hessian_vector_product_equals_the_eager_one(name: str, data: st.DataObject) -> None:
     case: Case = data.draw(SPECS[name], label="case")
-    f = case.of_args()
-    out = f(*case.args)
-    first = case.args[0]
-    if not isinstance(out, np.ndarray | np.generic) or np.result_type(out).kind != "f":
-        return  # no gradient to take
-    if not isinstance(first, np.ndarray) or first.dtype.kind != "f":
-        return  # hvp moves an array
-    weights = np.linspace(0.5, 1.5, np.size(out)).reshape(np.shape(out))
-    rest = case.args[1:]
-
-    def loss(x: Any) -> Any:
-        return np.sum(f(x, *rest) * weights)
+    loss = weighted_loss(case)
+    first, rest = case.args[0], case.args[1:]
+    if loss is None or not isinstance(first, np.ndarray) or first.dtype.kind != "f":
+        return  # no gradient to take, or no array for hvp to move
 
     def hessian_times(x: Any, v: Any) -> Any:
-        return ng.hvp(loss, x, v)
+        return ng.hvp(lambda x: loss(x, *rest), x, v)
 
     direction = np.linspace(-1.0, 1.0, first.size).reshape(first.shape)
     check_replayed(hessian_times, (first, direction), f"hvp of {name}")
