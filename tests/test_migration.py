@@ -440,9 +440,21 @@ def test_vmap() -> None:
     close(out, onp.outer(params["b"], params["a"]))
 
 
-@row("`jax.jit`, `jax.pmap`")
-def test_no_jit_pmap() -> None:
-    assert not any(hasattr(ng, name) for name in ("jit", "pmap"))
+@row("`jax.jit`")
+def test_jit() -> None:
+    # jax.jit(f, static_argnums=1)(x, 3), ported: the same values, recorded once per signature.
+    def f(x: Any, n: int) -> Any:
+        return np.sum(np.sin(x) ** n)
+
+    fast = ng.replay(f, static_argnums=1)
+    x = onp.linspace(0.0, 1.0, 4)
+    assert fast(x, 3) == f(x, 3) and fast(x + 1.0, 3) == f(x + 1.0, 3)
+    assert len(fast.traces) == 1
+
+
+@row("`jax.pmap`")
+def test_no_pmap() -> None:
+    assert not hasattr(ng, "pmap")
 
 
 @row("`jax.scipy.special`, `jax.scipy.stats`")
