@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.staged import _BINARY, _UNARY, FOREIGN, Staged, Unreplayable, method_caller
+from nodegrad.engine.staged import _BINARY, _UNARY, FOREIGN, Staged, Unreplayable, method_caller, only_staged
 from nodegrad.engine.traced import next_stamp
 from nodegrad.errors import LeakedTracerError, user_location
 
@@ -172,6 +172,8 @@ class Tape:
         whose plain path then runs as it does eagerly); where its result is not one a tape
         holds (a structure), ``fn`` runs on the staged values instead, each numpy call it
         makes appended. ``fn`` must not change anything but its result."""
+        if only_staged(args) is None:  # nothing to read that a replay changes: computed once, here
+            return fn(*args)
         raw = self._raw(args)
         watch = self.watch
         if watch is not None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nodegrad.engine.record import stand_in
+import numpy as np
+
 from nodegrad.engine.registry import ANS
 from nodegrad.engine.staged import now
 
@@ -61,8 +62,12 @@ def _whole(
 
 
 def _unread(value: Any) -> Any:
-    """A value a rule does not read: a large array's stand-in (a constant of the program,
-    holding no memory), anything else as it is."""
+    """A value a rule does not read: a float array's stand-in of its shape and dtype (a
+    constant of the program, holding no memory; its NaN would show a rule that reads it
+    after all), anything else as it is. A rule left with no staged value to read is
+    computed once, when recorded (see :meth:`~nodegrad.engine.tape.Tape.whole`)."""
     plain = now(value)
-    standing = stand_in(plain)
-    return value if standing is plain else standing
+    if type(plain) is not np.ndarray or plain.dtype.kind not in "fc":
+        return value
+    nan = np.full((), np.nan, plain.dtype)
+    return np.ndarray(plain.shape, plain.dtype, nan, 0, (0,) * plain.ndim)
