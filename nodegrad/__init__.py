@@ -22,6 +22,7 @@ from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
+from nodegrad.ops.tables import Frame
 from nodegrad.transforms import (
     elementwise_grad,
     grad,
@@ -49,6 +50,7 @@ __version__ = "0.1.0"
 __all__ = [
     "STATIC",
     "Arena",
+    "Frame",
     "GradOptions",
     "Node",
     "Traced",

@@ -98,7 +98,14 @@ def test_the_ops_page_names_no_private_helper() -> None:
 
 @pytest.mark.parametrize(
     ("page", "examples"),
-    [("higher-order.md", 30), ("complex.md", 12), ("debugging.md", 13), ("vmap.md", 20), ("replay.md", 10)],
+    [
+        ("higher-order.md", 30),
+        ("complex.md", 12),
+        ("debugging.md", 13),
+        ("vmap.md", 20),
+        ("replay.md", 10),
+        ("tables.md", 5),
+    ],
 )
 def test_the_examples_of_the_page_run_as_doctests(page: str, examples: int) -> None:
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE

@@ -1,7 +1,7 @@
 """pandas values meeting traced ones: a float Series or DataFrame inside a differentiated
-structure is refused by key path (it would otherwise get ``None``), a differentiated
-Series argument gets an array gradient, and ``series * traced`` says to take the
-Series' values (pandas would read the traced value as a list)."""
+structure is differentiated (STRICT names its columns by key path), a differentiated Series
+argument gets a Series gradient, and ``series * traced`` says to take the Series' values
+(pandas would read the traced value as a list). tests/test_tables.py checks tables in depth."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nodegrad as ng
-from nodegrad.errors import ArenaError, StructureError
+from nodegrad.errors import ArenaError, NoGradientError
 
 pd = pytest.importorskip("pandas")
 
@@ -30,13 +30,13 @@ def test_a_differentiated_series_gets_an_array_gradient() -> None:
 
 
 @pytest.mark.parametrize("entry", ["price", "frame"])
-def test_a_float_pandas_entry_of_a_differentiated_dict_is_refused_by_key_path(entry: str) -> None:
+def test_a_float_pandas_entry_of_a_differentiated_dict_is_differentiated_by_key_path(entry: str) -> None:
     value = FRAME["price"] if entry == "price" else FRAME
-    arena = ng.Arena()
-    with pytest.raises(StructureError, match=r"\['data'\] is a pandas (Series|DataFrame)"):
-        arena.param({"w": np.ones(2), "data": value})
-    assert len(arena) == 0
-    with pytest.raises(StructureError, match=r"args\[0\]\['data'\]"):
+    # Inside the function a DataFrame is a Frame (its "price" a column), a Series its values.
+    price = (lambda d: d["price"]) if entry == "frame" else (lambda d: d)
+    g = ng.grad(lambda p: ng.sum(p["w"]) + ng.sum(price(p["data"]) ** 2))({"w": np.ones(2), "data": value})
+    np.testing.assert_allclose(np.asarray(price(g["data"])), 2 * FRAME["price"].to_numpy())
+    with pytest.raises(NoGradientError, match=r"args\[0\]\['data'\]\['price'\]"):
         ng.grad(lambda p: ng.sum(p["w"]), options=ng.GradOptions.STRICT)({"w": np.ones(2), "data": value})
 
 

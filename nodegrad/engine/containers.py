@@ -30,6 +30,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.plugins import PLUGINS
 
 __all__ = [
     "STATIC",
@@ -174,6 +175,9 @@ class Handler:
         self.build = build
         self._static = static
         self._entries = entries
+        #: Classes whose handlers share a family stand for each other where a structure is
+        #: matched (a pandas DataFrame and the Frame it is inside a function); None: none.
+        self.family: str | None = None
 
     def static_mask(self, value: Any, count: int | None = None) -> list[bool]:
         """Which entries are marked static by the class itself (``count``: how many
@@ -333,6 +337,14 @@ def register_container(
     _LEAF_TYPES.discard(cls)
 
 
+def register_handler(cls: type, handler: Handler) -> None:
+    """Take ``cls`` apart with ``handler`` (how a layer above gives a class of its own a
+    kind other than a record: a table is a map of columns)."""
+    _REGISTERED[cls] = handler
+    _CACHE.pop(cls, None)
+    _LEAF_TYPES.discard(cls)
+
+
 def handler_for(value: Any) -> Handler | None:
     """The handler of ``value``'s container type, or ``None`` for a leaf."""
     cls = type(value)
@@ -341,8 +353,11 @@ def handler_for(value: Any) -> Handler | None:
     except KeyError:
         pass
     handler: Handler | None
+    library = cls.__module__.partition(".")[0]
     if cls in _REGISTERED:
         handler = _REGISTERED[cls]
+    elif library in PLUGINS.library_containers:  # a table of pandas, say: its layer knows it
+        handler = PLUGINS.library_containers[library](cls)
     elif attrs.has(cls):
         handler = _fields_handler(attrs.fields(cls))
     elif dataclasses.is_dataclass(cls):

@@ -62,6 +62,11 @@ class Plugins:
         #: value into a plain array; ``frame`` is that function's, ``function`` its full name,
         #: ``what`` says what was refused. A library left out gets a generic error.
         self.library_advice: dict[str, Callable[[FrameType, str, str], str]] = {}
+        #: ``library_containers[library](cls)``: the container handler
+        #: (:class:`nodegrad.engine.containers.Handler`) of a class of ``library`` (``"pandas"``:
+        #: DataFrame and Series, by :mod:`nodegrad.ops.tables`), or ``None`` for a leaf; asked
+        #: once per class, so the library is never imported by nodegrad itself.
+        self.library_containers: dict[str, Callable[[type], Any]] = {}
         #: ``conversion_advice``: the way out the error names when the user's own code turns a
         #: traced value into a plain array (``np.asarray(x)``), besides nodegrad's ops.
         self.conversion_advice: str = ""

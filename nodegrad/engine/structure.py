@@ -419,7 +419,7 @@ def _zip(treedef: TreeDef, value: Any, other: Any, path: str, found: list[tuple[
     keys = treedef.keys
     if (
         other_handler is None
-        or type(other) is not type(value)
+        or (type(other) is not type(value) and (handler.family is None or handler.family != other_handler.family))
         or not _same_keys(handler.kind, keys, other_handler.keys(other))
     ):
         described = (

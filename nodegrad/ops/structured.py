@@ -175,26 +175,6 @@ def seq_index(seq_node: Traced, index: int, total: int) -> Traced:
     return _read_entry(seq_node, "seq_index", "sequence", index, total)
 
 
-def _refuse_pandas(value: Any, path: str) -> None:
-    """A pandas Series or DataFrame of floats inside a differentiated structure would
-    otherwise be static, silently: its gradient would be None however it is used. (One
-    of strings or integers is static, as an array of them is.)"""
-    module = type(value).__module__
-    if not (module == "pandas" or module.startswith("pandas.")) or not hasattr(value, "dtypes"):
-        return
-    dtypes = value.dtypes
-    kinds = (
-        [getattr(dtypes, "kind", "")] if not hasattr(dtypes, "__iter__") else [getattr(d, "kind", "") for d in dtypes]
-    )
-    if any(kind in ("f", "c") for kind in kinds):
-        msg = (
-            f"{path} is a pandas {type(value).__name__}: pandas objects inside a differentiated structure are not "
-            f"differentiable leaves; pass its .to_numpy() (and rebuild a Series from the gradient with the index) "
-            f"[called at {user_location()}]"
-        )
-        raise StructureError(msg)
-
-
 @guarded
 def view(node: Traced) -> Any:
     """The traced view of a node: the node itself for an array, else an instance of the
@@ -218,10 +198,7 @@ def _view(node: Traced, treedef: TreeDef, found: Any, path: str) -> Any:
     for i, (key, static, child) in enumerate(zip(treedef.keys, treedef.static, treedef.children, strict=True)):
         part = [next(found) for _ in range(child.num_leaves)]
         step = path + treedef.step(key)
-        if static:
-            children.append(child.unflatten(part))
-        elif not _any_differentiable(child, part):
-            _refuse_pandas_in(part, child, step)
+        if static or not _any_differentiable(child, part):
             children.append(child.unflatten(part))
         elif child is LEAF:
             children.append(_read_node(node, treedef.kind, i, total, key, path))
@@ -234,11 +211,6 @@ def _any_differentiable(treedef: TreeDef, found: list[Any]) -> bool:
     if treedef is LEAF:
         return is_differentiable_leaf(found[0])
     return any(not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, treedef.static_leaves(), strict=True))
-
-
-def _refuse_pandas_in(found: list[Any], treedef: TreeDef, path: str) -> None:
-    for leaf, leaf_path in zip(found, treedef.paths(path), strict=True):
-        _refuse_pandas(leaf, leaf_path)
 
 
 def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: list[Any] | None = None) -> Any:
@@ -279,14 +251,12 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
             for leaf, static in zip(found, statics)  # noqa: B905  (_NONE_STATIC repeats)
         ]
         made = []
-        for leaf, path, static, take in zip(found, paths, statics, chosen):  # noqa: B905
+        for leaf, path, take in zip(found, paths, chosen):  # noqa: B905
             if take:
                 handle = arena.param(leaf, name=path)
                 leaves.append(handle)
                 made.append(handle)
             else:
-                if not static:
-                    _refuse_pandas(leaf, path)
                 made.append(leaf)
     if layouts is not None:
         layouts.append((found, treedef, chosen))

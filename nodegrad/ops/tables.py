@@ -1,0 +1,300 @@
+"""Tables: pandas DataFrames and Series as differentiable values, and :class:`Frame`.
+
+A DataFrame is a structured value like a dict, with no registration: its columns are its
+entries, keyed by their labels (key paths read ``args[0]['price']``), its float and complex
+columns are differentiable leaves and every other column (ints, bools, strings,
+categoricals, datetimes) a static one; its index is part of its structure. The gradient of a
+DataFrame argument is a DataFrame with the same index holding the differentiable columns
+in their order; a Series' is a Series with the same index and name.
+
+Inside a differentiated function (or a ``vmap``, or a ``replay``) a DataFrame argument is a
+:class:`Frame`: pandas' own spelling for the steps of a pipeline, its columns traced arrays.
+A Frame returned from a transform's function comes back a pandas DataFrame. Inside, a
+Series argument is its values (a traced array).
+
+pandas stays optional: nothing here imports it until a pandas object meets a transform (the
+container handlers are asked for through :data:`nodegrad.engine.plugins.PLUGINS`, by the
+class's library), or a :class:`Frame` is made.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Hashable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.containers import Handler, register_handler
+from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.staged import now
+from nodegrad.engine.traced import unwrap
+from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, StructureError, user_location
+
+__all__ = ["Frame"]
+
+
+def _pandas() -> Any:
+    try:
+        return importlib.import_module("pandas")
+    except ImportError:  # pragma: no cover - the extra is installed in every test environment
+        msg = "nodegrad.Frame needs pandas: python -m pip install 'nodegrad[pandas]'"
+        raise ArgumentError(msg) from None
+
+
+def _length(value: Any) -> int:
+    shape = np.shape(now(unwrap(value)))
+    if not shape:
+        msg = f"a column of a Frame must have one entry per row, got a 0-d value [at {user_location()}]"
+        raise ShapeError(msg)
+    return int(shape[0])
+
+
+def _has_handles(children: list[Any]) -> bool:
+    return any(type(c) in HANDLES for c in children)
+
+
+class Frame:
+    """A table of columns inside a differentiated function: what a pandas DataFrame argument
+    is there, with pandas' spelling for the common steps of a pipeline.
+
+    ``f["x"]`` and ``f.x`` (a column: an array, traced where it is differentiated),
+    ``f[["x", "y"]]`` (a Frame of those columns), ``f[mask]`` (the rows where a boolean mask
+    is true), ``f.iloc[rows]`` and ``f.loc[labels]``, ``f.assign(z=...)``, ``len(f)``,
+    ``f.index``, ``f.columns``, ``f.shape``, ``f.to_numpy()``. Any other DataFrame method
+    raises an error naming it. A Frame returned from a transform's function is a DataFrame
+    again.
+
+    Parameters
+    ----------
+    data : mapping
+        Column label -> values, one entry per row (arrays, traced values, lists).
+    index : pandas Index or sequence, optional
+        The row labels; a RangeIndex by default.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import nodegrad as ng
+    >>> sales = pd.DataFrame({"price": [2.0, 3.0, 5.0], "units": [1, 4, 2]}, index=["a", "b", "c"])
+    >>> def revenue(f):  # f is an ng.Frame inside
+    ...     return np.sum(f["price"] * f["units"])
+    >>> ng.grad(revenue)(sales)  # a DataFrame: the same index, the float columns
+       price
+    a    1.0
+    b    4.0
+    c    2.0
+    """
+
+    __slots__ = ("_columns", "_index", "_rows")
+
+    def __init__(self, data: Mapping[Hashable, Any], index: Any = None) -> None:
+        columns = {label: value if type(value) in HANDLES else np.asarray(value) for label, value in data.items()}
+        lengths = {_length(v) for v in columns.values()}
+        if len(lengths) > 1:
+            msg = f"Frame: the columns have different lengths {sorted(lengths)} [at {user_location()}]"
+            raise ShapeError(msg)
+        pd = _pandas()
+        rows = lengths.pop() if lengths else (0 if index is None else len(index))
+        self._index = pd.RangeIndex(rows) if index is None else pd.Index(index)
+        if len(self._index) != rows:
+            msg = f"Frame: an index of {len(self._index)} labels for {rows} rows [at {user_location()}]"
+            raise ShapeError(msg)
+        self._columns = columns
+        self._rows = rows
+
+    # -- what it is ------------------------------------------------------------------------
+    @property
+    def index(self) -> Any:
+        """The row labels (a pandas Index)."""
+        return self._index
+
+    @property
+    def columns(self) -> Any:
+        """The column labels (a pandas Index), in order."""
+        return _pandas().Index(list(self._columns))
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(rows, columns)."""
+        return (self._rows, len(self._columns))
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self._columns)
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._columns
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{label!r}: {_describe(v)}" for label, v in self._columns.items())
+        return f"Frame({self._rows} rows; {shown})"
+
+    # -- columns and rows ---------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, list):
+            return Frame({label: self._column(label) for label in key}, index=self._index)
+        if isinstance(key, Hashable) and not isinstance(key, tuple) and key in self._columns:
+            return self._columns[key]
+        mask = now(unwrap(key))
+        if isinstance(mask, np.ndarray) and mask.dtype == bool:
+            if mask.shape != (self._rows,):
+                msg = f"Frame: a row mask of shape {mask.shape} for {self._rows} rows [at {user_location()}]"
+                raise ShapeError(msg)
+            return self._rows_at(np.flatnonzero(key))
+        return self._column(key)
+
+    def __getattr__(self, name: str) -> Any:
+        columns = object.__getattribute__(self, "_columns")
+        if name in columns:
+            return columns[name]
+        if not name.startswith("_") and hasattr(_pandas().DataFrame, name):
+            msg = (
+                f"Frame.{name}: not one of the DataFrame methods a Frame has (columns, masks, iloc, loc, assign, "
+                f"to_numpy; see the tables guide): take the columns' values with f.to_numpy() or f['column'] "
+                f"[at {user_location()}]"
+            )
+            raise NoGradientError(msg)
+        raise AttributeError(name)
+
+    def _column(self, label: Any) -> Any:
+        try:
+            return self._columns[label]
+        except (KeyError, TypeError):
+            msg = f"Frame: no column {label!r}; the columns are {list(self._columns)} [at {user_location()}]"
+            raise StructureError(msg) from None
+
+    def _rows_at(self, rows: Any) -> Frame:
+        """The Frame of rows at positions ``rows`` (an integer array), in that order."""
+        taken = {label: value[rows] for label, value in self._columns.items()}
+        return Frame(taken, index=self._index[now(unwrap(rows))])
+
+    @property
+    def iloc(self) -> _Rows:
+        """Rows by position: ``f.iloc[rows]`` (an int, a slice or an integer array)."""
+        return _Rows(self, by_label=False)
+
+    @property
+    def loc(self) -> _Rows:
+        """Rows by label: ``f.loc[labels]`` (a label or a list of labels)."""
+        return _Rows(self, by_label=True)
+
+    def assign(self, **columns: Any) -> Frame:
+        """A new Frame with ``columns`` added (or replaced): arrays of one entry per row,
+        numbers (repeated), or functions of the Frame, as in ``DataFrame.assign``."""
+        found = dict(self._columns)
+        for label, value in columns.items():
+            value = value(self) if callable(value) else value
+            if np.ndim(now(unwrap(value))) == 0:
+                value = np.broadcast_to(value, (self._rows,))
+            found[label] = value
+        return Frame(found, index=self._index)
+
+    def to_numpy(self) -> Any:
+        """The columns side by side, one row per row: a (rows, columns) array, traced where
+        a column is. Every column must be numeric."""
+        values = list(self._columns.values())
+        for label, value in self._columns.items():
+            if np.result_type(now(unwrap(value))).kind not in "biufc":
+                msg = f"Frame.to_numpy: column {label!r} is not numeric [at {user_location()}]"
+                raise ArgumentError(msg)
+        return np.stack(values, axis=1) if values else np.zeros((self._rows, 0))
+
+
+class _Rows:
+    """``Frame.iloc`` and ``Frame.loc``."""
+
+    __slots__ = ("_by_label", "_frame")
+
+    def __init__(self, frame: Frame, by_label: bool) -> None:
+        self._frame = frame
+        self._by_label = by_label
+
+    def __getitem__(self, key: Any) -> Frame:
+        frame = self._frame
+        positions = np.arange(len(frame))
+        if self._by_label:
+            keys = key if isinstance(key, list | np.ndarray) else [key]
+            found = frame.index.get_indexer(keys)
+            if (found < 0).any():
+                missing = [k for k, f in zip(keys, found, strict=True) if f < 0]
+                msg = f"Frame.loc: no rows labelled {missing} [at {user_location()}]"
+                raise StructureError(msg)
+            return frame._rows_at(found)
+        return frame._rows_at(np.atleast_1d(positions[key]))
+
+
+def _describe(value: Any) -> str:
+    plain = now(unwrap(value))
+    return f"{np.asarray(plain).dtype}[{np.shape(plain)[0]}]"
+
+
+# -- pandas objects and Frames as structured values ---------------------------------------------
+
+
+def _frame_entries(frame: Any) -> tuple[list[Hashable], list[Any]]:
+    labels = list(frame.columns)
+    if len(set(labels)) != len(labels):
+        msg = f"a DataFrame with repeated column labels {labels} cannot be taken apart by label"
+        raise StructureError(msg)
+    return labels, [frame[label].to_numpy() for label in labels]
+
+
+def _frame_build(template: Any, children: list[Any]) -> Any:
+    """A DataFrame of ``children`` with the template's index (its columns left out where a
+    child is None: a gradient's static entries; None where every child is); a
+    :class:`Frame` where a child is traced."""
+    labels = list(template.columns)
+    if _has_handles(children):
+        return Frame(dict(zip(labels, children, strict=True)), index=template.index)
+    data = {label: child for label, child in zip(labels, children, strict=True) if child is not None}
+    if not data and labels:
+        return None  # a gradient of a table holding no floats: None, as for any such entry
+    return _pandas().DataFrame(data, index=template.index, columns=[label for label in labels if label in data])
+
+
+def _ours_entries(frame: Frame) -> tuple[list[Hashable], list[Any]]:
+    return list(frame._columns), list(frame._columns.values())
+
+
+def _series_entries(series: Any) -> tuple[list[Hashable], list[Any]]:
+    return [series.name], [series.to_numpy()]
+
+
+def _series_build(template: Any, children: list[Any]) -> Any:
+    (child,) = children
+    if child is None or type(child) in HANDLES:
+        return child  # inside a function, a Series is its values
+    return _pandas().Series(child, index=template.index, name=template.name)
+
+
+def _handler_for(cls: type) -> Handler | None:
+    """The container handler of a pandas class: DataFrame and Series (and their
+    subclasses); ``None`` (a leaf) for any other."""
+    pd = importlib.import_module("pandas")
+    if issubclass(cls, pd.DataFrame):
+        return _map_handler(_frame_entries, _frame_build)
+    if issubclass(cls, pd.Series):
+        return _map_handler(_series_entries, _series_build, family=None)
+    return None
+
+
+def _map_handler(entries: Any, build: Any, family: str | None = "table") -> Handler:
+    """A handler taking values apart as maps of their columns by ``entries``; a DataFrame
+    and a Frame are one family (one stands for the other where structures are matched)."""
+
+    def get(value: Any, key: Hashable) -> Any:
+        keys, children = entries(value)
+        return children[keys.index(key)]
+
+    handler = Handler("map", lambda v: entries(v)[0], get, build, None, entries)
+    handler.family = family
+    return handler
+
+
+register_handler(Frame, _map_handler(_ours_entries, _frame_build))
+PLUGINS.library_containers["pandas"] = _handler_for

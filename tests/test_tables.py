@@ -1,0 +1,173 @@
+"""pandas DataFrames and Series as differentiable values, and ``ng.Frame`` inside functions.
+
+Hypothesis draws frames of mixed column types (float columns with NaN allowed where the
+loss does not read them, ints, bools, strings, categoricals) and indexes (integers, strings,
+repeated labels). Checked: the gradient of a DataFrame is a DataFrame with the argument's
+index and its float columns in their order, equal to central differences; a Series' is a
+Series with its index and name; a pipeline written in pandas' spelling gives pandas' own
+values when run on a Frame inside a transform; a Frame returned from a transform is a
+DataFrame; refusals name what is refused; ``import nodegrad`` does not import pandas.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import hypothesis.strategies as st
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+
+import nodegrad as ng
+from nodegrad.errors import NoGradientError, ShapeError, StructureError
+
+# Away from -1, where pipeline's row filter switches (central differences would straddle it).
+FLOATS = st.floats(-3.0, 3.0, allow_nan=False, allow_infinity=False).filter(lambda v: abs(v + 1.0) > 1e-3)
+
+
+@st.composite
+def frames(draw: st.DrawFn, min_rows: int = 1) -> pd.DataFrame:
+    """A DataFrame of 1-3 float columns and 0-3 static ones (ints, bools, strings, a
+    categorical), with an integer or string index (labels may repeat)."""
+    rows = draw(st.integers(min_rows, 6))
+    data: dict[str, Any] = {}
+    for k in range(draw(st.integers(1, 3))):
+        data[f"f{k}"] = np.array(draw(st.lists(FLOATS, min_size=rows, max_size=rows)))
+    kinds = draw(st.lists(st.sampled_from(["int", "bool", "str", "category"]), max_size=3, unique=True))
+    for kind in kinds:
+        codes = draw(st.lists(st.integers(0, 2), min_size=rows, max_size=rows))
+        column = {
+            "int": np.array(codes),
+            "bool": np.array(codes) > 0,
+            "str": np.array([f"s{c}" for c in codes], dtype=object),
+            "category": pd.Categorical([f"c{c}" for c in codes]),
+        }[kind]
+        data[kind] = column
+    labels = list(data)
+    order = draw(st.permutations(labels))
+    if draw(st.booleans()):
+        index = pd.Index(draw(st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=rows, max_size=rows)))
+    else:
+        index = pd.Index(draw(st.lists(st.integers(-5, 5), min_size=rows, max_size=rows, unique=True)))
+    return pd.DataFrame({label: data[label] for label in order}, index=index)
+
+
+def float_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if frame[c].dtype.kind == "f"]
+
+
+def weighted(frame: Any) -> Any:
+    """A loss reading every float column, each weighted differently, squared and summed."""
+    total = 0.0
+    for k, label in enumerate(c for c in frame.columns if frame[c].dtype.kind == "f"):
+        total = total + np.sum((k + 1.0) * np.sin(frame[label]) * frame[label])
+    return total
+
+
+def central_differences(f: Any, frame: pd.DataFrame, eps: float = 1e-6) -> pd.DataFrame:
+    """The gradient of ``f`` with respect to each float entry, by central differences."""
+    grads = {}
+    for label in float_columns(frame):
+        values = frame[label].to_numpy()
+        g = np.zeros_like(values)
+        for i in range(len(values)):
+            up, down = frame.copy(), frame.copy()
+            up.iloc[i, frame.columns.get_loc(label)] += eps
+            down.iloc[i, frame.columns.get_loc(label)] -= eps
+            g[i] = (f(up) - f(down)) / (2 * eps)
+        grads[label] = g
+    return pd.DataFrame(grads, index=frame.index)
+
+
+@settings(max_examples=40, deadline=None)
+@given(frame=frames())
+def test_the_gradient_of_a_dataframe_is_a_dataframe_of_its_float_columns(frame: pd.DataFrame) -> None:
+    g = ng.grad(weighted)(frame)
+    assert isinstance(g, pd.DataFrame)
+    assert g.index.equals(frame.index) and list(g.columns) == float_columns(frame)
+    expected = central_differences(weighted, frame)
+    np.testing.assert_allclose(g.to_numpy(), expected.to_numpy(), rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=30, deadline=None)
+@given(frame=frames(), name=st.sampled_from(["price", None, 3]))
+def test_the_gradient_of_a_series_is_a_series_with_its_index_and_name(frame: pd.DataFrame, name: Any) -> None:
+    series = pd.Series(frame[float_columns(frame)[0]].to_numpy(), index=frame.index, name=name)
+    g = ng.grad(lambda s: np.sum(s**3))(series)
+    assert isinstance(g, pd.Series) and g.index.equals(series.index) and g.name == name
+    np.testing.assert_allclose(g.to_numpy(), 3 * series.to_numpy() ** 2)
+
+
+def pipeline(f: Any) -> Any:
+    """pandas' spelling, run alike on a DataFrame and on a Frame: a row filter, labels and
+    positions, assign, a column subset, to_numpy."""
+    first = f.columns[0]
+    kept = f[f[first] > -1.0]
+    extra = kept.assign(twice=lambda t: t[first] * 2.0, one=1.0)
+    head = f.iloc[: max(len(f) - 1, 1)]
+    labelled = f.loc[[f.index[0]]]
+    return (
+        np.sum(extra["twice"] * extra.one)
+        + np.sum(head[[first]].to_numpy() ** 2)
+        + np.sum(labelled[first])
+        + len(extra) * 0.5
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(frame=frames())
+def test_a_pipeline_on_a_frame_gives_pandas_values_and_right_gradients(frame: pd.DataFrame) -> None:
+    frame = frame[[*float_columns(frame), *(c for c in frame.columns if c not in float_columns(frame))]]
+    frame = frame[~frame.index.duplicated()]
+    value, g = ng.value_and_grad(pipeline)(frame)
+    assert value == pytest.approx(pipeline(frame), rel=1e-12, abs=1e-12)
+    assert g.index.equals(frame.index) and list(g.columns) == float_columns(frame)
+    np.testing.assert_allclose(g.to_numpy(), central_differences(pipeline, frame).to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_frame_returned_from_a_transform_is_a_dataframe() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0], "n": [3, 4]}, index=["u", "v"])
+    out, back = ng.vjp(lambda f: f.assign(y=f.x * f.n)[["x", "y"]], frame)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == ["x", "y"] and out.index.equals(frame.index)
+    np.testing.assert_array_equal(out["y"].to_numpy(), [3.0, 8.0])
+    (g,) = back(out)
+    np.testing.assert_array_equal(g["x"].to_numpy(), [1.0 + 9.0, 2.0 + 32.0])
+
+
+def test_a_frame_made_inside_a_function_comes_back_a_dataframe() -> None:
+    def table(x: Any) -> Any:
+        return ng.Frame({"x": x, "double": x * 2.0}, index=["a", "b", "c"])
+
+    out = ng.jvp(table, (np.arange(3.0),), (np.ones(3),))[1]
+    assert isinstance(out, pd.DataFrame) and list(out.index) == ["a", "b", "c"]
+    np.testing.assert_array_equal(out["double"].to_numpy(), [2.0, 2.0, 2.0])
+
+
+def test_strict_names_a_column_without_a_gradient_by_its_key_path() -> None:
+    frame = pd.DataFrame({"used": [1.0], "unused": [2.0]})
+    with pytest.raises(NoGradientError, match=r"args\[0\]\['unused'\]"):
+        ng.grad(lambda f: np.sum(f.used), options=ng.GradOptions.STRICT)(frame)
+
+
+def test_a_dataframe_method_a_frame_lacks_is_named() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0], "k": ["a", "b"]})
+    with pytest.raises(NoGradientError, match=r"Frame\.pivot_table"):
+        ng.grad(lambda f: f.pivot_table(values="x"))(frame)
+
+
+def test_frame_refuses_bad_input() -> None:
+    with pytest.raises(ShapeError, match="different lengths"):
+        ng.Frame({"a": np.ones(2), "b": np.ones(3)})
+    with pytest.raises(StructureError, match="no column 'z'"):
+        ng.Frame({"a": np.ones(2)})["z"]
+    with pytest.raises(StructureError, match="no rows labelled"):
+        ng.Frame({"a": np.ones(2)}, index=["p", "q"]).loc[["r"]]
+
+
+def test_importing_nodegrad_does_not_import_pandas() -> None:
+    code = "import sys, nodegrad; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
