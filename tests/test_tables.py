@@ -171,3 +171,75 @@ def test_importing_nodegrad_does_not_import_pandas() -> None:
     code = "import sys, nodegrad; print('pandas' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+@st.composite
+def grouped_frames(draw: st.DrawFn) -> pd.DataFrame:
+    """A frame with a key column (strings with missing keys, ints, or a categorical) and two
+    float columns of distinct values (no ties at max/min), some of them NaN."""
+    rows = draw(st.integers(1, 7))
+    kind = draw(st.sampled_from(["str", "int", "category"]))
+    codes = draw(st.lists(st.integers(0, 2), min_size=rows, max_size=rows))
+    if kind == "str":
+        keys: Any = [None if c == 2 and draw(st.booleans()) else f"k{c}" for c in codes]
+    elif kind == "int":
+        keys = np.array(codes) * 10
+    else:
+        keys = pd.Categorical([f"c{c}" for c in codes], categories=["c2", "c0", "c1", "c9"])
+    data = {"key": keys}
+    for label in ("x", "y"):
+        # Tenths: distinct and far apart next to central differences' step (no near-ties at max/min).
+        values = np.array(draw(st.lists(st.integers(-30, 30), min_size=rows, max_size=rows, unique=True))) / 10
+        nans = draw(st.lists(st.booleans(), min_size=rows, max_size=rows))
+        data[label] = np.where(nans, np.nan, values) if label == "y" else np.array(values)
+    return pd.DataFrame(data, index=[f"r{k}" for k in range(rows)])
+
+
+AGGREGATIONS = ["sum", "mean", "max", "min", "count"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(frame=grouped_frames(), how=st.sampled_from(AGGREGATIONS))
+def test_groupby_aggregations_give_pandas_values(frame: pd.DataFrame, how: str) -> None:
+    expected = getattr(frame.groupby("key"), how)()
+    if how == "count":  # integers: no gradient to take, so a Frame of the plain columns
+        got = ng.Frame({c: frame[c].array for c in frame}, frame.index).groupby("key").count()
+    else:
+        got = ng.vjp(lambda f: getattr(f.groupby("key"), how)(), frame)[0]
+    assert list(got.index) == list(expected.index)
+    for label in ("x", "y"):
+        np.testing.assert_array_equal(np.asarray(got[label], dtype=float), expected[label].to_numpy(dtype=float))
+
+
+@settings(max_examples=60, deadline=None)
+@given(frame=grouped_frames(), how=st.sampled_from(AGGREGATIONS[:4]))
+def test_groupby_gradients_equal_central_differences(frame: pd.DataFrame, how: str) -> None:
+    def loss(f: Any) -> Any:
+        out = getattr(f.groupby("key"), how)()
+        total = 0.0
+        for k, label in enumerate(("x", "y")):
+            column = out[label]
+            weights = np.linspace(1.0, 2.0, len(out)) * (k + 1)
+            total = total + np.sum(np.where(np.isnan(column), 0.0, column) * weights)
+        return total
+
+    g = ng.grad(loss)(frame)
+    assert g.index.equals(frame.index) and list(g.columns) == ["x", "y"]
+    np.testing.assert_allclose(g.to_numpy(), central_differences(loss, frame).to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(frame=grouped_frames(), how=st.sampled_from(AGGREGATIONS[:4]))
+def test_groupby_transform_gives_pandas_values_per_row(frame: pd.DataFrame, how: str) -> None:
+    expected = frame.groupby("key")[["x", "y"]].transform(how)
+    got = ng.vjp(lambda f: f.groupby("key")[["x", "y"]].transform(how), frame)[0]
+    assert got.index.equals(frame.index)
+    np.testing.assert_array_equal(got.to_numpy(dtype=float), expected.to_numpy(dtype=float))
+
+
+def test_groupby_refuses_what_it_does_not_have() -> None:
+    frame = pd.DataFrame({"key": ["a", "b"], "x": [1.0, 2.0]})
+    with pytest.raises(NoGradientError, match=r"groupby\(\.\.\.\)\.median"):
+        ng.grad(lambda f: f.groupby("key").median())(frame)
+    with pytest.raises(ng.errors.ArgumentError, match="differentiated"):
+        ng.grad(lambda f: f.groupby("x").sum())(frame)

@@ -31,6 +31,8 @@ from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.staged import now
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, StructureError, user_location
+from nodegrad.ops.pipeline.segments import segment_max as _segment_max
+from nodegrad.ops.pipeline.segments import segment_sum as _segment_sum
 
 __all__ = ["Frame"]
 
@@ -62,7 +64,8 @@ class Frame:
     ``f["x"]`` and ``f.x`` (a column: an array, traced where it is differentiated),
     ``f[["x", "y"]]`` (a Frame of those columns), ``f[mask]`` (the rows where a boolean mask
     is true), ``f.iloc[rows]`` and ``f.loc[labels]``, ``f.assign(z=...)``, ``len(f)``,
-    ``f.index``, ``f.columns``, ``f.shape``, ``f.to_numpy()``. Any other DataFrame method
+    ``f.index``, ``f.columns``, ``f.shape``, ``f.to_numpy()``, ``f.groupby(by)`` with its
+    aggregations. Any other DataFrame method
     raises an error naming it. A Frame returned from a transform's function is a DataFrame
     again.
 
@@ -91,7 +94,9 @@ class Frame:
     __slots__ = ("_columns", "_index", "_rows")
 
     def __init__(self, data: Mapping[Hashable, Any], index: Any = None) -> None:
-        columns = {label: value if type(value) in HANDLES else np.asarray(value) for label, value in data.items()}
+        # Lists become arrays; arrays, traced values and pandas' own arrays (a categorical,
+        # which keeps its categories' order for groupby) stay as they are.
+        columns = {label: np.asarray(v) if isinstance(v, list | tuple) else v for label, v in data.items()}
         lengths = {_length(v) for v in columns.values()}
         if len(lengths) > 1:
             msg = f"Frame: the columns have different lengths {sorted(lengths)} [at {user_location()}]"
@@ -194,6 +199,14 @@ class Frame:
             found[label] = value
         return Frame(found, index=self._index)
 
+    def groupby(self, by: Any, sort: bool = True, dropna: bool = True) -> _GroupBy:
+        """Rows grouped by the values of the column(s) ``by`` (static columns: strings,
+        ints, categoricals), in pandas' group order; aggregate with ``.sum()``, ``.mean()``,
+        ``.max()``, ``.min()``, ``.count()``, ``.agg({column: name})`` or spread back over
+        the rows with ``.transform(name)``. A float column aggregates differentiably, NaN
+        entries skipped as pandas skips them."""
+        return _GroupBy(self, [by] if not isinstance(by, list) else list(by), sort, dropna)
+
     def to_numpy(self) -> Any:
         """The columns side by side, one row per row: a (rows, columns) array, traced where
         a column is. Every column must be numeric."""
@@ -228,6 +241,122 @@ class _Rows:
         return frame._rows_at(np.atleast_1d(positions[key]))
 
 
+_AGGREGATIONS = ("sum", "mean", "max", "min", "count")
+
+
+class _GroupBy:
+    """``Frame.groupby(by)``: the rows' group codes and the groups' labels, read by pandas
+    from the static key columns (so groups and their order are pandas' own), and the
+    aggregations of the other columns over them."""
+
+    def __init__(self, frame: Frame, by: list[Hashable], sort: bool, dropna: bool) -> None:
+        pd = _pandas()
+        keys = {}
+        for label in by:
+            column = frame._column(label)
+            if type(column) in HANDLES:
+                msg = (
+                    f"Frame.groupby: the key column {label!r} is differentiated; group by static columns "
+                    f"[at {user_location()}]"
+                )
+                raise ArgumentError(msg)
+            keys[label] = column
+        grouped = pd.DataFrame(keys, index=frame.index).groupby(by, sort=sort, dropna=dropna, observed=True)
+        codes = grouped.ngroup().to_numpy(dtype=float, na_value=np.nan)  # NaN: a row without a group
+        self._codes = np.where(np.isnan(codes), -1, codes).astype(np.int64)
+        self._groups = grouped.size().index  # the groups' labels, in pandas' order
+        self._frame = frame
+        self._by = by
+        self._columns = [label for label in frame._columns if label not in by]
+
+    def __getitem__(self, key: Any) -> _GroupBy:
+        labels = key if isinstance(key, list) else [key]
+        for label in labels:
+            self._frame._column(label)
+        selected = object.__new__(_GroupBy)
+        selected.__dict__.update(self.__dict__)
+        selected._columns = labels
+        return selected
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("_") and hasattr(_pandas().core.groupby.DataFrameGroupBy, name):
+            msg = (
+                f"Frame.groupby(...).{name}: not one of the aggregations a Frame's groups have "
+                f"({', '.join(_AGGREGATIONS)}, agg, transform) [at {user_location()}]"
+            )
+            raise NoGradientError(msg)
+        raise AttributeError(name)
+
+    def sum(self) -> Frame:
+        """The sum of each column per group (NaN skipped; a group of NaN only sums to 0)."""
+        return self.agg(dict.fromkeys(self._columns, "sum"))
+
+    def mean(self) -> Frame:
+        """The mean of each column per group, over its non-NaN entries."""
+        return self.agg(dict.fromkeys(self._columns, "mean"))
+
+    def max(self) -> Frame:
+        """The maximum of each column per group (NaN skipped; NaN for a group of NaN only)."""
+        return self.agg(dict.fromkeys(self._columns, "max"))
+
+    def min(self) -> Frame:
+        """The minimum of each column per group (NaN skipped; NaN for a group of NaN only)."""
+        return self.agg(dict.fromkeys(self._columns, "min"))
+
+    def count(self) -> Frame:
+        """The number of non-NaN entries of each column per group."""
+        return self.agg(dict.fromkeys(self._columns, "count"))
+
+    def agg(self, how: Mapping[Hashable, str]) -> Frame:
+        """``{column: name}``: each column aggregated by its name (one of sum, mean, max,
+        min, count), a Frame indexed by the groups."""
+        return Frame({label: self._aggregate(label, name) for label, name in how.items()}, index=self._groups)
+
+    def transform(self, name: str) -> Frame:
+        """Each column's aggregate ``name`` of its row's group, one per row (NaN for a row
+        whose key is NaN), indexed as the Frame."""
+        rows = np.flatnonzero(self._codes >= 0)
+        found = {}
+        for label in self._columns:
+            per_group = self._aggregate(label, name)
+            spread = per_group[self._codes[rows]]
+            if len(rows) < len(self._codes):  # rows without a group: NaN, as pandas gives
+                spread = _scatter_rows(spread, rows, len(self._codes))
+            found[label] = spread
+        return Frame(found, index=self._frame.index)
+
+    def _aggregate(self, label: Hashable, name: str) -> Any:
+        if name not in _AGGREGATIONS:
+            msg = f"Frame.groupby: no aggregation {name!r}; one of {', '.join(_AGGREGATIONS)} [at {user_location()}]"
+            raise ArgumentError(msg)
+        values = self._frame._column(label)
+        plain = now(unwrap(values))
+        rows = np.flatnonzero(self._codes >= 0)
+        codes, groups = self._codes[rows], len(self._groups)
+        if np.asarray(plain).dtype.kind not in "fc":  # a static column: pandas' own answer
+            series = _pandas().Series(np.asarray(plain)[rows]).groupby(codes, sort=True)
+            return getattr(series, name)().reindex(range(groups)).to_numpy()
+        values = values[rows]
+        present = ~np.isnan(now(unwrap(plain))[rows])
+        counts = np.bincount(codes[present], minlength=groups)
+        if name == "count":
+            return counts
+        if name in ("sum", "mean"):
+            total = _segment_sum(np.where(present, values, 0.0), codes, groups)
+            return total if name == "sum" else total / np.where(counts > 0, counts, np.nan)
+        sign = 1.0 if name == "max" else -1.0
+        extreme = sign * _segment_max(np.where(present, sign * values, -np.inf), codes, groups)
+        return np.where(counts > 0, extreme, np.nan)
+
+
+def _scatter_rows(values: Any, rows: np.ndarray, total: int) -> Any:
+    """``values`` at positions ``rows`` of a column of ``total`` rows, NaN elsewhere."""
+    where = np.full(total, -1)
+    where[rows] = np.arange(len(rows))
+    padded = np.concatenate([values, np.full(1, np.nan)])
+    return padded[np.where(where >= 0, where, len(rows))]
+
+
 def _describe(value: Any) -> str:
     plain = now(unwrap(value))
     return f"{np.asarray(plain).dtype}[{np.shape(plain)[0]}]"
@@ -241,7 +370,15 @@ def _frame_entries(frame: Any) -> tuple[list[Hashable], list[Any]]:
     if len(set(labels)) != len(labels):
         msg = f"a DataFrame with repeated column labels {labels} cannot be taken apart by label"
         raise StructureError(msg)
-    return labels, [frame[label].to_numpy() for label in labels]
+    # A float column's values are a leaf to differentiate, any other column a static leaf (a
+    # categorical keeps its categories' order: pandas' group order).
+    return labels, [_column_values(frame[label]) for label in labels]
+
+
+def _column_values(series: Any) -> Any:
+    """A column's values: a numpy array for a numpy dtype, pandas' own array for one of its
+    extension dtypes (a categorical, a nullable integer, a datetime with a time zone)."""
+    return series.to_numpy() if isinstance(series.dtype, np.dtype) else series.array
 
 
 def _frame_build(template: Any, children: list[Any]) -> Any:
