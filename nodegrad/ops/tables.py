@@ -65,7 +65,7 @@ class Frame:
     ``f[["x", "y"]]`` (a Frame of those columns), ``f[mask]`` (the rows where a boolean mask
     is true), ``f.iloc[rows]`` and ``f.loc[labels]``, ``f.assign(z=...)``, ``len(f)``,
     ``f.index``, ``f.columns``, ``f.shape``, ``f.to_numpy()``, ``f.groupby(by)`` with its
-    aggregations. Any other DataFrame method
+    aggregations, ``f.merge(other, on, how)`` and ``f.sort_values(by)``. Any other DataFrame method
     raises an error naming it. A Frame returned from a transform's function is a DataFrame
     again.
 
@@ -160,8 +160,8 @@ class Frame:
         if not name.startswith("_") and hasattr(_pandas().DataFrame, name):
             msg = (
                 f"Frame.{name}: not one of the DataFrame methods a Frame has (columns, masks, iloc, loc, assign, "
-                f"to_numpy; see the tables guide): take the columns' values with f.to_numpy() or f['column'] "
-                f"[at {user_location()}]"
+                f"groupby, merge, sort_values, to_numpy; see the tables guide): take the columns' values with "
+                f"f.to_numpy() or f['column'] [at {user_location()}]"
             )
             raise NoGradientError(msg)
         raise AttributeError(name)
@@ -206,6 +206,44 @@ class Frame:
         the rows with ``.transform(name)``. A float column aggregates differentiably, NaN
         entries skipped as pandas skips them."""
         return _GroupBy(self, [by] if not isinstance(by, list) else list(by), sort, dropna)
+
+    def merge(self, right: Any, on: Any, how: str = "inner", suffixes: tuple[str, str] = ("_x", "_y")) -> Frame:
+        """The rows of this Frame joined to those of ``right`` (a Frame or a DataFrame) whose
+        static key column(s) ``on`` hold the same values, in pandas' order and with its
+        suffixes; ``how="left"`` keeps every row here, with NaN in ``right``'s columns where no
+        row matches, as pandas gives. Each side's columns are gathered, so gradients flow to
+        both."""
+        if how not in ("inner", "left"):
+            msg = f"Frame.merge: how={how!r}; a Frame joins 'inner' or 'left' [at {user_location()}]"
+            raise ArgumentError(msg)
+        other = (
+            right if isinstance(right, Frame) else Frame(dict(zip(*_frame_entries(right), strict=True)), right.index)
+        )
+        keys = [on] if not isinstance(on, list) else list(on)
+        pd = _pandas()
+        pairs = pd.merge(_positions(self, keys, "__left"), _positions(other, keys, "__right"), on=keys, how=how)
+        left_rows = pairs["__left"].to_numpy()
+        right_rows = pairs["__right"].to_numpy(dtype=float, na_value=np.nan)
+        matched = ~np.isnan(right_rows)
+        found: dict[Hashable, Any] = {}
+        for label, value in self._columns.items():
+            clash = label not in keys and label in other._columns
+            found[f"{label}{suffixes[0]}" if clash else label] = value[left_rows]
+        for label, value in other._columns.items():
+            if label in keys:
+                continue
+            taken = _scatter_rows(value[right_rows[matched].astype(np.int64)], np.flatnonzero(matched), len(pairs))
+            found[f"{label}{suffixes[1]}" if label in self._columns else label] = taken
+        return Frame(found, index=pd.RangeIndex(len(pairs)))
+
+    def sort_values(self, by: Any, ascending: bool = True) -> Frame:
+        """The rows in the order of the column(s) ``by`` (pandas' stable order, NaN last);
+        the order itself carries no gradient, the values moved do."""
+        labels = [by] if not isinstance(by, list) else list(by)
+        keys = {label: now(unwrap(self._column(label))) for label in labels}
+        order = _pandas().DataFrame(keys).reset_index(drop=True)
+        rows = order.sort_values(labels, ascending=ascending, kind="stable").index.to_numpy()
+        return self._rows_at(rows)
 
     def to_numpy(self) -> Any:
         """The columns side by side, one row per row: a (rows, columns) array, traced where
@@ -347,6 +385,29 @@ class _GroupBy:
         sign = 1.0 if name == "max" else -1.0
         extreme = sign * _segment_max(np.where(present, sign * values, -np.inf), codes, groups)
         return np.where(counts > 0, extreme, np.nan)
+
+
+def _as_frame(table: Any) -> Frame:
+    """A plain DataFrame as a Frame of its columns (a merge's constant right side)."""
+    labels, values = _frame_entries(table)
+    return Frame(dict(zip(labels, values, strict=True)), index=table.index)
+
+
+def _positions(frame: Frame, keys: list[Hashable], name: str) -> Any:
+    """A plain DataFrame of ``frame``'s static key columns and each row's position (what
+    pandas pairs rows by, in a merge)."""
+    found = {}
+    for label in keys:
+        column = frame._column(label)
+        if type(column) in HANDLES:
+            msg = (
+                f"Frame.merge: the key column {label!r} is differentiated; join on static columns "
+                f"[at {user_location()}]"
+            )
+            raise ArgumentError(msg)
+        found[label] = column
+    found[name] = np.arange(len(frame))
+    return _pandas().DataFrame(found)
 
 
 def _scatter_rows(values: Any, rows: np.ndarray, total: int) -> Any:
