@@ -295,3 +295,16 @@ def test_sort_values_gives_pandas_order(frame: pd.DataFrame, ascending: bool) ->
     got = ng.vjp(lambda f: f.sort_values(key, ascending=ascending)[float_columns(frame)], frame)[0]
     assert got.index.equals(expected.index)
     np.testing.assert_array_equal(got.to_numpy(), expected[float_columns(frame)].to_numpy())
+
+
+def test_optimisers_step_a_dataframe_by_its_float_columns_gradient() -> None:
+    effects = pd.DataFrame({"store": ["a", "b"], "effect": [0.0, 1.0]}, index=["a", "b"])
+    params = {"effects": effects, "scale": np.float64(0.5)}
+    g = ng.grad(lambda p: np.sum(p["effects"].effect ** 2) * p["scale"])(params)
+    assert list(g["effects"].columns) == ["effect"]
+    stepped = ng.optim.sgd(params, g, 0.1)
+    assert list(stepped["effects"]["store"]) == ["a", "b"]  # static columns carried over
+    np.testing.assert_allclose(stepped["effects"]["effect"].to_numpy(), [0.0, 1.0 - 0.1 * 1.0])
+    moved, state = ng.optim.adam(params, g, lr=0.1)
+    moved, state = ng.optim.adam(moved, g, state, lr=0.1)
+    np.testing.assert_allclose(moved["effects"]["effect"].to_numpy(), [0.0, 0.8], atol=1e-6)

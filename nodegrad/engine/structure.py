@@ -420,7 +420,7 @@ def _zip(treedef: TreeDef, value: Any, other: Any, path: str, found: list[tuple[
     if (
         other_handler is None
         or (type(other) is not type(value) and (handler.family is None or handler.family != other_handler.family))
-        or not _same_keys(handler.kind, keys, other_handler.keys(other))
+        or not _same_keys(handler.kind, keys, other_handler.keys(other), handler.family)
     ):
         described = (
             type(other).__name__
@@ -450,9 +450,13 @@ def pair_leaves(value: Tree, other: Tree, absent: Any = None, path: str = "") ->
     return paired
 
 
-def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable]) -> bool:
-    # Maps pair entries by key, whatever their order ({'b', 'a'} against {'a', 'b'}).
-    return other == keys or (kind == "map" and len(other) == len(keys) and set(other) == set(keys))
+def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable], family: str | None = None) -> bool:
+    # Maps pair entries by key, whatever their order ({'b', 'a'} against {'a', 'b'}); a
+    # family whose handler reads a missing entry as None (a table's gradient holds its float
+    # columns only) pairs a part of the keys too.
+    if other == keys or (kind == "map" and len(other) == len(keys) and set(other) == set(keys)):
+        return True
+    return family is not None and set(other) <= set(keys)
 
 
 # -- values that are not trees, found without recursion (for the errors that name them) ---------

@@ -487,7 +487,7 @@ def _map_handler(entries: Any, build: Any, family: str | None = "table") -> Hand
 
     def get(value: Any, key: Hashable) -> Any:
         keys, children = entries(value)
-        return children[keys.index(key)]
+        return children[keys.index(key)] if key in keys else None  # a gradient has no static columns
 
     handler = Handler("map", lambda v: entries(v)[0], get, build, None, entries)
     handler.family = family
