@@ -289,16 +289,7 @@ class _GroupBy:
 
     def __init__(self, frame: Frame, by: list[Hashable], sort: bool, dropna: bool) -> None:
         pd = _pandas()
-        keys = {}
-        for label in by:
-            column = frame._column(label)
-            if type(column) in HANDLES:
-                msg = (
-                    f"Frame.groupby: the key column {label!r} is differentiated; group by static columns "
-                    f"[at {user_location()}]"
-                )
-                raise ArgumentError(msg)
-            keys[label] = column
+        keys = _static_keys(frame, by, "groupby")
         grouped = pd.DataFrame(keys, index=frame.index).groupby(by, sort=sort, dropna=dropna, observed=True)
         codes = grouped.ngroup().to_numpy(dtype=float, na_value=np.nan)  # NaN: a row without a group
         self._codes = np.where(np.isnan(codes), -1, codes).astype(np.int64)
@@ -371,6 +362,8 @@ class _GroupBy:
         plain = now(unwrap(values))
         rows = np.flatnonzero(self._codes >= 0)
         codes, groups = self._codes[rows], len(self._groups)
+        if not groups:  # every key missing: no group, nothing to aggregate
+            return np.zeros(0, np.int64 if name == "count" else float)
         if np.asarray(plain).dtype.kind not in "fc":  # a static column: pandas' own answer
             series = _pandas().Series(np.asarray(plain)[rows]).groupby(codes, sort=True)
             return getattr(series, name)().reindex(range(groups)).to_numpy()
@@ -396,18 +389,25 @@ def _as_frame(table: Any) -> Frame:
 def _positions(frame: Frame, keys: list[Hashable], name: str) -> Any:
     """A plain DataFrame of ``frame``'s static key columns and each row's position (what
     pandas pairs rows by, in a merge)."""
+    found = _static_keys(frame, keys, "merge")
+    found[name] = np.arange(len(frame))
+    return _pandas().DataFrame(found)
+
+
+def _static_keys(frame: Frame, labels: list[Hashable], where: str) -> dict[Hashable, Any]:
+    """The key columns ``labels`` of ``frame``, refused where one is differentiated: rows are
+    grouped and paired by their values, which carry no gradient."""
     found = {}
-    for label in keys:
+    for label in labels:
         column = frame._column(label)
         if type(column) in HANDLES:
             msg = (
-                f"Frame.merge: the key column {label!r} is differentiated; join on static columns "
+                f"Frame.{where}: the key column {label!r} is differentiated; use static key columns "
                 f"[at {user_location()}]"
             )
             raise ArgumentError(msg)
         found[label] = column
-    found[name] = np.arange(len(frame))
-    return _pandas().DataFrame(found)
+    return found
 
 
 def _scatter_rows(values: Any, rows: np.ndarray, total: int) -> Any:
