@@ -324,3 +324,23 @@ def test_a_frame_reaching_an_inner_transform_through_a_closure_is_differentiated
     g = ng.grad(outer)(frame)
     np.testing.assert_allclose(g["price"].to_numpy(), 2.0 * 2.0 * frame["price"].to_numpy() * frame["units"])
     assert g.index.equals(frame.index)
+
+
+def test_replay_of_a_table_pipeline_never_freezes_which_rows_go_where() -> None:
+    """Groups, NaN entries and sorted orders depend on the values of columns, so a replay
+    does not record them (the call runs eagerly, said once): the results follow every call."""
+
+    def loss(f: Any) -> Any:
+        means = f.groupby("key").mean()["x"]
+        return np.sum(np.where(np.isnan(means), 0.0, means)) + np.sum(f.sort_values("x")["x"][:1])
+
+    fast = ng.replay(ng.grad(loss))
+    calls = [
+        pd.DataFrame({"key": [1, 2, 1], "x": [1.0, np.nan, 3.0]}),
+        pd.DataFrame({"key": [1, 2, 1], "x": [np.nan, 2.0, 3.0]}),
+        pd.DataFrame({"key": [2, 2, 1], "x": [5.0, 2.0, -3.0]}),
+    ]
+    with pytest.warns(ng.errors.ReplayWarning, match="depends on the values of a column"):
+        got = [fast(frame) for frame in calls]
+    for frame, g in zip(calls, got, strict=True):
+        np.testing.assert_array_equal(g.to_numpy(), ng.grad(loss)(frame).to_numpy())

@@ -28,7 +28,7 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.containers import Handler, register_handler
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.staged import now
+from nodegrad.engine.staged import Staged, Unreplayable, now
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, StructureError, user_location
 from nodegrad.ops.pipeline.segments import segment_max as _segment_max
@@ -51,6 +51,17 @@ def _length(value: Any) -> int:
         msg = f"a column of a Frame must have one entry per row, got a 0-d value [at {user_location()}]"
         raise ShapeError(msg)
     return int(shape[0])
+
+
+def _values(value: Any, what: str) -> Any:
+    """The plain values under ``value``'s traced levels, for deciding which rows go where
+    (a choice with no gradient). A value staged by ``replay`` cannot be read so: the choice
+    would be frozen into the program, so the recording is given up (the call runs eagerly)."""
+    plain = unwrap(value)
+    if type(plain) is Staged:
+        msg = f"Frame: {what} depends on the values of a column [at {user_location()}]"
+        raise Unreplayable(msg)
+    return plain
 
 
 def _has_handles(children: list[Any]) -> bool:
@@ -176,7 +187,7 @@ class Frame:
     def _rows_at(self, rows: Any) -> Frame:
         """The Frame of rows at positions ``rows`` (an integer array), in that order."""
         taken = {label: value[rows] for label, value in self._columns.items()}
-        return Frame(taken, index=self._index[now(unwrap(rows))])
+        return Frame(taken, index=self._index[_values(rows, "the labels of the rows taken")])
 
     @property
     def iloc(self) -> _Rows:
@@ -240,7 +251,7 @@ class Frame:
         """The rows in the order of the column(s) ``by`` (pandas' stable order, NaN last);
         the order itself carries no gradient, the values moved do."""
         labels = [by] if not isinstance(by, list) else list(by)
-        keys = {label: now(unwrap(self._column(label))) for label in labels}
+        keys = {label: _values(self._column(label), "sort_values' order") for label in labels}
         order = _pandas().DataFrame(keys).reset_index(drop=True)
         rows = order.sort_values(labels, ascending=ascending, kind="stable").index.to_numpy()
         return self._rows_at(rows)
@@ -359,16 +370,17 @@ class _GroupBy:
             msg = f"Frame.groupby: no aggregation {name!r}; one of {', '.join(_AGGREGATIONS)} [at {user_location()}]"
             raise ArgumentError(msg)
         values = self._frame._column(label)
-        plain = now(unwrap(values))
+        plain = now(unwrap(values))  # (for its dtype)
         rows = np.flatnonzero(self._codes >= 0)
         codes, groups = self._codes[rows], len(self._groups)
         if not groups:  # every key missing: no group, nothing to aggregate
             return np.zeros(0, np.int64 if name == "count" else float)
         if np.asarray(plain).dtype.kind not in "fc":  # a static column: pandas' own answer
-            series = _pandas().Series(np.asarray(plain)[rows]).groupby(codes, sort=True)
+            series = _pandas().Series(np.asarray(_values(values, "a static column's aggregate"))[rows])
+            series = series.groupby(codes, sort=True)
             return getattr(series, name)().reindex(range(groups)).to_numpy()
         values = values[rows]
-        present = ~np.isnan(now(unwrap(plain))[rows])
+        present = ~np.isnan(_values(values, "which entries a group skips (NaN)"))
         counts = np.bincount(codes[present], minlength=groups)
         if name == "count":
             return counts
@@ -400,13 +412,13 @@ def _static_keys(frame: Frame, labels: list[Hashable], where: str) -> dict[Hasha
     found = {}
     for label in labels:
         column = frame._column(label)
-        if type(column) in HANDLES:
+        if type(column) in HANDLES and type(column) is not Staged:
             msg = (
                 f"Frame.{where}: the key column {label!r} is differentiated; use static key columns "
                 f"[at {user_location()}]"
             )
             raise ArgumentError(msg)
-        found[label] = column
+        found[label] = _values(column, f"{where}'s pairing of rows")
     return found
 
 
