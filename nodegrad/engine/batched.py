@@ -195,8 +195,10 @@ def plain_map(fn: Any, x: Any) -> Any:
     work on such a stack: entry by entry (a sign, a cast) or along trailing axes."""
     while type(x) is Traced:
         x = x.value
+    if type(x) is Staged:
+        return call_on(fn, x)  # staged by replay: the call is recorded
     if type(x) is not Batched:
-        return call_on(fn, x)  # (staged by replay: the call is recorded)
+        return fn(x)
     out = plain_map(fn, x.value)
     if isinstance(out, tuple):  # numpy's result tuples (QRResult, ...) too
         items = [Batched(o, x.level) for o in out]

@@ -218,7 +218,7 @@ class Tape:
         on replay."""
         self._check(x)
         value = GUARDS[kind](x.now, *extra)
-        self.instructions.append(Instruction(kind, kind, GUARDS[kind], (x, *extra), {}, expected=_exact(value)))
+        self.instructions.append(Instruction(kind, kind, GUARDS[kind], (x, *extra), {}, expected=exact_key(value)))
         return value
 
     # -- reading the staged values ----------------------------------------------------------
@@ -323,16 +323,11 @@ def _stageable(value: Any) -> bool:
     return kind is np.ndarray or isinstance(value, np.generic) or kind in (bool, int, float, complex)
 
 
-def _exact(value: Any) -> Any:
+def exact_key(value: Any) -> Any:
     """A key equal for two conversions' results exactly when they are the same value (a
-    float's sign of zero and NaN included), for guards."""
+    float's sign of zero and NaN included): what guards compare."""
     if type(value) is float or type(value) is complex:
         return (type(value), repr(value))
     if type(value) is list:
         return (list, repr(value))
     return (type(value), value)
-
-
-def exact_key(value: Any) -> Any:
-    """The key :class:`Instruction` guards compare (see :func:`_exact`)."""
-    return _exact(value)

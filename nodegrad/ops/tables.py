@@ -227,9 +227,7 @@ class Frame:
         if how not in ("inner", "left"):
             msg = f"Frame.merge: how={how!r}; a Frame joins 'inner' or 'left' [at {user_location()}]"
             raise ArgumentError(msg)
-        other = (
-            right if isinstance(right, Frame) else Frame(dict(zip(*_frame_entries(right), strict=True)), right.index)
-        )
+        other = right if isinstance(right, Frame) else _as_frame(right)
         keys = [on] if not isinstance(on, list) else list(on)
         pd = _pandas()
         pairs = pd.merge(_positions(self, keys, "__left"), _positions(other, keys, "__right"), on=keys, how=how)
@@ -438,14 +436,23 @@ def _describe(value: Any) -> str:
 # -- pandas objects and Frames as structured values ---------------------------------------------
 
 
-def _frame_entries(frame: Any) -> tuple[list[Hashable], list[Any]]:
+def _frame_labels(frame: Any) -> list[Hashable]:
     labels = list(frame.columns)
     if len(set(labels)) != len(labels):
         msg = f"a DataFrame with repeated column labels {labels} cannot be taken apart by label"
         raise StructureError(msg)
+    return labels
+
+
+def _frame_column(frame: Any, label: Hashable) -> Any:
     # A float column's values are a leaf to differentiate, any other column a static leaf (a
     # categorical keeps its categories' order: pandas' group order).
-    return labels, [_column_values(frame[label]) for label in labels]
+    return _column_values(frame[label])
+
+
+def _frame_entries(frame: Any) -> tuple[list[Hashable], list[Any]]:
+    labels = _frame_labels(frame)
+    return labels, [_frame_column(frame, label) for label in labels]
 
 
 def _column_values(series: Any) -> Any:
@@ -467,12 +474,20 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     return _pandas().DataFrame(data, index=template.index, columns=[label for label in labels if label in data])
 
 
-def _ours_entries(frame: Frame) -> tuple[list[Hashable], list[Any]]:
-    return list(frame._columns), list(frame._columns.values())
+def _ours_labels(frame: Frame) -> list[Hashable]:
+    return list(frame._columns)
 
 
-def _series_entries(series: Any) -> tuple[list[Hashable], list[Any]]:
-    return [series.name], [series.to_numpy()]
+def _ours_column(frame: Frame, label: Hashable) -> Any:
+    return frame._columns[label]
+
+
+def _series_labels(series: Any) -> list[Hashable]:
+    return [series.name]
+
+
+def _series_column(series: Any, label: Hashable) -> Any:
+    return series.to_numpy()
 
 
 def _series_build(template: Any, children: list[Any]) -> Any:
@@ -487,24 +502,28 @@ def _handler_for(cls: type) -> Handler | None:
     subclasses); ``None`` (a leaf) for any other."""
     pd = importlib.import_module("pandas")
     if issubclass(cls, pd.DataFrame):
-        return _map_handler(_frame_entries, _frame_build)
+        return _map_handler(_frame_labels, _frame_column, _frame_build)
     if issubclass(cls, pd.Series):
-        return _map_handler(_series_entries, _series_build, family=None)
+        return _map_handler(_series_labels, _series_column, _series_build, family=None)
     return None
 
 
-def _map_handler(entries: Any, build: Any, family: str | None = "table") -> Handler:
-    """A handler taking values apart as maps of their columns by ``entries``; a DataFrame
-    and a Frame are one family (one stands for the other where structures are matched)."""
+def _map_handler(labels: Any, column: Any, build: Any, family: str | None = "table") -> Handler:
+    """A handler taking values apart as maps of their columns (``labels(value)``,
+    ``column(value, label)``); a DataFrame and a Frame are one family (one stands for the
+    other where structures are matched)."""
 
     def get(value: Any, key: Hashable) -> Any:
-        keys, children = entries(value)
-        return children[keys.index(key)] if key in keys else None  # a gradient has no static columns
+        return column(value, key) if key in labels(value) else None  # a gradient has no static columns
 
-    handler = Handler("map", lambda v: entries(v)[0], get, build, None, entries)
+    def entries(value: Any) -> tuple[list[Hashable], list[Any]]:
+        found = labels(value)
+        return found, [column(value, label) for label in found]
+
+    handler = Handler("map", labels, get, build, None, entries)
     handler.family = family
     return handler
 
 
-register_handler(Frame, _map_handler(_ours_entries, _frame_build))
+register_handler(Frame, _map_handler(_ours_labels, _ours_column, _frame_build))
 PLUGINS.library_containers["pandas"] = _handler_for
