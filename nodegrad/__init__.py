@@ -18,6 +18,7 @@ from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
 from nodegrad.engine.arena import Arena, Node
 from nodegrad.engine.containers import STATIC, dataclass_field, field, is_differentiable_leaf, register_container
+from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
@@ -53,6 +54,7 @@ __all__ = [
     "Frame",
     "GradOptions",
     "Node",
+    "RowSparse",
     "Traced",
     "checkpoint",
     "custom_vjp",

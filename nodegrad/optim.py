@@ -2,7 +2,10 @@
 
 Steps -- :func:`sgd` and :func:`adam` -- are functions from (parameters, gradients) to new
 parameters of the same structure; ``None`` gradient slots (static fields) leave their
-parameter untouched.
+parameter untouched. A :class:`~nodegrad.RowSparse` gradient (``grad(...,
+sparse_rows=True)``) makes the step lazy, as PyTorch's ``SparseAdam`` and sparse SGD are:
+only its rows move, written into the parameter array in place (and Adam's moments into the
+state's arrays), since copying a million-row table would cost more than the step.
 
 Drivers -- :func:`sgd_loop`, :func:`rmsprop_loop` and :func:`adam_loop` -- run a whole
 optimisation from a gradient function ``grad(params, iteration)``, with the signatures,
@@ -22,6 +25,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
+from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten,
@@ -114,7 +118,28 @@ def sgd(params: Any, grads: Any, lr: float) -> Any:
     {'w': 0.95, 'tag': 'a'}
     """
     _check_rate("sgd", lr)
-    return _update("sgd", params, grads, lambda p, g: p - lr * _descent(g))
+
+    def step(p: Any, g: Any) -> Any:
+        if type(g) is RowSparse:
+            return _rows_moved(p, g.indices, lr * _descent(g.values))
+        return p - lr * _descent(g)
+
+    return _update("sgd", params, grads, step)
+
+
+def _rows_moved(p: Any, rows: Any, step: Any) -> Any:
+    """``p`` with ``step`` subtracted from its ``rows``, in place when ``p`` is a writeable
+    array (a lazy step: the other rows are not even read)."""
+    target = p if isinstance(p, np.ndarray) and p.flags.writeable else np.array(p)
+    target[rows] -= step
+    return target
+
+
+def _rows_updated(moment: Any, rows: Any, update: Callable[[Any], Any]) -> Any:
+    """A moment array with ``update`` applied to its ``rows`` only, in place."""
+    moment = moment.todense() if type(moment) is RowSparse else moment
+    moment[rows] = update(moment[rows])
+    return moment
 
 
 @attrs.frozen
@@ -151,6 +176,13 @@ def adam(
     lr, b1, b2, eps : float
         Step size, moment decay rates and the denominator's floor.
 
+    Notes
+    -----
+    For a :class:`~nodegrad.RowSparse` gradient the step is PyTorch's ``SparseAdam``: the
+    moments are dense arrays of the parameter's shape, and only the gradient's rows of
+    them, and of the parameter, are updated, in place. Where every row with a nonzero
+    moment is among the gradient's rows (the first step, say) this is the dense step.
+
     Returns
     -------
     (new_params, new_state)
@@ -168,14 +200,41 @@ def adam(
     b1, b2 = _decay("adam", "b1", b1), _decay("adam", "b2", b2)
     eps = _positive("adam", "eps", eps)
     if state is None:
-        state = AdamState(0, zeros_like(grads), zeros_like(grads))
+        state = AdamState(0, _moments_like(grads), _moments_like(grads))
     step = state.step + 1
-    mu = tree_map(lambda m, g: b1 * m + (1 - b1) * _descent(g), state.mu, grads)
-    nu = tree_map(lambda v, g: b2 * v + (1 - b2) * _squared(g), state.nu, grads)
+
+    def first(m: Any, g: Any) -> Any:
+        if type(g) is RowSparse:
+            return _rows_updated(m, g.indices, lambda rows: b1 * rows + (1 - b1) * _descent(g.values))
+        return b1 * m + (1 - b1) * _descent(g)
+
+    def second(v: Any, g: Any) -> Any:
+        if type(g) is RowSparse:
+            return _rows_updated(v, g.indices, lambda rows: b2 * rows + (1 - b2) * _squared(g.values))
+        return b2 * v + (1 - b2) * _squared(g)
+
+    mu, nu = tree_map(first, state.mu, grads), tree_map(second, state.nu, grads)
     mu_hat_scale = 1 / (1 - b1**step)
     nu_hat_scale = 1 / (1 - b2**step)
-    steps = tree_map(lambda m, v: lr * (m * mu_hat_scale) / (np.sqrt(v * nu_hat_scale) + eps), mu, nu)
-    return _update("adam", params, steps, lambda p, s: p - s), AdamState(step, mu, nu)
+
+    def moved(m: Any, v: Any, g: Any) -> Any:
+        if type(g) is RowSparse:
+            rows = g.indices
+            return RowSparse(rows, lr * (m[rows] * mu_hat_scale) / (np.sqrt(v[rows] * nu_hat_scale) + eps), m.shape)
+        return lr * (m * mu_hat_scale) / (np.sqrt(v * nu_hat_scale) + eps)
+
+    steps = tree_map(moved, mu, nu, grads)
+    return _update("adam", params, steps, _adam_step), AdamState(step, mu, nu)
+
+
+def _adam_step(p: Any, s: Any) -> Any:
+    return _rows_moved(p, s.indices, s.values) if type(s) is RowSparse else p - s
+
+
+def _moments_like(grads: Any) -> Any:
+    """Zero moments for Adam: dense arrays, also for a RowSparse gradient (whose rows are
+    then updated in place at each step)."""
+    return map_floats(lambda g: np.zeros(g.shape, g.dtype) if type(g) is RowSparse else g, zeros_like(grads))
 
 
 # -- drivers: whole optimisations, as autograd.misc.optimizers runs them ----------------------

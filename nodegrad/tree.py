@@ -3,7 +3,10 @@ and flattening a structure to one vector and back.
 
 Every function takes any nesting of records, dicts, lists and tuples with array or float
 leaves, and returns the same structure (records as instances of their class). ``None``
-leaves -- the gradient slots of static fields -- stay ``None``.
+leaves -- the gradient slots of static fields -- stay ``None``. A
+:class:`~nodegrad.RowSparse` gradient is a leaf too, kept sparse where it can be: by
+:func:`zeros_like`, :func:`add` (with another), :func:`scale`, :func:`vdot`,
+:func:`global_norm` and :func:`clip_by_global_norm`; :func:`ravel` writes it out densely.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.batched import HANDLES, Batched
 from nodegrad.engine.cycles import reports_unwalkable
+from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten,
@@ -125,6 +129,8 @@ def zeros_like(tree: Any) -> Any:
 
 
 def _zero(x: Any) -> Any:
+    if type(x) is RowSparse:
+        return RowSparse(x.indices[:0], x.values[:0], x.shape)  # no rows: the same kind, nothing to hold
     return type(x)(0) if isinstance(x, float) else np.zeros_like(x)
 
 
@@ -184,10 +190,29 @@ def vdot(a: Any, b: Any) -> Any:
         for path, x, y in zip_leaves(a, b)
         if path in differentiable and is_differentiable_leaf(x) and is_differentiable_leaf(y)
     ]
+    pairs = [_rows_in_common(x, y) for x, y in pairs]
     if not any(np.iscomplexobj(x) or np.iscomplexobj(y) for x, y in pairs):
         return math.fsum(float(np.sum(np.multiply(x, y, dtype=np.float64))) for x, y in pairs)
     terms = [np.sum(np.multiply(np.conjugate(x), y, dtype=np.complex128)) for x, y in pairs]
     return complex(math.fsum(t.real for t in terms), math.fsum(t.imag for t in terms))
+
+
+def _rows_in_common(x: Any, y: Any) -> tuple[Any, Any]:
+    """Two leaves as arrays whose elementwise product sums to their inner product: a
+    RowSparse contributes its rows only (zero elsewhere), met by the same rows of the other."""
+    if type(x) is RowSparse and type(y) is RowSparse:
+        _, at_x, at_y = np.intersect1d(x.indices, y.indices, assume_unique=True, return_indices=True)
+        return x.values[at_x], y.values[at_y]
+    if type(x) is RowSparse:
+        return x.values, np.asarray(y)[x.indices]
+    if type(y) is RowSparse:
+        return np.asarray(x)[y.indices], y.values
+    return x, y
+
+
+def _entries(x: Any) -> Any:
+    """The entries of a leaf that can be nonzero: a RowSparse's rows, else the leaf."""
+    return x.values if type(x) is RowSparse else x
 
 
 def _check_finite(name: str, value: float) -> float:
@@ -215,7 +240,7 @@ def scale(tree: Any, factor: float) -> Any:
     def scaled(x: Any) -> Any:
         if isinstance(x, float | complex):
             return x * factor  # a Python number stays one (a float times a float is a float)
-        return x * np.asarray(factor, x.real.dtype)  # a float32 (or complex64) array stays one
+        return x * np.asarray(factor, _entries(x).real.dtype)  # a float32 (or complex64) array stays one
 
     return map_floats(scaled, tree)
 
@@ -238,7 +263,7 @@ def global_norm(tree: Any) -> float:
     """
     # A complex entry counts by its modulus, as two real entries would.
     leaves = [
-        np.abs(np.asarray(x, dtype=np.complex128 if np.iscomplexobj(x) else np.float64))
+        np.abs(np.asarray(_entries(x), dtype=np.complex128 if np.iscomplexobj(x) else np.float64))
         for _, x in differentiable_leaves(tree)
     ]
     if not leaves:
@@ -283,7 +308,7 @@ def clip_by_global_norm(tree: Any, max_norm: float) -> tuple[Any, float]:
         raise ArgumentError(msg)
     norm = global_norm(tree)
     if not math.isfinite(norm):
-        bad = next(p for p, x in differentiable_leaves(tree) if not np.all(np.isfinite(x)))
+        bad = next(p for p, x in differentiable_leaves(tree) if not np.all(np.isfinite(_entries(x))))
         msg = f"the global norm is not finite: {bad or 'the value'} holds NaN or Inf"
         raise ArgumentError(msg)
     if norm <= max_norm:

@@ -31,6 +31,7 @@ import numpy as np
 
 from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.rows import RowSparse
 
 __all__ = [
     "STATIC",
@@ -152,7 +153,7 @@ def is_differentiable_leaf(value: Any) -> bool:
     >>> [path for path, leaf in ng.tree.tree_leaves_with_path(tree) if ng.is_differentiable_leaf(leaf)]
     ["['w']"]
     """
-    if isinstance(value, np.ndarray | np.inexact) or type(value) in HANDLES:
+    if isinstance(value, np.ndarray | np.inexact) or type(value) in HANDLES or type(value) is RowSparse:
         return value.dtype.kind in "fc"
     return isinstance(value, float | complex)
 

@@ -35,6 +35,7 @@ __all__ = [
     "defbatch",
     "defjoint",
     "defop",
+    "defrows",
     "rule_reads",
     "same_rule_for_all",
 ]
@@ -68,6 +69,10 @@ class Op:
     #: How the op runs on batched values (inside ``vmap``): ``batch(op, batched, size,
     #: *args)`` (see :mod:`nodegrad.ops.batching`), or ``None``: once per example.
     batch: Callable[..., Any] | None = None
+    #: For a row gather (an op whose output is rows of its input 0): ``rows(*args)``, the
+    #: flat positions of the rows it reads, or ``None`` where these arguments make it
+    #: something else. Row-sparse gradients are built from it (:mod:`nodegrad.engine.rows`).
+    rows: Callable[..., Any] | None = None
 
     def __repr__(self) -> str:
         return f"Op({self.name!r})"
@@ -155,6 +160,14 @@ def defbatch(op: Op, rule: Callable[..., Any]) -> Op:
     """Give the registered ``op`` its batching rule (for an op defined before its rule
     can be written, or by a helper that registers a family of ops); returns ``op``."""
     object.__setattr__(op, "batch", rule)
+    return op
+
+
+def defrows(op: Op, rows: Callable[..., Any]) -> Op:
+    """Mark the registered ``op`` as a row gather: ``rows(*args)`` gives the flat
+    positions of the rows of its input 0 it reads (``None`` for arguments that make it
+    something else). Returns ``op``."""
+    object.__setattr__(op, "rows", rows)
     return op
 
 

@@ -24,6 +24,8 @@ import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
 from nodegrad.engine.record import INTERPRETERS
+from nodegrad.engine.rows import RowParts, coalesced, sparse_nodes
+from nodegrad.engine.rule_errors import reported
 from nodegrad.engine.staged import RECORDING, Staged, array, now, only_staged
 from nodegrad.engine.structure import (
     flatten_with_paths,
@@ -33,18 +35,16 @@ from nodegrad.engine.structure import (
     map_unless_static,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced, describe, unwrap
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.engine.whole import RecordedWhole
 from nodegrad.errors import (
     ArenaError,
     ArgumentError,
     DtypeError,
-    NodegradError,
     NoGradientError,
     NonFiniteError,
     ShapeError,
     StructureError,
-    error_like,
     rerun_reporting_warnings,
 )
 
@@ -218,7 +218,7 @@ def sweep(
                 except Warning:  # see nodegrad.errors.rerun_reporting_warnings
                     gp = rerun_reporting_warnings(rules[k], g, value, *args)
                 except Exception as exc:
-                    raise _reported(op, g, value, args, exc) from exc
+                    raise reported(op, g, value, args, exc) from exc
                 if gp is None:
                     continue
                 if op.broadcasts:
@@ -248,21 +248,12 @@ def _joint_answers(
     except Warning:  # see nodegrad.errors.rerun_reporting_warnings
         answers = rerun_reporting_warnings(op.joint, wanted, g, value, *args)
     except Exception as exc:
-        raise _reported(op, g, value, args, exc) from exc
+        raise reported(op, g, value, args, exc) from exc
     return {k: _answered(a) for k, a in zip(wanted, answers, strict=True)}
 
 
 def _answered(cotangent: Any) -> Callable[..., Any]:
     return lambda *_: cotangent
-
-
-def _reported(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
-    """The exception to raise for a failed rule: :func:`_rule_failed`'s, or ``exc`` itself
-    (re-raised as it is, with its own traceback)."""
-    failure = _rule_failed(op, g, value, args, exc)
-    if failure is exc:
-        raise exc
-    return failure
 
 
 # -- from user structures to the sweep and back -------------------------------------------
@@ -462,6 +453,8 @@ def _finished(arena: Any, wrt: Any, target: Traced, g: Any, options: GradOptions
     """The gradient handed back for ``target`` (one leaf of ``wrt``), built from the
     cotangent ``g`` that reached it: ``finish(g, like)`` per array, zeros (or, with
     STRICT, a :class:`_Missing` of key paths) where nothing arrived."""
+    if type(g) is RowParts:
+        return coalesced(g, target.value)
     if g is not None and (type(target.value) is np.ndarray or not is_container(target.value)):  # an array leaf
         return _owned(g, target.value, taken) if finish is None else finish(g, target.value)
     lacking: list[str] = []
@@ -494,34 +487,6 @@ class _RecordingNodes:
         return op, parents, argnums, tuple(lifted), Traced(self._arena, i, value)
 
 
-def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Exception) -> Exception:
-    """The error to raise for a rule of ``op`` that failed. A rule fed traced values is
-    being differentiated again (nested transforms, ``create_graph``): a failure there is
-    reported as that, naming the op."""
-    traced = type(g) is Traced or type(value) is Traced or any(type(a) is Traced for a in args)
-    if isinstance(exc, np.linalg.LinAlgError):
-        # A decomposition the rule needs does not exist here (a singular matrix, say): the
-        # gradient is not defined at this input.
-        msg = f"op {op.name!r}: its gradient is not defined at this input ({type(exc).__name__}: {exc})"
-        return NonFiniteError(msg)
-    if not traced:
-        kind = error_like(exc)
-        if kind is None:
-            return exc
-        shapes = ", ".join(describe(a) for a in args)
-        return kind(f"op {op.name!r}: its gradient rule failed on inputs ({shapes}): {type(exc).__name__}: {exc}")
-    if isinstance(exc, NoGradientError):
-        return exc
-    if isinstance(exc, NonFiniteError):
-        msg = f"{exc}; this node was recorded by the gradient rule of {op.name!r} (differentiating it again)"
-        return NonFiniteError(msg)
-    if isinstance(exc, NodegradError):
-        msg = f"op {op.name!r}: its gradient rule cannot be differentiated again: {exc}"
-    else:
-        msg = f"op {op.name!r}: its gradient rule cannot be differentiated again ({type(exc).__name__}: {exc})"
-    return NoGradientError(msg)
-
-
 def gradients(
     arena: Any,
     output: Any,
@@ -532,6 +497,7 @@ def gradients(
     create_graph: bool = False,
     retain: bool = True,
     wrt_is_every_leaf: bool = False,
+    sparse_rows: bool = False,
 ) -> Any:
     """Differentiate ``output`` with respect to every traced leaf of ``wrt``.
 
@@ -544,7 +510,8 @@ def gradients(
     it on their own.) ``retain=False`` drops each node's forward value as soon as the sweep is done with it.
     ``wrt_is_every_leaf`` says that ``wrt``'s leaves are the arena's only leaf nodes (a
     transform's arena, whose leaves are the arguments it made): the sweep then need not
-    look for the nodes that depend on them, for every node does.
+    look for the nodes that depend on them, for every node does. With ``sparse_rows`` a
+    leaf whose every use is a row gather gets a :class:`~nodegrad.engine.rows.RowSparse`.
     """
     options = GradOptions.TRAINING if options is None else _check_options(options)
     if create_graph and arena._lean:
@@ -574,6 +541,8 @@ def gradients(
     try:
         release = not (retain or create_graph)
         indices = [t.index for t in targets]
+        if sparse_rows and seeds and indices:
+            nodes = sparse_nodes(nodes, arena._nodes, indices, min(indices), max(seeds))
         every_leaf = wrt_is_every_leaf and indices == list(range(len(indices)))
         found, arena.last_visited = sweep(nodes, seeds, indices, release, every_leaf)
     except BaseException:

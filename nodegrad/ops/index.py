@@ -14,7 +14,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1, record2
-from nodegrad.engine.registry import defop
+from nodegrad.engine.registry import defop, defrows
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import OpIndexError, ShapeError, user_location
 from nodegrad.ops.arguments import Each, as_ints, axes_of, batched_index, holds_batched, index_items
@@ -262,6 +262,38 @@ GATHER = defop(
     doc="take entries of x at integer indices along an axis (np.take)",
     batch=_gather_batch,
 )
+
+
+def _rows_of(x: Any, index: Any) -> Any:
+    """The flat positions of the rows of ``x`` that ``x[index]`` reads, when ``index``
+    takes whole rows: an int, a slice, an integer array or a mask of rows, alone or followed
+    by ``:`` and ``...``; else ``None``. (What makes ``x[index]`` a row gather for
+    row-sparse gradients.)"""
+    if type(index) is tuple:
+        if not index or not builtins.all(p is Ellipsis or (type(p) is slice and p == slice(None)) for p in index[1:]):
+            return None
+        index = index[0]
+    if np.ndim(x) == 0:
+        return None
+    n = np.shape(x)[0]
+    if isinstance(index, int | np.integer) and not isinstance(index, bool | np.bool_):
+        return np.array([int(index) % n], np.intp)
+    if type(index) is slice:
+        return np.arange(*index.indices(n))
+    kind = getattr(getattr(index, "dtype", None), "kind", None)
+    if kind == "b":
+        return np.flatnonzero(index) if np.shape(index) == (n,) else None
+    return _flat_rows(index, n) if kind in ("i", "u") else None
+
+
+def _flat_rows(indices: Any, n: int) -> Any:
+    """Integer ``indices`` into ``n`` rows, flat, each counted from the start."""
+    flat = indices.ravel()
+    return np.where(flat < 0, flat + n, flat) if flat.dtype.kind == "i" else flat
+
+
+defrows(GETITEM, _rows_of)
+defrows(GATHER, lambda x, indices, axis: _flat_rows(indices, np.shape(x)[0]) if axis == 0 else None)
 
 
 def _along(axis: int, indices: Any) -> tuple[Any, ...]:

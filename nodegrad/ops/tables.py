@@ -28,6 +28,7 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.containers import Handler, register_handler
 from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.staged import Staged, Unreplayable, now
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, StructureError, user_location
@@ -468,7 +469,9 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     labels = list(template.columns)
     if _has_handles(children):
         return Frame(dict(zip(labels, children, strict=True)), index=template.index)
-    data = {label: child for label, child in zip(labels, children, strict=True) if child is not None}
+    # A column read by row gathers only has a RowSparse gradient (sparse_rows=True): a
+    # table's gradient is a table, so it is written out.
+    data = {label: _dense(child) for label, child in zip(labels, children, strict=True) if child is not None}
     if not data and labels:
         return None  # a gradient of a table holding no floats: None, as for any such entry
     return _pandas().DataFrame(data, index=template.index, columns=[label for label in labels if label in data])
@@ -494,7 +497,11 @@ def _series_build(template: Any, children: list[Any]) -> Any:
     (child,) = children
     if child is None or type(child) in HANDLES:
         return child  # inside a function, a Series is its values
-    return _pandas().Series(child, index=template.index, name=template.name)
+    return _pandas().Series(_dense(child), index=template.index, name=template.name)
+
+
+def _dense(column: Any) -> Any:
+    return column.todense() if type(column) is RowSparse else column
 
 
 def _handler_for(cls: type) -> Handler | None:

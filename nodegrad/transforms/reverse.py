@@ -60,6 +60,7 @@ def value_and_grad(
     accumulate: bool = ...,
     check_finite: bool = ...,
     holomorphic: bool = ...,
+    sparse_rows: bool = ...,
 ) -> Transformed[P, tuple[Any, Any]]: ...
 @overload
 def value_and_grad(
@@ -72,6 +73,7 @@ def value_and_grad(
     accumulate: bool = ...,
     check_finite: bool = ...,
     holomorphic: bool = ...,
+    sparse_rows: bool = ...,
 ) -> Transformed[P, tuple[tuple[Any, Any], Any]]: ...
 @overload
 def value_and_grad(
@@ -84,6 +86,7 @@ def value_and_grad(
     accumulate: bool = ...,
     check_finite: bool = ...,
     holomorphic: bool = ...,
+    sparse_rows: bool = ...,
 ) -> Transformed[P, tuple[Any, Any]]: ...
 
 
@@ -97,6 +100,7 @@ def value_and_grad(
     accumulate: bool = False,
     check_finite: bool = False,
     holomorphic: bool = False,
+    sparse_rows: bool = False,
 ) -> Transformed[P, Any]:
     """Make a function that returns ``fun``'s value and its gradient.
 
@@ -130,6 +134,12 @@ def value_and_grad(
         result is its complex derivative ``f'(z)``. Without it, a complex output is an
         error and a complex argument gets JAX's gradient of a real-valued function (the
         conjugate of PyTorch's; see the complex-numbers page of the docs).
+    sparse_rows : bool, default False
+        An array leaf whose every use is a row gather (``x[idx]``, ``np.take(x, idx,
+        axis=0)``, :func:`~nodegrad.gather`, a slice or mask of rows, a table merge) gets a
+        :class:`~nodegrad.RowSparse` gradient: the rows read and their summed cotangents,
+        instead of a dense array that is zero almost everywhere. Other leaves stay dense.
+        Not with ``out``, nor inside another transform.
 
     Returns
     -------
@@ -156,6 +166,10 @@ def value_and_grad(
     check_callable(fun, "value_and_grad")
     for flag, value in (("has_aux", has_aux), ("accumulate", accumulate), ("holomorphic", holomorphic)):
         check_flag("value_and_grad", flag, value)
+    check_flag("value_and_grad", "sparse_rows", sparse_rows)
+    if sparse_rows and out is not None:
+        msg = "sparse_rows=True gives RowSparse gradients, which out= buffers (dense arrays) cannot hold: pass one"
+        raise ArgumentError(msg)
     nums = normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
     if accumulate and out is None:
@@ -187,7 +201,8 @@ def value_and_grad(
         seed = np.ones(np.shape(unwrap(result))) if holomorphic else None
         if out is None:
             # The leaves made above are the arena's only leaves: no op makes others.
-            grads = iter(gradients(arena, result, tuple(leaves), seed, options, retain=False, wrt_is_every_leaf=True))
+            every = {"retain": False, "wrt_is_every_leaf": True, "sparse_rows": sparse_rows}
+            grads = iter(gradients(arena, result, tuple(leaves), seed, options, **every))
             if single:
                 grad_value: Any = gradient_like(args[positions[0]], grads, layouts[0])
             else:
@@ -211,7 +226,8 @@ def value_and_grad(
                 arena.seal(name)
 
     options_ = {"has_aux": has_aux, "options": options, "out": out, "accumulate": accumulate}
-    remake = (value_and_grad, (fun, argnums), {**options_, "check_finite": check_finite, "holomorphic": holomorphic})
+    flags_ = {"check_finite": check_finite, "holomorphic": holomorphic, "sparse_rows": sparse_rows}
+    remake = (value_and_grad, (fun, argnums), {**options_, **flags_})
     return Transformed(value_and_grad_fun, fun, remake)
 
 
@@ -260,6 +276,7 @@ def grad(
     options: GradOptions | None = None,
     check_finite: bool = False,
     holomorphic: bool = False,
+    sparse_rows: bool = False,
 ) -> Transformed[P, Any]:
     """Make a function that returns the gradient of scalar-valued ``fun``.
 
@@ -286,6 +303,9 @@ def grad(
         gradient is NaN or Inf, naming it and the line that recorded it.
     holomorphic : bool, default False
         ``fun`` is holomorphic (complex arguments and output): the complex derivative.
+    sparse_rows : bool, default False
+        A :class:`~nodegrad.RowSparse` gradient for each array leaf whose every use is a
+        row gather (see :func:`value_and_grad`).
 
     Returns
     -------
@@ -309,7 +329,13 @@ def grad(
     """
     check_callable(fun, "grad")
     inner = value_and_grad(
-        fun, argnums, has_aux=has_aux, options=options, check_finite=check_finite, holomorphic=holomorphic
+        fun,
+        argnums,
+        has_aux=has_aux,
+        options=options,
+        check_finite=check_finite,
+        holomorphic=holomorphic,
+        sparse_rows=sparse_rows,
     )._call  # the plain function: one call layer less per gradient
 
     def grad_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
@@ -319,7 +345,7 @@ def grad(
         return inner(*args, **kwargs)[1]
 
     flags = {"has_aux": has_aux, "options": options, "check_finite": check_finite, "holomorphic": holomorphic}
-    remake = (grad, (fun, argnums), flags)
+    remake = (grad, (fun, argnums), {**flags, "sparse_rows": sparse_rows})
     return Transformed(grad_fun, fun, remake)
 
 

@@ -1,0 +1,252 @@
+"""Row-sparse gradients: what a lookup table read at a few rows gets back.
+
+A table of 1,000,000 rows read at 1,000 of them has a gradient that is zero in every
+other row. Written densely that is a 1,000,000-row array to allocate, fill and add per
+step; :class:`RowSparse` holds the touched rows only. The sweep makes one when asked
+(``grad(..., sparse_rows=True)``) for a leaf whose every use is a row gather: an op with
+:attr:`~nodegrad.engine.registry.Op.rows`, which says which rows of its input 0 it reads.
+Such a node's rule is swapped for one that hands back :class:`RowParts` (the rows read and
+the cotangent of each), which the sweep adds as it adds any cotangent (here: by keeping
+both lists), and :func:`coalesced` sums them into one :class:`RowSparse` at the leaf.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import attrs
+import numpy as np
+
+from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.staged import Staged, Unreplayable
+from nodegrad.errors import ArgumentError, ShapeError
+
+__all__ = ["RowParts", "RowSparse", "coalesced", "sparse_nodes"]
+
+
+class RowSparse:
+    """A gradient that is zero outside a few rows: ``values[k]`` is row ``indices[k]``.
+
+    What :func:`nodegrad.grad` returns with ``sparse_rows=True`` for an array argument
+    whose every use is a row gather (``x[idx]``, ``np.take(x, idx, axis=0)``,
+    :func:`nodegrad.gather`, a slice or mask of rows, a table merge). ``indices`` are
+    unique and sorted; a row read twice holds the sum of its cotangents.
+
+    ``np.asarray(rs)`` (or :meth:`todense`) gives the dense array. ``+`` with another
+    RowSparse of the same shape gives a RowSparse, with an array a dense array; ``*`` and
+    ``/`` by a number and unary ``-`` scale the values. :mod:`nodegrad.tree` utilities and
+    :func:`nodegrad.optim.sgd`/:func:`~nodegrad.optim.adam` take it as a leaf (the steps
+    are lazy: they move only these rows).
+
+    Parameters
+    ----------
+    indices : array of int
+        Row positions, unique and increasing, each in ``range(shape[0])``.
+    values : array
+        The rows, of shape ``(len(indices), *shape[1:])``.
+    shape : tuple of int
+        The dense array's shape (at least one dimension).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> table = np.ones((1000, 2))
+    >>> g = ng.grad(lambda t: (t[np.array([3, 7, 3])] ** 2).sum(), sparse_rows=True)(table)
+    >>> g
+    RowSparse(2 of 1000 rows, shape (1000, 2), dtype float64)
+    >>> g.indices, g.values
+    (array([3, 7]), array([[4., 4.],
+           [2., 2.]]))
+    >>> np.asarray(g)[[3, 7]].tolist()
+    [[4.0, 4.0], [2.0, 2.0]]
+    """
+
+    __slots__ = ("indices", "shape", "values")
+    __array_priority__ = 20.0  # ndarray + RowSparse asks RowSparse first
+
+    def __init__(self, indices: Any, values: Any, shape: tuple[int, ...]) -> None:
+        shape = tuple(int(n) for n in shape)
+        indices = np.asarray(indices)
+        values = np.asarray(values)
+        if not shape:
+            msg = "RowSparse: the dense shape needs at least one dimension (rows)"
+            raise ShapeError(msg)
+        if indices.ndim != 1 or (indices.size and indices.dtype.kind not in "iu"):
+            msg = f"RowSparse: indices must be a 1-d integer array, got shape {indices.shape} of {indices.dtype}"
+            raise ArgumentError(msg)
+        if values.shape != (len(indices), *shape[1:]):
+            msg = f"RowSparse: values of shape {values.shape} for {len(indices)} rows of shape {shape}"
+            raise ShapeError(msg)
+        if indices.size and (indices[0] < 0 or indices[-1] >= shape[0] or np.any(np.diff(indices) <= 0)):
+            msg = f"RowSparse: indices must be unique, increasing and in range({shape[0]})"
+            raise ArgumentError(msg)
+        self.indices = indices.astype(np.intp, copy=False)
+        self.values = values
+        self.shape = shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The values' dtype (the dense array's)."""
+        return self.values.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """The memory the rows and their indices take."""
+        return int(self.indices.nbytes + self.values.nbytes)
+
+    def todense(self) -> np.ndarray:
+        """The dense array: zeros with these rows written in."""
+        dense = np.zeros(self.shape, self.dtype)
+        dense[self.indices] = self.values
+        return dense
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        dense = self.todense()
+        return dense if dtype is None else dense.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        return f"RowSparse({len(self.indices)} of {self.shape[0]} rows, shape {self.shape}, dtype {self.dtype})"
+
+    def _with(self, values: Any) -> RowSparse:
+        return RowSparse(self.indices, values, self.shape)
+
+    def __add__(self, other: Any) -> Any:
+        if isinstance(other, RowSparse):
+            if other.shape != self.shape:
+                msg = f"RowSparse: cannot add shapes {self.shape} and {other.shape}"
+                raise ShapeError(msg)
+            parts = RowParts([(self.indices, self.values), (other.indices, other.values)])
+            return coalesced(parts, np.zeros((0,), np.result_type(self.dtype, other.dtype)), self.shape)
+        dense = np.array(other, dtype=np.result_type(self.dtype, other), copy=True)
+        if dense.shape != self.shape:
+            msg = f"RowSparse: cannot add shapes {self.shape} and {dense.shape} (no broadcasting)"
+            raise ShapeError(msg)
+        dense[self.indices] += self.values
+        return dense
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return (-self) + other
+
+    def __mul__(self, factor: Any) -> RowSparse:
+        if np.ndim(factor) != 0:
+            return NotImplemented
+        return self._with(self.values * factor)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, factor: Any) -> RowSparse:
+        if np.ndim(factor) != 0:
+            return NotImplemented
+        return self._with(self.values / factor)
+
+    def __neg__(self) -> RowSparse:
+        return self._with(-self.values)
+
+    def conjugate(self) -> RowSparse:
+        return self._with(np.conjugate(self.values))
+
+
+class RowParts:
+    """The sweep's cotangent of a leaf read by row gathers only: the ``(rows, cotangents)``
+    pairs of each gather, summed into a :class:`RowSparse` only at the leaf (adding two is
+    joining their lists: nothing dense is made on the way)."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts: list[tuple[Any, Any]]) -> None:
+        self.parts = parts
+
+    def __add__(self, other: Any) -> RowParts:
+        if not isinstance(other, RowParts):
+            msg = f"a row-sparse cotangent met a dense one ({type(other).__name__}): this leaf has another use"
+            raise TypeError(msg)
+        return RowParts(self.parts + other.parts)
+
+
+def coalesced(g: RowParts, like: Any, shape: tuple[int, ...] | None = None) -> RowSparse:
+    """The :class:`RowSparse` sum of the parts of ``g``, in ``like``'s dtype (a real leaf
+    keeps the real part, as a dense cotangent is cut back). Rows read more than once are
+    summed in the order they were read, as a dense scatter-add sums them."""
+    shape = np.shape(like) if shape is None else shape
+    rows = [r for r, _ in g.parts]
+    held = {type(x) for part in g.parts for x in part} & set(HANDLES)
+    if Staged in held:
+        # How many rows the gradient holds depends on the index values.
+        raise Unreplayable("a RowSparse gradient (sparse_rows=True): its number of rows depends on the indices")
+    if held:
+        msg = (
+            "sparse_rows=True inside another transform (grad, vmap, jvp of this gradient): a RowSparse gradient "
+            "cannot be differentiated or batched again; use the dense gradient there"
+        )
+        raise ArgumentError(msg)
+    dtype = np.result_type(like)
+    values = [v.reshape(len(r), *shape[1:]) for r, v in g.parts]
+    if dtype.kind != "c":
+        values = [np.real(v) if np.iscomplexobj(v) else v for v in values]
+    flat = rows[0] if len(rows) == 1 else np.concatenate(rows)
+    stacked = values[0] if len(values) == 1 else np.concatenate(values)
+    if len(flat) == 0:
+        return RowSparse(flat.astype(np.intp), np.zeros((0, *shape[1:]), dtype), shape)
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    summed = np.add.reduceat(stacked[order], starts, axis=0) if len(starts) < len(flat) else stacked[order]
+    return RowSparse(ordered[starts], summed.astype(dtype, copy=False), shape)
+
+
+# -- the sweep's view: row gathers of the chosen leaves hand back RowParts --------------------
+
+
+def sparse_nodes(view: Any, nodes: Any, wrt: list[int], lo: int, out: int) -> Any:
+    """``view`` (how the sweep reads the arena's ``nodes``) as it should read them for
+    row-sparse gradients: each leaf of ``wrt`` whose every use in ``lo..out`` is a row
+    gather of it (its input 0) gets :class:`RowParts` from those gathers. Other leaves are
+    left as they are."""
+    chosen = set(wrt)
+    gathers: list[int] = []
+    for i in range(lo + 1, out + 1):
+        op, parents, argnums, args = nodes[i][:4]
+        for p, k in zip(parents, argnums, strict=True):
+            if p in chosen and (k != 0 or op.rows is None or op.rows(*args) is None):
+                chosen.discard(p)
+        if parents and argnums[0] == 0 and parents[0] in chosen:
+            gathers.append(i)
+    swapped = {i for i in gathers if nodes[i][1][0] in chosen}
+    return _SparseNodes(view, nodes, swapped) if swapped else view
+
+
+@attrs.frozen
+class _SparseNodes:
+    view: Any  # what the sweep read before (the arena's nodes, or a checking view of them)
+    nodes: Any  # the arena's nodes, holding the ops themselves
+    swapped: set[int]
+
+    def __getitem__(self, i: int) -> tuple[Any, ...]:
+        node = self.view[i]
+        if i not in self.swapped:
+            return node
+        return (_row_op(self.nodes[i][0]), *node[1:])
+
+    def __setitem__(self, i: int, node: tuple[Any, ...]) -> None:
+        self.view[i] = (self.view[i][0], *node[1:])  # released: the node keeps its own op
+
+
+@functools.cache
+def _row_op(op: Any) -> Any:
+    """``op`` with its input 0's rule handing back the rows read and their cotangents."""
+
+    def rows_rule(g: Any, ans: Any, *args: Any) -> RowParts:
+        return RowParts([(op.rows(*args), g)])
+
+    return attrs.evolve(op, vjps=(rows_rule, *op.vjps[1:]), joint=None)
