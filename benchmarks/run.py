@@ -140,6 +140,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -158,9 +159,17 @@ from workloads.batching import (
 from workloads.environment import environment_report, refault_count, relaunch_with_environment
 from workloads.libraries import PEERS, available_libraries, display_name
 from workloads.memory import MIB, MemoryCase, MemoryRow, measure_memory_case, memory_notes
+from workloads.sparse_rows import (
+    GradientMemoryCase,
+    GradientMemoryRow,
+    LabelledCase,
+    gradient_memory_notes,
+    measure_gradient_memory_case,
+    run_labelled_case,
+)
 from workloads.timing import QUICK, Case, Row, Sizes, run_case
 
-AnyRow = Row | MemoryRow | TracedMemoryRow
+AnyRow = Row | MemoryRow | TracedMemoryRow | GradientMemoryRow
 
 # -- report ---------------------------------------------------------------------------------------
 
@@ -240,14 +249,29 @@ def format_traced_memory_row(row: TracedMemoryRow) -> list[str]:
     ]
 
 
+def format_gradient_memory_row(row: GradientMemoryRow) -> list[str]:
+    """The table cells of a row that has the bytes of a gradient (W12); its target is in MiB."""
+    limit = f"<= {row.target_bytes / MIB:.2f} MiB" if row.target_bytes is not None else ""
+    return [
+        display_name(row.library, row.variant),
+        f"{row.gradient_bytes / MIB:,.3f}" if row.gradient_bytes is not None else "n/a",
+        f"{row.rows_held:,}" if row.rows_held is not None else "n/a",
+        f"{row.ratio:.4f}x" if row.ratio is not None else "n/a",
+        limit,
+        {None: "n/a" if limit else "", True: "yes", False: "NO"}[row.met],
+        row.check,
+    ]
+
+
 def target_cells(target: float | None, met: bool | None, peer_target: tuple[str, float] | None = None) -> list[str]:
     """The "target" and "met?" cells: empty on rows without a target, n/a where it is not judged.
 
     A target against another row than the baseline (W0's PyTorch, a replay's eager
     nodegrad) names that row: "<= 2.00x and <= 0.50x pytorch (cpu)", "<= 1.00x nodegrad".
+    An infinite one is no target: that row's ratio is only shown beside (W12's PyTorch).
     """
     limits = [f"<= {target:.2f}x"] if target is not None else []
-    if peer_target is not None:
+    if peer_target is not None and math.isfinite(peer_target[1]):
         limits.append(f"<= {peer_target[1]:.2f}x {display_name(peer_target[0])}")
     met_cell = {None: "n/a" if limits else "", True: "yes", False: "NO"}[met]
     return [" and ".join(limits), met_cell]
@@ -273,6 +297,11 @@ LAYOUTS: dict[type, TableLayout] = {
         ("library", "traced MiB", "x result", "above result MiB", "ratio", "target", "met?", "check"),
         (0, 7),
         format_traced_memory_row,
+    ),
+    GradientMemoryRow: TableLayout(
+        ("library", "table grad MiB", "rows", "ratio", "target", "met?", "check"),
+        (0, 6),
+        format_gradient_memory_row,
     ),
 }
 
@@ -314,12 +343,19 @@ def print_table(rows: Sequence[AnyRow]) -> None:
             print(table_line(layout.cells(row), kind_widths, layout.left_aligned))
 
 
-def run_any_case(case: Case | MemoryCase | TracedMemoryCase, judge_targets: bool) -> Sequence[AnyRow]:
-    """Time a case, or measure its peak memory (W7 in child processes, W11 in this one)."""
+def run_any_case(
+    case: Case | MemoryCase | TracedMemoryCase | GradientMemoryCase, judge_targets: bool
+) -> Sequence[AnyRow]:
+    """Time a case, or measure its peak memory (W7 in child processes, W11 in this one),
+    or the bytes of a gradient (W12)."""
     if isinstance(case, MemoryCase):
         return measure_memory_case(case, judge_targets)
     if isinstance(case, TracedMemoryCase):
         return measure_traced_memory_case(case, judge_targets)
+    if isinstance(case, GradientMemoryCase):
+        return measure_gradient_memory_case(case, judge_targets)
+    if isinstance(case, LabelledCase):
+        return run_labelled_case(case, judge_targets)
     return run_case(case, judge_targets)
 
 
@@ -367,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print_table(rows)
     notes = memory_notes([r for r in rows if isinstance(r, MemoryRow)])
     notes += traced_memory_notes([r for r in rows if isinstance(r, TracedMemoryRow)])
+    notes += gradient_memory_notes([r for r in rows if isinstance(r, GradientMemoryRow)])
     if notes:
         print("\n" + "\n".join(notes))
     if not sizes.judge_targets:

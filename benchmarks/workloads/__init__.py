@@ -11,13 +11,17 @@
 ``higher_order`` W8: hvp and check_grads(order=2) of a small function: nested transforms
 ``batching``     W9 (per-example gradients), W10 (a Jacobian) and W11 (the memory of
                  ``chunk_size``): ``ng.vmap`` against the loops it replaces
+``sparse_rows``  W12: a training step of a 1,000,000-row lookup table under a small MLP,
+                 dense against row-sparse gradients (``grad(..., sparse_rows=True)``)
 
 Shared: ``environment`` (malloc and thread settings, the header's facts), ``libraries``
 (the peers, their ops and gradient steps, gradient comparison) and ``timing`` (sizes,
 cases, interleaved rounds, results). Each workload module has a function from
 :class:`~.timing.Sizes` and the importable libraries to its :class:`~.timing.Case` list
 (W7's to its :class:`~.memory.MemoryCase` list and W11's to its
-:class:`~.batching.TracedMemoryCase` list: measured, not timed); :data:`WORKLOADS`
+:class:`~.batching.TracedMemoryCase` list: measured, not timed; W12's to a
+:class:`~.sparse_rows.LabelledCase` and a :class:`~.sparse_rows.GradientMemoryCase`,
+timed and measured); :data:`WORKLOADS`
 maps the keys of ``--only`` to them, in table order.
 """
 
@@ -35,9 +39,12 @@ from .higher_order import w8_cases
 from .large_chain import w3_case
 from .memory import MemoryCase, w7_cases
 from .mlp import w2_cases
+from .sparse_rows import GradientMemoryCase, w12_cases
 from .timing import Case, Sizes
 
-WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase | TracedMemoryCase]]] = {
+AnyCase = Case | MemoryCase | TracedMemoryCase | GradientMemoryCase
+
+WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[AnyCase]]] = {
     "W0": w0_cases,
     "W1": w1_case,
     "W2": w2_cases,
@@ -50,6 +57,7 @@ WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[Case | MemoryCase
     "W9": w9_cases,
     "W10": w10_cases,
     "W11": w11_cases,
+    "W12": w12_cases,
 }
 
 

@@ -39,6 +39,10 @@ class Sizes:
     chunked_layers: tuple[int, ...] = (64, 32, 32, 10)  # W11: the MLP, its examples and chunk_size
     chunked_examples: int = 10_000
     chunk_size: int = 100
+    table_rows: int = 1_000_000  # W12: the lookup table, the MLP's hidden width, row ids per batch
+    table_features: int = 64
+    table_hidden: int = 32
+    lookups: int = 1000
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
     rounds: dict[str, int] = field(
         default_factory=lambda: {
@@ -52,6 +56,7 @@ class Sizes:
             "W8": 10,
             "W9": 5,
             "W10": 10,
+            "W12": 5,
         }
     )
     runs_per_round: dict[str, int] = field(
@@ -66,6 +71,7 @@ class Sizes:
             "W8": 20,
             "W9": 1,
             "W10": 10,
+            "W12": 4,
         }
     )
     memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
@@ -91,8 +97,12 @@ QUICK = Sizes(
     chunked_layers=(16, 8, 8, 4),
     chunked_examples=400,
     chunk_size=40,
-    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10"), 1),
-    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10"), 1),
+    table_rows=2000,
+    table_features=8,
+    table_hidden=4,
+    lookups=50,
+    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12"), 1),
+    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12"), 1),
     memory_children=1,
     memory_runs=1,
     judge_targets=False,
