@@ -344,3 +344,48 @@ def test_replay_of_a_table_pipeline_never_freezes_which_rows_go_where() -> None:
         got = [fast(frame) for frame in calls]
     for frame, g in zip(calls, got, strict=True):
         np.testing.assert_array_equal(g.to_numpy(), ng.grad(loss)(frame).to_numpy())
+
+
+# -- arithmetic of whole tables ----------------------------------------------------------------
+
+
+def arithmetic(f: Any, scalar: float) -> Any:
+    """Every operator of a table, with a number on either side and with a table."""
+    g = f[float_columns_of(f)]
+    # abs away from its kink
+    h = (g * scalar - 1.0) / (g * g + 1.0) + scalar * g - (-g) + abs(g + 10.0) + (g + scalar) ** 2.0
+    h = h - 2.0 / (h * h + 1.0) + 2.0 ** (g / 4.0) - (1.0 - g)
+    return h
+
+
+def float_columns_of(f: Any) -> list[Any]:
+    return [c for c in f.columns if getattr(f[c].dtype, "kind", None) == "f"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(frame=frames(), scalar=st.floats(-2.0, 2.0))
+def test_table_arithmetic_gives_pandas_values_and_right_gradients(frame: pd.DataFrame, scalar: float) -> None:
+    expected = arithmetic(frame, scalar)  # pandas' own
+    both = lambda f: (ng.sum(arithmetic(f, scalar).to_numpy()), arithmetic(f, scalar))
+    (_, table), _ = ng.value_and_grad(both, has_aux=True)(frame)
+    pd.testing.assert_frame_equal(table, expected, rtol=1e-12)  # a Frame returned is a DataFrame again
+    loss = lambda f: float(np.sum(np.sin(arithmetic(f, scalar).to_numpy())))
+    g = ng.grad(lambda f: ng.sum(ng.sin(arithmetic(f, scalar).to_numpy())))(frame)
+    assert g.index.equals(frame.index) and list(g.columns) == float_columns(frame)
+    np.testing.assert_allclose(g.to_numpy(), central_differences(loss, frame).to_numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_table_arithmetic_refuses_what_pandas_would_align_or_cannot_add() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0], "y": [3.0, 4.0], "name": ["a", "b"]})
+
+    def run(f: Any) -> Any:
+        return ng.grad(lambda d: ng.sum(f(d).to_numpy()))(frame)
+
+    with pytest.raises(StructureError, match="column 'name' is not numeric"):
+        run(lambda d: d * 2.0)
+    with pytest.raises(StructureError, match="the columns differ"):
+        run(lambda d: d[["x"]] + d[["y"]])
+    with pytest.raises(StructureError, match="the row labels differ"):
+        run(lambda d: d[["x"]] + ng.Frame({"x": d["x"]}, index=[5, 6]))
+    with pytest.raises(ShapeError, match="a Frame combines with a number or another Frame"):
+        run(lambda d: d[["x", "y"]] * np.ones(2))

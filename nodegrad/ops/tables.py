@@ -20,6 +20,7 @@ class's library), or a :class:`Frame` is made.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Hashable, Iterator, Mapping
 from typing import Any
 
@@ -34,6 +35,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, StructureError, user_location
 from nodegrad.ops.pipeline.segments import segment_max as _segment_max
 from nodegrad.ops.pipeline.segments import segment_sum as _segment_sum
+from nodegrad.ops.table_arithmetic import TableArithmetic
 
 __all__ = ["Frame"]
 
@@ -69,7 +71,7 @@ def _has_handles(children: list[Any]) -> bool:
     return any(type(c) in HANDLES for c in children)
 
 
-class Frame:
+class Frame(TableArithmetic):
     """A table of columns inside a differentiated function: what a pandas DataFrame argument
     is there, with pandas' spelling for the common steps of a pipeline.
 
@@ -106,6 +108,10 @@ class Frame:
     __slots__ = ("_columns", "_index", "_rows")
 
     def __init__(self, data: Mapping[Hashable, Any], index: Any = None) -> None:
+        if isinstance(data, Frame) or _is_data_frame(data):  # a table already: its columns and index
+            index = data.index if index is None else index
+            read = _frame_column if _is_data_frame(data) else Frame.__getitem__
+            data = {label: read(data, label) for label in data.columns}
         # Lists become arrays; arrays, traced values and pandas' own arrays (a categorical,
         # which keeps its categories' order for groupby) stay as they are.
         columns = {label: np.asarray(v) if isinstance(v, list | tuple) else v for label, v in data.items()}
@@ -177,6 +183,9 @@ class Frame:
             )
             raise NoGradientError(msg)
         raise AttributeError(name)
+
+    def _with_columns(self, columns: dict[Hashable, Any]) -> Frame:
+        return Frame(columns, index=self._index)
 
     def _column(self, label: Any) -> Any:
         try:
@@ -454,6 +463,11 @@ def _frame_column(frame: Any, label: Hashable) -> Any:
 def _frame_entries(frame: Any) -> tuple[list[Hashable], list[Any]]:
     labels = _frame_labels(frame)
     return labels, [_frame_column(frame, label) for label in labels]
+
+
+def _is_data_frame(value: Any) -> bool:
+    pd = sys.modules.get("pandas")  # not imported: no DataFrame can exist
+    return pd is not None and isinstance(value, pd.DataFrame)
 
 
 def _column_values(series: Any) -> Any:

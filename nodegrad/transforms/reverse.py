@@ -168,7 +168,7 @@ def value_and_grad(
         check_flag("value_and_grad", flag, value)
     check_flag("value_and_grad", "sparse_rows", sparse_rows)
     if sparse_rows and out is not None:
-        msg = "sparse_rows=True gives RowSparse gradients, which out= buffers (dense arrays) cannot hold: pass one"
+        msg = "sparse_rows=True gives RowSparse gradients, which out= buffers (dense arrays) cannot hold: pick one"
         raise ArgumentError(msg)
     nums = normalize_argnums(argnums)
     single = isinstance(argnums, (int, np.integer))
