@@ -107,11 +107,12 @@ class Frame(TableArithmetic):
 
     __slots__ = ("_columns", "_index", "_rows")
 
-    def __init__(self, data: Mapping[Hashable, Any], index: Any = None) -> None:
+    def __init__(self, data: Mapping[Hashable, Any] | Frame | Any, index: Any = None) -> None:
         if isinstance(data, Frame) or _is_data_frame(data):  # a table already: its columns and index
-            index = data.index if index is None else index
-            read = _frame_column if _is_data_frame(data) else Frame.__getitem__
-            data = {label: read(data, label) for label in data.columns}
+            table: Any = data
+            index = table.index if index is None else index
+            read = _frame_column if _is_data_frame(table) else Frame.__getitem__
+            data = {label: read(table, label) for label in table.columns}
         # Lists become arrays; arrays, traced values and pandas' own arrays (a categorical,
         # which keeps its categories' order for groupby) stay as they are.
         columns = {label: np.asarray(v) if isinstance(v, list | tuple) else v for label, v in data.items()}
