@@ -1,0 +1,307 @@
+"""The checks of :func:`nodegrad.testing.check_consistency`, one function each.
+
+A check takes the :class:`~nodegrad.testing._subject.Subject`, compares what two routes
+compute (raising :class:`~nodegrad.testing._subject.ConsistencyError` where they differ),
+and returns notes for the report; it raises
+:class:`~nodegrad.testing._subject.NotApplicable` when it does not apply to the function.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from nodegrad.custom import checkpoint
+from nodegrad.engine.arena import Arena
+from nodegrad.engine.structure import TreeDef, flatten, is_differentiable_leaf
+from nodegrad.errors import BatchingError, NoGradientError, RandomDrawError, ReplayWarning
+from nodegrad.testing._hessians import hessian_matrix, hvp_vector
+from nodegrad.testing._subject import NotApplicable, Subject, compare, first_line, weighted_sum
+from nodegrad.transforms import grad, replay, value_and_grad, vjp, vmap
+from nodegrad.tree import map_floats, tree_map
+
+__all__ = ["CHECKS"]
+
+
+# -- checkpoint and closures -------------------------------------------------------------------
+
+
+def check_checkpoint(s: Subject) -> list[str]:
+    """``grad(checkpoint(f))`` against ``grad(f)``."""
+    expected = s.grads()
+    got = grad(s.scalar_of(checkpoint(s.bound)), argnums=s.every)(*s.xs)
+    compare(s, "checkpoint", ("grad(checkpoint(f))", "grad(f)"), s.per_argument(got, expected))
+    return []
+
+
+def _halves(ys: tuple[Any, ...], xs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``0.5 * y + 0.5 * x`` at every float leaf: ``x`` itself, exactly, when ``y`` is ``x``
+    (halving is exact), so half of each gradient flows through ``y`` and half through ``x``."""
+    return tuple(map_floats(lambda y, x: 0.5 * y + 0.5 * x, y, x) for y, x in zip(ys, xs, strict=True))
+
+
+def _closing_over(s: Subject, k: int) -> Callable[..., Any]:
+    """``f`` through ``checkpoint`` of a function of every argument but ``k``, which it
+    reads from its closure."""
+
+    def through_checkpoint(*xs: Any) -> Any:
+        def inner(*others: Any) -> Any:
+            return s.bound(*others[:k], xs[k], *others[k:])
+
+        return checkpoint(inner)(*xs[:k], *xs[k + 1 :])
+
+    return s.scalar_of(through_checkpoint)
+
+
+def _halves_through_checkpoint(s: Subject) -> Callable[..., Any]:
+    def through_checkpoint(*xs: Any) -> Any:
+        return checkpoint(lambda *ys: s.bound(*_halves(ys, xs)))(*xs)
+
+    return s.scalar_of(through_checkpoint)
+
+
+def _value_by_closure(s: Subject) -> Callable[..., Any]:
+    def value(*xs: Any) -> Any:
+        return value_and_grad(lambda *ys: s.scalar(*_halves(ys, xs)), argnums=s.every)(*xs)[0]
+
+    return value
+
+
+def check_closure(s: Subject) -> list[str]:
+    """The gradient when the arguments reach an inner transform by closure (see
+    :func:`~nodegrad.testing.check_consistency`)."""
+    expected = s.grads()
+    forms = [(f"grad(checkpoint(f)) closing over argument {s.nums[k]}", _closing_over(s, k)) for k in s.every]
+    if len(s.xs) == 1:
+        forms = []  # a checkpoint of no argument is a plain call
+    forms.append(("grad(checkpoint(f)) by closure", _halves_through_checkpoint(s)))
+    forms.append(("grad(value_and_grad(f)[0]) by closure", _value_by_closure(s)))
+    notes = []
+    for name, form in forms:
+        try:
+            got = grad(form, argnums=s.every)(*s.xs)
+        except NoGradientError as exc:
+            # An inner gradient of values an outer transform traces records its sweep, which
+            # needs the rules' own derivatives (value_and_grad's, though its value alone is used).
+            notes.append(f"{name} not compared: f has no second derivatives ({first_line(exc)})")
+            continue
+        compare(s, "closure", (name, "grad(f)"), s.per_argument(got, expected))
+    return notes + _check_nested_gradient_by_closure(s)
+
+
+def _check_nested_gradient_by_closure(s: Subject) -> list[str]:
+    """``grad(<grad(f), w>)`` with the inner ``grad`` reading half of each argument by
+    closure (so its gradient is half of ``grad(f)``, and the outer one half the Hessian
+    times ``w``) against the same without a closure."""
+    w = s.random(tuple(s.xs))
+
+    def plain(*xs: Any) -> Any:
+        return weighted_sum(grad(s.scalar, argnums=s.every)(*xs), w)
+
+    def by_closure(*xs: Any) -> Any:
+        inner = grad(lambda *ys: s.scalar(*_halves(ys, xs)), argnums=s.every)(*xs)
+        return weighted_sum(map_floats(lambda g: g * 2.0, inner), w)
+
+    try:
+        expected = grad(plain, argnums=s.every)(*s.xs)
+        got = grad(by_closure, argnums=s.every)(*s.xs)
+    except NoGradientError as exc:
+        return [f"grad(<grad(f), w>) by closure not compared: f has no second derivatives ({first_line(exc)})"]
+    compare(s, "closure", ("grad(<grad(f), w>) by closure", "grad(<grad(f), w>)"), s.per_argument(got, expected))
+    return []
+
+
+# -- custom_vjp residuals -----------------------------------------------------------------------
+
+
+def _custom_functions(s: Subject) -> list[str]:
+    """The names of the custom_vjp functions (checkpoints included) ``f`` calls at the point."""
+    with Arena() as arena:
+        s.scalar(*(arena.param(x) for x in s.xs))
+    names = [node.op.name for node in arena.nodes if node.op.name.startswith("custom_vjp:")]
+    return sorted({name.split(":", 1)[1] for name in names})
+
+
+def check_custom_vjp(s: Subject) -> list[str]:
+    """A ``bwd`` reads the residuals its ``fwd`` stored, unchanged (see
+    :func:`~nodegrad.testing.check_consistency`)."""
+    s.need_gradients()
+    found = _custom_functions(s)
+    if not found:
+        msg = "f calls no custom_vjp function"
+        raise NotApplicable(msg)
+    notes = []
+    expected = s.grads()
+    try:
+        # Inside vjp the sweep of grad(f) records itself: each fwd runs again before its bwd.
+        fresh = vjp(grad(s.scalar, argnums=s.every), *s.xs)[0]
+    except NoGradientError as exc:
+        notes.append(f"grad(f) with fwd run again could not be taken ({first_line(exc)})")
+    else:
+        pair = ("grad(f) from stored residuals", "grad(f) with fwd run again")
+        compare(s, "custom_vjp", pair, s.per_argument(expected, fresh))
+    elsewhere = s.copies()[1]
+    _, back = vjp(s.scalar, *s.xs)
+    vjp(s.scalar, *elsewhere)
+    stale = back(1.0)
+    _, back_again = vjp(checkpoint(s.scalar), *s.xs)
+    vjp(s.scalar, *elsewhere)
+    pair = ("vjp(f) after another vjp(f)", "vjp(checkpoint(f)) after another vjp(f)")
+    compare(s, "custom_vjp", pair, s.per_argument(stale, back_again(1.0)))
+    pair = ("vjp(f)'s backward run twice", "vjp(f)'s backward run once")
+    compare(s, "custom_vjp", pair, s.per_argument(back(1.0), stale))
+    return [f"custom functions: {', '.join(found)}", *notes]
+
+
+# -- second order ------------------------------------------------------------------------------
+
+
+def check_hessian_symmetric(s: Subject) -> list[str]:
+    """``hessian(f)`` against its transpose."""
+    matrix, labels, note = hessian_matrix(s)
+
+    def entry(name: str, path: str, leaf: Any, index: tuple[int, ...]) -> str:
+        return f"the entry of {labels[index[0]]} and {labels[index[1]]}"
+
+    pair = ("hessian(f)", "hessian(f) transposed")
+    compare(s, "hessian_symmetric", pair, [("", matrix, matrix.T)], describe=entry)
+    return [note] if note else []
+
+
+def check_hvp(s: Subject) -> list[str]:
+    """``hvp(f)(x, w)`` against ``hessian(f)(x) @ w``."""
+    matrix, labels, note = hessian_matrix(s)
+    got, w = hvp_vector(s)
+
+    def entry(name: str, path: str, leaf: Any, index: tuple[int, ...]) -> str:
+        return f"{labels[index[0]]}"
+
+    pair = ("hvp(f)", "hessian(f) @ w")
+    compare(s, "hvp", pair, [("", got, matrix @ w)], scales=[np.abs(matrix) @ np.abs(w)], describe=entry)
+    return [note] if note else []
+
+
+# -- vmap ---------------------------------------------------------------------------------------
+
+
+def _stacked(values: list[Any]) -> Any:
+    return map_floats(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *values)
+
+
+def _example(value: Any, e: int) -> Any:
+    return map_floats(lambda leaf: leaf[e], value)
+
+
+def _batch_axes(x: Any) -> Any:
+    """``in_axes`` for an argument: its float leaves are batched along axis 0, the rest not."""
+    return tree_map(lambda leaf: 0 if is_differentiable_leaf(leaf) else None, x)
+
+
+def _holds_table(value: Any) -> bool:
+    """Whether a pandas object (or an ``ng.Frame``) is among ``value``'s containers."""
+    return _table_inside(flatten(value)[1])
+
+
+def _table_inside(treedef: TreeDef) -> bool:
+    if treedef.handler is None:
+        return False
+    module = type(treedef.template).__module__
+    table = module.split(".")[0] == "pandas" or module == "nodegrad.ops.tables"
+    return table or any(_table_inside(c) for c in treedef.children)
+
+
+def check_vmap(s: Subject) -> list[str]:
+    """``vmap(f)`` and ``vmap(grad(f))`` over three copies against a loop."""
+    if any(_holds_table(x) for x in s.xs):
+        msg = "a table's columns hold its rows, so a batch of tables is not a table of stacked columns"
+        raise NotApplicable(msg)
+    copies = s.copies()
+    batch = [_stacked([c[k] for c in copies]) for k in s.every]
+    axes = tuple(_batch_axes(x) for x in s.xs)
+    try:
+        outputs = vmap(s.bound, in_axes=axes)(*batch)
+    except BatchingError as exc:
+        msg = f"vmap cannot batch f: {first_line(exc)}"
+        raise NotApplicable(msg) from None
+    for e, c in enumerate(copies):
+        got, expected = _example(outputs, e), s.bound(*c)
+        compare(s, "vmap", ("vmap(f)", "f on each example"), [(f"the output of example {e}", got, expected)])
+    if not s.differentiable_output:
+        return ["f's output holds no float values: vmap(grad(f)) not compared"]
+    try:
+        gradients = vmap(grad(s.scalar, argnums=s.every), in_axes=axes)(*batch)
+    except BatchingError as exc:
+        return [f"vmap cannot batch grad(f): {first_line(exc)}"]
+    for e, c in enumerate(copies):
+        got = [_example(g, e) for g in gradients]
+        expected = grad(s.scalar, argnums=s.every)(*c)
+        names = [f"{name} of example {e}" for name in s.names]
+        compare(s, "vmap", ("vmap(grad(f))", "grad(f) on each example"), list(zip(names, got, expected, strict=True)))
+    return []
+
+
+# -- replay -------------------------------------------------------------------------------------
+
+
+def _copied(value: Any) -> Any:
+    return map_floats(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, value)
+
+
+def _check_replay_of(s: Subject, fun: Callable[..., Any], what: str, named: Callable[[Any], list[Any]]) -> None:
+    """``replay(fun)`` against ``fun`` bit for bit, on the recording call and on a second
+    call at the moved point; the first result must not change with the second call.
+    ``named(result)`` gives the ``(name, value)`` pairs to compare."""
+    replayed = replay(fun)
+    moved = list(s.args)
+    for k, x in zip(s.nums, s.copies()[1], strict=True):
+        moved[k] = x
+    first = replayed(*s.args)
+    kept = _copied(first)
+    pair = (f"replay({what})", what)
+    compare(s, "replay", pair, _parts(named(first), named(fun(*s.args)), "the recording call"), exact=True)
+    second = replayed(*moved)
+    compare(s, "replay", pair, _parts(named(second), named(fun(*moved)), "a second call"), exact=True)
+    pair = (f"replay({what})'s first result after a second call", "as it was returned")
+    compare(s, "replay", pair, _parts(named(first), named(kept), "the recording call"), exact=True)
+
+
+def _parts(got: list[Any], expected: list[Any], call: str) -> list[tuple[str, Any, Any]]:
+    return [(f"{name} ({call})", g, e) for (name, g), (_, e) in zip(got, expected, strict=True)]
+
+
+def check_replay(s: Subject) -> list[str]:
+    """``replay(f)`` and ``replay(grad(f))`` against ``f`` and ``grad(f)``, bit for bit."""
+    notes = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ReplayWarning)
+        try:
+            _check_replay_of(s, s.f, "f", lambda out: [("the output", out)])
+            if s.differentiable_output:
+                gradient = grad(s.scalar_of_all, argnums=s.nums)
+                _check_replay_of(s, gradient, "grad(f)", lambda gs: list(zip(s.names, gs, strict=True)))
+            else:
+                notes.append("f's output holds no float values: replay(grad(f)) not compared")
+        except RandomDrawError as exc:
+            msg = f"f draws random numbers, which replay refuses: {first_line(exc)}"
+            raise NotApplicable(msg) from None
+    for warning in caught:
+        if issubclass(warning.category, ReplayWarning):
+            notes.append(f"ran eagerly ({warning.message})")
+        else:  # not ours to swallow
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    return list(dict.fromkeys(notes))
+
+
+#: The checks by name, in the order they run.
+CHECKS: dict[str, Callable[[Subject], list[str]]] = {
+    "checkpoint": check_checkpoint,
+    "closure": check_closure,
+    "custom_vjp": check_custom_vjp,
+    "hessian_symmetric": check_hessian_symmetric,
+    "hvp": check_hvp,
+    "vmap": check_vmap,
+    "replay": check_replay,
+}
