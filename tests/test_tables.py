@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 from typing import Any
 
 import hypothesis.strategies as st
@@ -342,6 +343,30 @@ def test_replay_of_a_table_pipeline_never_freezes_which_rows_go_where() -> None:
     ]
     with pytest.warns(ng.errors.ReplayWarning, match="depends on the values of a column"):
         got = [fast(frame) for frame in calls]
+    for frame, g in zip(calls, got, strict=True):
+        np.testing.assert_array_equal(g.to_numpy(), ng.grad(loss)(frame).to_numpy())
+
+
+def test_replay_records_a_groupby_once_and_follows_nan_entries_and_key_columns() -> None:
+    """A group's NaN entries are a mask of numpy calls (recorded, recomputed each run); the
+    key columns, strings and categoricals, are part of the signature (new keys, new trace)."""
+
+    def loss(f: Any) -> Any:
+        means = f.groupby("store")[["x"]].mean()["x"]
+        counts = f.groupby("kind")[["x"]].count()["x"]
+        return np.sum(np.where(np.isnan(means), 0.0, means) ** 2) + np.sum(counts * f["x"][:2].sum())
+
+    fast = ng.replay(ng.grad(loss))
+    kind = pd.Categorical(["b", "a", "b"], categories=["b", "a"])
+    calls = [
+        pd.DataFrame({"store": ["n", "s", "n"], "kind": kind, "x": [1.0, np.nan, 3.0]}),
+        pd.DataFrame({"store": ["n", "s", "n"], "kind": kind, "x": [np.nan, 2.0, 3.0]}),
+        pd.DataFrame({"store": ["s", "s", "n"], "kind": kind, "x": [5.0, 2.0, -3.0]}),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [fast(frame) for frame in calls]
+    assert len(fast.traces) == 2  # the third call's keys differ
     for frame, g in zip(calls, got, strict=True):
         np.testing.assert_array_equal(g.to_numpy(), ng.grad(loss)(frame).to_numpy())
 

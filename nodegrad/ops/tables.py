@@ -379,20 +379,22 @@ class _GroupBy:
             msg = f"Frame.groupby: no aggregation {name!r}; one of {', '.join(_AGGREGATIONS)} [at {user_location()}]"
             raise ArgumentError(msg)
         values = self._frame._column(label)
-        plain = now(unwrap(values))  # (for its dtype)
+        dtype = getattr(now(unwrap(values)), "dtype", None)  # (a batched value has the examples' dtype)
         rows = np.flatnonzero(self._codes >= 0)
         codes, groups = self._codes[rows], len(self._groups)
         if not groups:  # every key missing: no group, nothing to aggregate
             return np.zeros(0, np.int64 if name == "count" else float)
-        if np.asarray(plain).dtype.kind not in "fc":  # a static column: pandas' own answer
+        if not isinstance(dtype, np.dtype) or dtype.kind not in "fc":  # a static column: pandas' own answer
             series = _pandas().Series(np.asarray(_values(values, "a static column's aggregate"))[rows])
             series = series.groupby(codes, sort=True)
             return getattr(series, name)().reindex(range(groups)).to_numpy()
         values = values[rows]
-        present = ~np.isnan(_values(values, "which entries a group skips (NaN)"))
-        counts = np.bincount(codes[present], minlength=groups)
+        # Which entries a group skips (NaN) is a mask made of numpy calls on the values, not
+        # read from them: under replay it is recomputed each run, under vmap per example.
+        present = ~np.isnan(values)
+        counts = _segment_sum(np.where(present, 1.0, 0.0), codes, groups)
         if name == "count":
-            return counts
+            return counts.astype(np.int64)
         if name in ("sum", "mean"):
             total = _segment_sum(np.where(present, values, 0.0), codes, groups)
             return total if name == "sum" else total / np.where(counts > 0, counts, np.nan)
@@ -482,8 +484,8 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     child is None: a gradient's static entries; None where every child is); a
     :class:`Frame` where a child is traced."""
     labels = list(template.columns)
-    if _has_handles(children):
-        return Frame(dict(zip(labels, children, strict=True)), index=template.index)
+    if _has_handles(children):  # a gradient's static columns (None) left out
+        return Frame({k: v for k, v in zip(labels, children, strict=True) if v is not None}, index=template.index)
     # A column read by row gathers only has a RowSparse gradient (sparse_rows=True): a
     # table's gradient is a table, so it is written out.
     data = {label: _dense(child) for label, child in zip(labels, children, strict=True) if child is not None}

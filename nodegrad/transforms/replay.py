@@ -353,20 +353,37 @@ _STATIC = object()
 def _leaf_key(leaf: Any, static: bool) -> Any:
     """What the signature holds of a leaf: an array's shape and dtype (a dynamic leaf),
     anything else by value (a static leaf, keyed ``(_STATIC, ...)``); ``None`` for a leaf
-    that makes the call run eagerly (a traced, batched or staged value, an object array,
-    an array subclass, which the function's own call decides about)."""
+    that makes the call run eagerly (a traced, batched or staged value, an array subclass,
+    which the function's own call decides about)."""
     kind = type(leaf)
+    if kind is np.ndarray and leaf.dtype.hasobject:
+        return _content_key(leaf)  # strings, say: its bytes would be pointers
     if static:
         if isinstance(leaf, np.ndarray):
             return (_STATIC, leaf.shape, leaf.dtype, leaf.tobytes())
         return (_STATIC, kind, leaf)
     if kind is np.ndarray:
-        return None if leaf.dtype.hasobject else (leaf.shape, leaf.dtype)
+        return (leaf.shape, leaf.dtype)
     if kind in HANDLES or isinstance(leaf, np.ndarray):
         return None
     if isinstance(leaf, np.generic):
         return (kind, leaf.dtype)
+    if getattr(leaf, "__hash__", None) is None and hasattr(leaf, "dtype") and hasattr(leaf, "tolist"):
+        return _content_key(leaf)  # another library's array (a pandas string or categorical column)
     return (_STATIC, kind, leaf)
+
+
+def _content_key(leaf: Any) -> Any:
+    """A static array of objects keyed by its values, its type and dtype (a categorical's
+    dtype holds its categories, whose order is its groups' order); ``None`` (run eagerly)
+    when its values cannot be hashed."""
+    values = leaf.ravel().tolist() if isinstance(leaf, np.ndarray) else leaf.tolist()
+    key = (_STATIC, type(leaf), repr(leaf.dtype), np.shape(leaf), tuple(values))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _rebuild(
