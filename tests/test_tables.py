@@ -414,3 +414,22 @@ def test_table_arithmetic_refuses_what_pandas_would_align_or_cannot_add() -> Non
         run(lambda d: d[["x"]] + ng.Frame({"x": d["x"]}, index=[5, 6]))
     with pytest.raises(ShapeError, match="a Frame combines with a number or another Frame"):
         run(lambda d: d[["x", "y"]] * np.ones(2))
+
+
+def test_vmap_over_a_table_gives_each_examples_gradient_and_refuses_to_stack_tables() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0, 4.0], "key": ["a", "b", "a"]})
+    scales = np.array([1.0, 2.0, -0.5])
+
+    def loss(f: Any, s: Any) -> Any:
+        means = f.groupby("key")[["x"]].mean()["x"]
+        return np.sum(np.sin(means * s)) + np.sum(f["x"] ** 2 * s)
+
+    def columns(f: Any, s: Any) -> Any:
+        g = ng.grad(loss)(f, s)
+        return {label: g[label] for label in g.columns}
+
+    per_example = ng.vmap(columns, in_axes=(None, 0))(frame, scales)
+    looped = np.stack([ng.grad(loss)(frame, s)["x"].to_numpy() for s in scales])
+    np.testing.assert_allclose(per_example["x"], looped, rtol=1e-14)
+    with pytest.raises(ShapeError, match="a DataFrame cannot stack them"):
+        ng.vmap(ng.grad(loss), in_axes=(None, 0))(frame, scales)

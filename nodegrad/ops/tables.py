@@ -489,6 +489,7 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     # A column read by row gathers only has a RowSparse gradient (sparse_rows=True): a
     # table's gradient is a table, so it is written out.
     data = {label: _dense(child) for label, child in zip(labels, children, strict=True) if child is not None}
+    _check_columns(data)
     if not data and labels:
         return None  # a gradient of a table holding no floats: None, as for any such entry
     return _pandas().DataFrame(data, index=template.index, columns=[label for label in labels if label in data])
@@ -515,6 +516,17 @@ def _series_build(template: Any, children: list[Any]) -> Any:
     if child is None or type(child) in HANDLES:
         return child  # inside a function, a Series is its values
     return _pandas().Series(_dense(child), index=template.index, name=template.name)
+
+
+def _check_columns(data: dict[Hashable, Any]) -> None:
+    """A DataFrame's columns are 1-d: what ``vmap`` stacks (one table per example) is not one."""
+    for label, column in data.items():
+        if np.ndim(column) != 1:
+            msg = (
+                f"a table's column {label!r} has shape {np.shape(column)}; under vmap each example's table is its "
+                "own, and a DataFrame cannot stack them: return the columns, {c: f[c] for c in f.columns}"
+            )
+            raise ShapeError(msg)
 
 
 def _dense(column: Any) -> Any:
