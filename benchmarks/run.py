@@ -90,6 +90,26 @@ W11 The memory of ``vmap``'s ``chunk_size=100`` against the unchunked call, on 1
     chunked result against the unchunked one), in MiB, as a multiple of the result, and
     the peak above the result (the working memory, which is what chunking can bound) as a
     ratio to the unchunked call's. Target: chunked <= 0.2x unchunked.
+W12 Row-sparse gradients of a lookup table: one training step (forward, gradient, SGD step,
+    learning rate 0.1) of params = {"table": (1,000,000, 64), "mlp": {"w1": (64, 32), "b1",
+    "w2": (32, 1), "b2"}} float64 on 1,000 row ids drawn with a fixed seed (repeats
+    allowed) and float targets, the loss the mean squared error of ``tanh(table[ids] @ w1 +
+    b1) @ w2 + b2`` (``table_loss``, plain numpy). Rows: "nodegrad (dense)", ``ng.grad``
+    then ``ng.optim.sgd`` (the baseline: a dense 512 MB table gradient and a new table);
+    "nodegrad (sparse_rows)", ``ng.grad(..., sparse_rows=True)`` then ``ng.optim.sgd``
+    (an ``ng.RowSparse`` gradient, its rows subtracted from the table in place);
+    PyTorch's ``Embedding(sparse=True)`` with the same MLP in ``Linear`` layers,
+    ``zero_grad()`` (set_to_none), ``backward()`` and ``torch.optim.SGD``; and, for
+    reference, ``Embedding(sparse=False)``. Each row steps its own copy of the same start
+    and keeps stepping it from run to run (copying the table per run would cost more than
+    the sparse step); the check column compares the parameters after the warm-up, the
+    first step from the start, with nodegrad's dense step's. In ms, as a ratio to the
+    dense step. Target: the sparse step <= 0.01x the dense one; its ratio to PyTorch's
+    sparse step is shown beside it, not judged. A second block, not timed, gives the
+    memory of the table's gradient from one call: ``RowSparse.nbytes`` (rows and
+    indices), the dense array's ``nbytes``, PyTorch's sparse gradient's values and indices
+    after ``coalesce()``; each is checked, densified, against the dense gradient. Target:
+    the sparse gradient <= 1 MiB.
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
 MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7).
@@ -104,14 +124,15 @@ nodegrad's gradient: "= eager" is bit for bit, what ``ng.replay`` promises. A ta
 against another row than the baseline (W0's PyTorch, eager nodegrad) names that row in the
 target column, and the ratio to it is shown in parentheses beside the ratio to the baseline.
 
-Method (the timed workloads, all but W7 and W11): each library runs each case once as a
-warm-up (its gradient is compared with the baseline's: the "check" column). Then the
-libraries are timed with ``time.perf_counter`` in interleaved rounds (W0: 10 rounds of 20
-runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back runs each; W3: 7 rounds
-of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1), so that load from other
-processes on a shared machine hits all of them alike. Ratios use the minimum over all
-runs; the median is shown beside it. The garbage collector stays enabled (it is part of
-what a user pays); ``gc.collect()`` runs once before the first round.
+Method (the timed workloads, all but W7, W11 and W12's memory block): each library runs
+each case once as a warm-up (its gradient is compared with the baseline's: the "check"
+column). Then the libraries are timed with ``time.perf_counter`` in interleaved rounds
+(W0: 10 rounds of 20 runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back
+runs each; W3: 7 rounds of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1;
+W12: 5 rounds of 4), so that load from other processes on a shared machine hits all of
+them alike. Ratios use the minimum over all runs; the median is shown beside it. The
+garbage collector stays enabled (it is part of what a user pays); ``gc.collect()`` runs
+once before the first round.
 
 Environment: fresh large allocations are page-fault bound on these machines, so every
 library runs under the same glibc malloc settings (W7's child processes excepted), and
@@ -132,8 +153,8 @@ Code: this file parses the command line, sets up the environment, runs the cases
 prints the table. The package ``workloads/`` next to it holds one module per workload
 (``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``,
 ``memory`` for W7 with ``memory_child``, its child processes' entry point,
-``higher_order``, ``batching`` for W9 to W11), each with its own docstring, and the
-shared ``environment``, ``libraries`` and ``timing``.
+``higher_order``, ``batching`` for W9 to W11, ``sparse_rows`` for W12), each with its own
+docstring, and the shared ``environment``, ``libraries`` and ``timing``.
 """
 
 from __future__ import annotations
@@ -191,11 +212,17 @@ def print_header(env: dict[str, Any]) -> None:
     print(f"timing: {env['timing']}; rounds x runs per round: {rounds}")
 
 
+def times(ratio: float) -> str:
+    """A ratio as "1.23x"; below 0.1 with two significant digits ("0.014x"), so that a
+    ratio judged against 0.01x does not read as 0.01x when it is 0.014x."""
+    return f"{ratio:.2f}x" if ratio >= 0.1 else f"{ratio:.2g}x"
+
+
 def ratio_cell(ratio: float | None, peer_target: tuple[str, float] | None, peer_ratio: float | None) -> str:
     """The ratio to the baseline, and beside it the ratio to the row a second target names."""
-    cell = f"{ratio:.2f}x" if ratio is not None else "n/a"
+    cell = times(ratio) if ratio is not None else "n/a"
     if peer_target is not None and peer_ratio is not None:
-        cell += f" ({peer_ratio:.2f}x {display_name(peer_target[0])})"
+        cell += f" ({times(peer_ratio)} {display_name(peer_target[0])})"
     return cell
 
 
@@ -256,7 +283,7 @@ def format_gradient_memory_row(row: GradientMemoryRow) -> list[str]:
         display_name(row.library, row.variant),
         f"{row.gradient_bytes / MIB:,.3f}" if row.gradient_bytes is not None else "n/a",
         f"{row.rows_held:,}" if row.rows_held is not None else "n/a",
-        f"{row.ratio:.4f}x" if row.ratio is not None else "n/a",
+        times(row.ratio) if row.ratio is not None else "n/a",
         limit,
         {None: "n/a" if limit else "", True: "yes", False: "NO"}[row.met],
         row.check,
