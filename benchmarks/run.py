@@ -129,7 +129,7 @@ each case once as a warm-up (its gradient is compared with the baseline's: the "
 column). Then the libraries are timed with ``time.perf_counter`` in interleaved rounds
 (W0: 10 rounds of 20 runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back
 runs each; W3: 7 rounds of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1;
-W12: 5 rounds of 4), so that load from other processes on a shared machine hits all of
+W12: 10 rounds of 5), so that load from other processes on a shared machine hits all of
 them alike. Ratios use the minimum over all runs; the median is shown beside it. The
 garbage collector stays enabled (it is part of what a user pays); ``gc.collect()`` runs
 once before the first round.

@@ -310,32 +310,31 @@ def w12_cases(sizes: Sizes, libraries: Sequence[str]) -> list[Case | GradientMem
     )
     steps = {name: (lambda name=name: training_step(name, start, ids, targets)) for name in names}
     rounds, runs = sizes.timing("W12")
-    peer = (TORCH_SPARSE, SHOWN_BESIDE) if torch_rows else None
     timed = LabelledCase(
-        "W12",
-        f"W12 one grad + sgd step, {problem}",
-        DENSE,
-        "ms",
-        1,
-        STEP_TARGET,
-        rounds,
-        runs,
-        steps,
-        1e-12,
-        False,
-        peer,
+        key="W12",
+        title=f"W12 one grad + sgd step, {problem}",
+        baseline=DENSE,
+        unit="ms",
+        ops_per_run=1,
+        target=STEP_TARGET,
+        rounds=rounds,
+        runs_per_round=runs,
+        builders=steps,
+        tolerance=1e-12,  # the parameters after one step; a step not taken is off by 6e-3
+        jit=False,
+        peer_target=(TORCH_SPARSE, SHOWN_BESIDE) if torch_rows else None,
         variants=variants,
     )
     gradients = {name: (lambda name=name: table_gradient(name, start, ids, targets)) for name in names}
     memory = GradientMemoryCase(
-        "W12",
-        f"W12 memory of the table's gradient, {problem}",
-        DENSE,
-        SPARSE,
-        GRADIENT_TARGET_BYTES,
-        variants,
-        gradients,
-        1e-12,
+        key="W12",
+        title=f"W12 memory of the table's gradient, {problem}",
+        baseline=DENSE,
+        judged=SPARSE,
+        target_bytes=GRADIENT_TARGET_BYTES,
+        variants=variants,
+        builders=gradients,
+        tolerance=1e-12,
     )
     return [timed, memory]
 

@@ -56,7 +56,7 @@ class Sizes:
             "W8": 10,
             "W9": 5,
             "W10": 10,
-            "W12": 5,
+            "W12": 10,
         }
     )
     runs_per_round: dict[str, int] = field(
@@ -71,7 +71,7 @@ class Sizes:
             "W8": 20,
             "W9": 1,
             "W10": 10,
-            "W12": 4,
+            "W12": 5,
         }
     )
     memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
