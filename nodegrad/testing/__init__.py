@@ -9,6 +9,7 @@ Examples
 
 from nodegrad.testing._check import check_grads
 from nodegrad.testing._consistency import ConsistencyError, check_consistency
+from nodegrad.testing._errors import GradientCheckError
 from nodegrad.testing._plot import plot_check_grads
 
-__all__ = ["ConsistencyError", "check_consistency", "check_grads", "plot_check_grads"]
+__all__ = ["ConsistencyError", "GradientCheckError", "check_consistency", "check_grads", "plot_check_grads"]

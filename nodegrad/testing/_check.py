@@ -10,9 +10,19 @@ import numpy as np
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import ArgumentError, NoGradientError
+from nodegrad.testing._culprit import blamed
+from nodegrad.testing._errors import GradientCheckError
+from nodegrad.testing._leaves import absolute as _abs
+from nodegrad.testing._leaves import as_float64 as _as_float64
+from nodegrad.testing._leaves import check_like, draw_like, only, parts
+from nodegrad.testing._leaves import describe_argument as _describe
+from nodegrad.testing._leaves import pair as _pair
+from nodegrad.testing._leaves import real_number as _real_number
+from nodegrad.testing._leaves import zeros as _zeros
+from nodegrad.testing._references import REFERENCES, ComplexStep, Numeric
 from nodegrad.transforms import jvp, vjp
 from nodegrad.transforms.common import normalize_argnums, resolve_argnums
-from nodegrad.tree import add, map_floats, scale, vdot
+from nodegrad.tree import add, map_floats, scale
 
 __all__ = ["check_grads"]
 
@@ -40,6 +50,7 @@ def check_grads(
     eps: float | None = None,
     seed: int = 0,
     holomorphic: bool = False,
+    reference: str = "central_difference",
 ) -> None:
     """Check ``f``'s derivatives against central finite differences, in reverse and forward mode.
 
@@ -58,6 +69,14 @@ def check_grads(
     ``"rev"``) and of ``(x, t) -> jvp(f, x, t)`` (for ``"fwd"``). Both are written with
     :func:`nodegrad.grad`, which nests, so differentiating them differentiates the recorded
     backward sweep. Arguments and the output may be structured (records, dicts, lists, tuples).
+
+    When a check fails, ``f`` is recorded once more (in float64) and each op on the way from
+    the arguments to the output is tested on its own recorded inputs: its gradient rule
+    against central differences of its own forward. The error names the first op that
+    disagrees, the shapes and dtypes of its inputs and the line of your code that recorded
+    it (a ``custom_vjp`` by its function's name); for failures of forward mode or of order 2,
+    each rule's own derivative is tested too. Ops at a kink of their forward (``abs`` at 0,
+    ``max`` at a tie, ``clip`` at its bound) are skipped, and listed, rather than blamed.
 
     Parameters
     ----------
@@ -87,18 +106,34 @@ def check_grads(
         its central difference along ``1j * u`` is ``1j`` times the one along ``u``, and
         so is its forward derivative, which makes ``grad(f, holomorphic=True)`` its
         complex derivative.
+    reference : {"central_difference", "complex_step"}, default "central_difference"
+        How the numeric side is computed. ``"complex_step"`` takes each directional
+        derivative as ``Im(f(x + i h u)) / h`` with ``h = 1e-20``, in complex128: exact to
+        rounding for a real-analytic ``f``, with no step size to choose, so tight tolerances
+        hold for float32 arguments and for functions whose central differences lose digits
+        to cancellation. It needs real arguments and real outputs (``ArgumentError``
+        otherwise). Where ``f`` is not analytic at the point -- it uses ``abs``, ``real``,
+        ``conj``, ``maximum``, ``clip``, a cast to a real dtype, or raises on complex
+        values, or its complex step disagrees with central differences that agree with the
+        gradient -- a ``UserWarning`` says what broke it and the check falls back to
+        central differences (at ``order=2`` too: the derivative functions are then checked
+        by the complex step in turn, and are analytic when ``f`` is).
 
     Raises
     ------
-    AssertionError
-        Saying which order and mode failed, naming the arguments and the key paths of the
-        leaves (and of the output leaves) that show it, with the analytic and numeric
-        values and the tolerances.
+    nodegrad.testing.GradientCheckError
+        (an ``AssertionError``) Saying which order and mode failed, naming the arguments
+        and the key paths of the leaves (and of the output leaves) that show it, with the
+        analytic and numeric values and the tolerances; then the first op that disagrees
+        with its own forward (or "no single op disagrees with its own forward at this
+        point"), also in its ``culprit`` and ``location`` attributes.
     nodegrad.errors.ArgumentError
         (a ``ValueError``) for an ``f`` that is not callable, an ``order`` other than 1
         or 2, ``modes`` other than a non-empty tuple of distinct ``"rev"`` and ``"fwd"``,
         bad ``argnums``, a negative or non-finite ``rtol``/``atol``, a non-positive
-        ``eps``, or a ``seed`` that is not a non-negative int.
+        ``eps``, a ``seed`` that is not a non-negative int, or a ``reference`` other than
+        the two above; for ``reference="complex_step"`` with complex arguments or outputs,
+        or with ``holomorphic=True``.
     nodegrad.errors.NoGradientError
         When a derivative cannot be taken: at ``order=2`` through a rule that cannot be
         differentiated again (``custom_vjp``, ``checkpoint``), and in ``"fwd"`` mode through
@@ -126,26 +161,56 @@ def check_grads(
     >>> check_grads(lambda x: ng.stop_gradient(x) * x, np.array([1.0, 2.0]))
     Traceback (most recent call last):
         ...
-    AssertionError: check_grads (order 1, mode 'rev'): the gradient of argument 0 (shape (2,), dtype float64) fails ...
+    nodegrad.testing._errors.GradientCheckError: check_grads (order 1, mode 'rev'): the gradient of argument 0 ...
       analytic <vjp(v), u> = ...
       numeric  (central difference, eps=1e-06) = ...
       |difference| = ... > tolerance ... (atol=1e-07 + rtol=1e-05 * scale ...)
+    no single op disagrees with its own forward at this point; the whole function's check failed
+
+    A ``custom_vjp`` whose rule is wrong is named, with the line that called it:
+
+    >>> @ng.custom_vjp
+    ... def cube(x):
+    ...     return x ** 3.0
+    >>> cube.defvjp(lambda x: (x ** 3.0, x), lambda x, g: (2.0 * x ** 2.0 * g,))  # should be 3 x**2 g
+    >>> try:
+    ...     check_grads(lambda x: ng.sum(ng.tanh(cube(ng.sin(x)))), np.array([0.3, 0.6]))
+    ... except AssertionError as error:
+    ...     print(error.culprit)
+    ...     print(str(error).splitlines()[4])
+    custom_vjp:cube
+    the first op that disagrees with its own forward: 'custom_vjp:cube' (the custom_vjp function cube; ...
+
+    Complex step, exact for an analytic function where central differences lose digits:
+
+    >>> f = lambda x: ng.sum((x + 1e9) - 1e9 + ng.sin(x))
+    >>> x = np.array([0.5, -1.0], dtype=np.float32)
+    >>> check_grads(f, x, reference="complex_step", rtol=1e-6, atol=1e-6)
     """
-    _check_arguments(f, order, rtol, atol, eps, seed, holomorphic)
+    _check_arguments(f, order, rtol, atol, eps, seed, holomorphic, reference)
     nums = _positions(argnums, f, len(args))
     given = dict(enumerate(args))
     given64 = {k: map_floats(_as_float64, a) for k, a in given.items()}
+    if reference == "complex_step":
+        _refuse_complex_arguments([args[k] for k in nums], [f"argument {k}" for k in nums], holomorphic)
 
     def at(values: dict[int, Any]) -> Function:
         return lambda *diff: f(*(values | dict(zip(nums, diff, strict=True))).values())
 
-    check = _Check(_normalize_modes(modes), rtol, atol, 1e-6 if eps is None else eps, seed)
-    check.up_to(order, (at(given), at(given64)), [args[k] for k in nums], [f"argument {k}" for k in nums])
-    if holomorphic:
-        check.holomorphic(at(given), at(given64), [args[k] for k in nums], [f"argument {k}" for k in nums])
+    check = _Check(_normalize_modes(modes), rtol, atol, 1e-6 if eps is None else eps, seed, reference)
+    xs, names = [args[k] for k in nums], [f"argument {k}" for k in nums]
+    try:
+        check.up_to(order, (at(given), at(given64)), xs, names)
+        if holomorphic:
+            check.holomorphic(at(given), at(given64), xs, names)
+    except GradientCheckError as failure:
+        # Only now, after a failure, is each op tested on its own.
+        raise blamed(failure, f, given, nums, seed, deep=getattr(failure, "deep", True)) from None
 
 
-def _check_arguments(f: Any, order: Any, rtol: Any, atol: Any, eps: Any, seed: Any, holomorphic: Any) -> None:
+def _check_arguments(
+    f: Any, order: Any, rtol: Any, atol: Any, eps: Any, seed: Any, holomorphic: Any, reference: Any
+) -> None:
     """``check_grads``' own arguments, each refused with an ArgumentError naming it."""
     problems = []
     if not callable(f):
@@ -161,21 +226,48 @@ def _check_arguments(f: Any, order: Any, rtol: Any, atol: Any, eps: Any, seed: A
         problems.append(f"seed must be a non-negative int, got {seed!r}")
     if not isinstance(holomorphic, bool):
         problems.append(f"holomorphic must be True or False, got {holomorphic!r}")
+    if not isinstance(reference, str) or reference not in REFERENCES:
+        problems.append(f"reference must be 'central_difference' or 'complex_step', got {reference!r}")
     if problems:
         msg = "check_grads: " + "; ".join(problems)
         raise ArgumentError(msg)
 
 
-def _real_number(value: Any) -> bool:
-    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool)
+def _refuse_complex_arguments(xs: list[Any], names: list[str], holomorphic: bool) -> None:
+    """The complex step moves real arguments along imaginary directions: it has no room
+    for complex ones."""
+    if holomorphic:
+        msg = (
+            "check_grads: reference='complex_step' needs real arguments and outputs; holomorphic=True checks "
+            "complex ones (use the default reference='central_difference')"
+        )
+        raise ArgumentError(msg)
+    for x, name in zip(xs, names, strict=True):
+        found = [path for path, leaf in differentiable_leaves(x) if np.iscomplexobj(leaf)]
+        if found:
+            where = f" at {found[0]}" if found[0] else ""
+            msg = (
+                f"check_grads: reference='complex_step' needs real arguments and outputs; {name}{where} is complex "
+                "(use the default reference='central_difference')"
+            )
+            raise ArgumentError(msg)
 
 
 class _Check:
     """One ``check_grads`` call: its settings, and the random generator all levels share."""
 
-    def __init__(self, modes: tuple[str, ...], rtol: float | None, atol: float | None, eps: float, seed: int) -> None:
+    def __init__(
+        self,
+        modes: tuple[str, ...],
+        rtol: float | None,
+        atol: float | None,
+        eps: float,
+        seed: int,
+        reference: str = "central_difference",
+    ) -> None:
         self.modes, self.rtol, self.atol, self.eps, self.seed = modes, rtol, atol, eps, seed
         self.rng = np.random.default_rng(seed)
+        self.complex_step = ComplexStep() if reference == "complex_step" else None
 
     def up_to(
         self, order: int, fs: tuple[Function, Function], xs: list[Any], names: list[str], level: int = 1, of: str = ""
@@ -217,31 +309,18 @@ class _Check:
         """The dot-product test of ``fs[0]``'s first derivatives in ``mode``; returns its output."""
         f, f64 = fs
         point = [map_floats(_as_float64, x) for x in xs]
-        # Caches by id(us), holding on to ``us`` so that the id cannot be reused.
-        moved: dict[tuple[int, float], tuple[list[Any], Any]] = {}  # f64 at point + sign * eps * u
-
-        def numeric(v: Any, us: list[Any]) -> float:
-            def side(sign: float) -> Any:
-                key = (id(us), sign)
-                if key not in moved:
-                    steps = [scale(map_floats(_as_float64, u), sign * self.eps) for u in us]
-                    moved[key] = us, f64(*(add(p, s) for p, s in zip(point, steps, strict=True)))
-                return moved[key][1]
-
-            return (_pair(v, side(1.0)) - _pair(v, side(-1.0))) / (2 * self.eps)
-
-        def rounding(v: Any, us: list[Any]) -> float:
-            # What float64 rounding of the two evaluations alone can put into the central
-            # difference: a large value (f + 1e6) loses digits its derivative does not have.
-            size = _pair(_abs(v), _abs(moved[(id(us), 1.0)][1])) + _pair(_abs(v), _abs(moved[(id(us), -1.0)][1]))
-            return 4 * float(np.finfo(np.float64).eps) * size / (2 * self.eps)
+        numeric = Numeric(f64, point, self.eps, self.complex_step, header)
+        # A failure here may come from a rule's own derivative (forward mode transposes the
+        # recorded sweep; order 2 differentiates it): the search for the culprit tests those.
+        deep = level > 1 or mode == "fwd"
 
         if mode == "rev":
             out, back = vjp(f, *xs)
+            self.refuse_complex_output(out, header)
             v = self.random(out)
             grads = back(v)
             for name, g, x in zip(names, grads, xs, strict=True):
-                _check_like(f"{header}: the gradient of {name}", g, x)
+                _check_like(f"{header}: the gradient of {name}", g, x, deep)
 
             def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
                 gs = grads if v_ is v else back(v_)
@@ -250,7 +329,7 @@ class _Check:
                 return value, size
 
             # One argument at a time; complex ones along real and along imaginary directions.
-            groups = [([k], part) for k, x in enumerate(xs) for part in _parts(x)]
+            groups = [([k], part) for k, x in enumerate(xs) for part in parts(x)]
 
             def directions(group: tuple[list[int], str]) -> list[Any]:
                 ks, part = group
@@ -263,7 +342,7 @@ class _Check:
             def tangent_along(us: list[Any]) -> tuple[Any, Any]:
                 if id(us) not in tangents:
                     out_, tangent = jvp(f, xs, us)
-                    _check_like(f"{header}: the tangent jvp(u) of the output", tangent, out_)
+                    _check_like(f"{header}: the tangent jvp(u) of the output", tangent, out_, deep)
                     tangents[id(us)] = us, (out_, tangent)
                 return tangents[id(us)][1]
 
@@ -272,11 +351,12 @@ class _Check:
                 return _pair(v_, tangent), _pair(_abs(v_), _abs(tangent))
 
             # All the arguments together; complex ones along real, then imaginary directions.
-            parts = sorted({part for x in xs for part in _parts(x)}, reverse=True)
-            groups = [(list(range(len(xs))), part) for part in parts]
-            along = {part: [self.random(x, part) for x in xs] for part in parts}
+            kinds = sorted({part for x in xs for part in parts(x)}, reverse=True)
+            groups = [(list(range(len(xs))), part) for part in kinds]
+            along = {part: [self.random(x, part) for x in xs] for part in kinds}
             # The direction's jvp gives the output too: f need not run on its own.
-            out = tangent_along(along[parts[0]])[0]
+            out = tangent_along(along[kinds[0]])[0]
+            self.refuse_complex_output(out, header)
             v = self.random(out)
 
             def directions(group: tuple[list[int], str]) -> list[Any]:
@@ -284,20 +364,26 @@ class _Check:
 
             kind, formula = "the forward derivative along", "<v, jvp(u)>"
         rtol, atol = self.tolerances(out, xs, level)
+        if self.complex_step is not None:
+            self.complex_step.scan(f64, point, directions(groups[0]), header)
 
         def failure(v_: Any, us: list[Any]) -> str | None:
             value, terms = analytic(v_, us)
-            expected = numeric(v_, us)
+            expected, noise, label = numeric.estimate(v_, us)
             size = max(abs(expected), terms)
-            noise = rounding(v_, us)
             tolerance = atol + rtol * size + noise
             if abs(value - expected) <= tolerance:  # a NaN fails this comparison too
                 return None
+            if numeric.complex_step:
+                if numeric.explains(v_, us, value, terms, rtol, atol):
+                    return None
+                label += f"; central difference, eps={self.eps:g}: {numeric.central(v_, us)!r}"
+            rounding = f" + rounding of the evaluations {noise:.3g}" if not numeric.complex_step else ""
             return (
                 f"  analytic {formula} = {value!r}\n"
-                f"  numeric  (central difference, eps={self.eps:g}) = {expected!r}\n"
+                f"  numeric  ({label}) = {expected!r}\n"
                 f"  |difference| = {abs(value - expected):.3g} > tolerance {tolerance:.3g} "
-                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g} + rounding of the evaluations {noise:.3g})"
+                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g}{rounding})"
             )
 
         for group in groups:
@@ -312,25 +398,37 @@ class _Check:
                 _describe(names[k], xs[k], path)
                 for k in ks
                 for path, _ in differentiable_leaves(xs[k])
-                if failure(v, [_only(u, path) if j == k else _zeros(u) for j, u in enumerate(us)]) is not None
+                if failure(v, [only(u, path) if j == k else _zeros(u) for j, u in enumerate(us)]) is not None
             ]
             where = ", ".join(blamed or [_describe(names[k], xs[k], None) for k in ks])
             if part:
                 where += f" along {part} directions"
-            outputs = [path for path, _ in differentiable_leaves(out) if path and failure(_only(v, path), us)]
+            outputs = [path for path, _ in differentiable_leaves(out) if path and failure(only(v, path), us)]
             shows = f"; it shows in the output at {', '.join(outputs)}" if outputs else ""
             msg = f"{header}: {kind} {where} fails the dot-product test (seed={self.seed}){shows}:\n{problem}"
-            raise AssertionError(msg)
+            raise _failed(msg, deep)
         return out
+
+    def refuse_complex_output(self, out: Any, header: str) -> None:
+        if self.complex_step is None:
+            return
+        found = [path for path, leaf in differentiable_leaves(out) if np.iscomplexobj(leaf)]
+        if found:
+            where = f" at {found[0]}" if found[0] else ""
+            msg = (
+                f"{header}: reference='complex_step' needs real arguments and outputs; the output{where} is complex "
+                "(use the default reference='central_difference')"
+            )
+            raise ArgumentError(msg)
 
     def holomorphic(self, f: Function, f64: Function, xs: list[Any], names: list[str]) -> None:
         """Cauchy-Riemann, one complex argument at a time: moving along ``1j * u`` changes
         ``f`` by ``1j`` times what moving along ``u`` does, numerically and in forward mode."""
         point = [map_floats(_as_float64, x) for x in xs]
         for k, (x, name) in enumerate(zip(xs, names, strict=True)):
-            if _parts(x) == ("",):
+            if parts(x) == ("",):
                 msg = f"check_grads (holomorphic): {name} is real; a holomorphic function takes complex arguments"
-                raise AssertionError(msg)
+                raise _failed(msg, deep=False)
             u = self.random(x)
             iu = map_floats(lambda leaf: leaf * 1j, u)
 
@@ -359,7 +457,7 @@ class _Check:
                             f"output{path or ''}: {a!r} against {b!r} (seed={self.seed}); a real-valued or "
                             "conjugating step (abs, real, conj, ...) makes a function non-holomorphic"
                         )
-                        raise AssertionError(msg)
+                        raise _failed(msg, deep=True)
 
     def tolerances(self, out: Any, xs: list[Any], level: int) -> tuple[float, float]:
         # A complex dtype is as precise as the float dtype of its parts.
@@ -375,22 +473,22 @@ class _Check:
         """Standard normal draws shaped like the float and complex leaves of ``like``, in
         their dtypes. Complex leaves get complex draws, or with ``part`` purely real or
         purely imaginary ones (real leaves then get zeros along imaginary directions)."""
+        return draw_like(self.rng, like, part)
 
-        def draw(leaf: Any) -> Any:
-            dtype = np.result_type(leaf)
-            values = self.rng.standard_normal(np.shape(leaf))
-            if dtype.kind == "c":
-                if part == "imaginary":
-                    values = 1j * values
-                elif part != "real":
-                    values = values + 1j * self.rng.standard_normal(np.shape(leaf))
-            elif part == "imaginary":
-                values = values * 0
-            if isinstance(leaf, float | complex):
-                return type(leaf)(values)
-            return values.astype(dtype)
 
-        return map_floats(draw, like)
+def _failed(msg: str, deep: bool) -> GradientCheckError:
+    """The error for a failed check, noting for the search of the culprit whether a rule's
+    own derivative may be what is wrong (forward mode, order 2)."""
+    error = GradientCheckError(msg)
+    error.deep = deep  # type: ignore[attr-defined]
+    return error
+
+
+def _check_like(what: str, g: Any, x: Any, deep: bool) -> None:
+    """``g`` must have ``x``'s structure, and its leaves their shapes and dtypes."""
+    problem = check_like(what, g, x)
+    if problem is not None:
+        raise _failed(problem, deep)
 
 
 def _vjp_function(f: Function, n: int) -> Function:
@@ -421,63 +519,6 @@ def _normalize_modes(modes: Any) -> tuple[str, ...]:
         msg = f"check_grads: modes must be a non-empty tuple of distinct 'rev' and 'fwd', got {modes!r}"
         raise ArgumentError(msg)
     return tuple(modes)
-
-
-def _as_float64(leaf: Any) -> Any:
-    if isinstance(leaf, float | complex):
-        return leaf
-    return np.asarray(leaf, dtype=np.complex128 if np.iscomplexobj(leaf) else np.float64)
-
-
-def _parts(x: Any) -> tuple[str, ...]:
-    """The directions to check ``x`` along: any (real values), or real and imaginary ones."""
-    complex_ = any(np.iscomplexobj(leaf) for _, leaf in differentiable_leaves(x))
-    return ("real", "imaginary") if complex_ else ("",)
-
-
-def _pair(a: Any, b: Any) -> float:
-    """``Re(sum(a * b))`` over the leaves: the pairing of cotangents with tangents whose
-    transpose a VJP is (JAX's convention for complex values; ``vdot`` for real ones)."""
-    return float(np.real(vdot(map_floats(np.conjugate, a), b)))
-
-
-def _abs(value: Any) -> Any:
-    return map_floats(np.abs, value)
-
-
-def _zeros(value: Any) -> Any:
-    return map_floats(lambda leaf: leaf * 0, value)
-
-
-def _only(direction: Any, path: str) -> Any:
-    """``direction`` with every leaf but the one at ``path`` set to zero."""
-    flat = dict(differentiable_leaves(direction))
-    return map_floats(lambda leaf: leaf if flat.get(path) is leaf else leaf * 0, direction)
-
-
-def _describe(name: str, x: Any, path: str | None) -> str:
-    if is_differentiable_leaf(x):
-        return f"{name} (shape {np.shape(x)}, dtype {np.asarray(x).dtype})"
-    return name if path is None else f"{name} at {path}"
-
-
-def _check_like(what: str, g: Any, x: Any) -> None:
-    """``g`` must have ``x``'s structure, and its leaves their shapes and dtypes."""
-    try:
-        pairs = list(zip_leaves(x, g))
-    except Exception as exc:
-        msg = f"{what} does not have its structure: {exc}"
-        raise AssertionError(msg) from exc
-    differentiable = {path for path, _ in differentiable_leaves(x)}  # fields marked static excluded
-    for path, leaf, g_leaf in pairs:
-        if path not in differentiable:
-            continue
-        same = np.shape(g_leaf) == np.shape(leaf) and np.asarray(g_leaf).dtype == np.asarray(leaf).dtype
-        if g_leaf is None or not same:
-            expected = f"{path} (shape {np.shape(leaf)}, dtype {np.asarray(leaf).dtype})"
-            got = "None" if g_leaf is None else f"shape {np.shape(g_leaf)} and dtype {np.asarray(g_leaf).dtype}"
-            msg = f"{what}{expected} has {got}"
-            raise AssertionError(msg)
 
 
 def _positions(argnums: int | Sequence[int] | None, f: Function, nargs: int) -> tuple[int, ...]:
