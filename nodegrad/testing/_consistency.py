@@ -17,8 +17,8 @@ import numpy as np
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves
 from nodegrad.errors import ArgumentError
-from nodegrad.testing._check import _real_number
 from nodegrad.testing._consistency_checks import CHECKS
+from nodegrad.testing._leaves import real_number
 from nodegrad.testing._subject import ConsistencyError, Function, NotApplicable, Subject, float_leaves
 from nodegrad.transforms.common import normalize_argnums, resolve_argnums
 
@@ -34,7 +34,7 @@ def _check_arguments(f: Any, rtol: Any, atol: Any, seed: Any) -> None:
     if not callable(f):
         problems.append(f"f must be callable, got {type(f).__name__}")
     for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (_real_number(value) and 0 <= value < np.inf):
+        if value is not None and not (real_number(value) and 0 <= value < np.inf):
             problems.append(f"{name} must be a finite number >= 0, got {value!r}")
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         problems.append(f"seed must be a non-negative int, got {seed!r}")

@@ -187,17 +187,35 @@ def check_hvp(s: Subject) -> list[str]:
 # -- vmap ---------------------------------------------------------------------------------------
 
 
-def _stacked(values: list[Any]) -> Any:
-    return map_floats(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *values)
+def _stacked(values: list[Any], like: Any) -> Any:
+    """The batch of ``values`` (each shaped like ``like``): batched leaves stacked along a new
+    axis 0, the others as in ``like``."""
+
+    def stack(given: Any, *leaves: Any) -> Any:
+        return np.stack([np.asarray(leaf) for leaf in leaves]) if _batched(given) else given
+
+    return map_floats(stack, like, *values)
 
 
 def _example(value: Any, e: int) -> Any:
     return map_floats(lambda leaf: leaf[e], value)
 
 
+def _batched(leaf: Any) -> bool:
+    """Whether ``vmap`` batches this leaf: a float array, not a Python number, which numpy
+    promotes as a weak scalar (``float32 * 0.5`` is float32) and a stacked batch would not."""
+    return is_differentiable_leaf(leaf) and not isinstance(leaf, float | complex)
+
+
 def _batch_axes(x: Any) -> Any:
-    """``in_axes`` for an argument: its float leaves are batched along axis 0, the rest not."""
-    return tree_map(lambda leaf: 0 if is_differentiable_leaf(leaf) else None, x)
+    """``in_axes`` for an argument: its float arrays are batched along axis 0, the rest not."""
+    return tree_map(lambda leaf: 0 if _batched(leaf) else None, x)
+
+
+def _examples(s: Subject) -> list[tuple[Any, ...]]:
+    """:meth:`Subject.copies` with every Python number as given (not batched)."""
+    xs = tuple(s.xs)
+    return [map_floats(lambda moved, given: moved if _batched(given) else given, c, xs) for c in s.copies()]
 
 
 def _holds_table(value: Any) -> bool:
@@ -218,27 +236,27 @@ def check_vmap(s: Subject) -> list[str]:
     if any(_holds_table(x) for x in s.xs):
         msg = "a table's columns hold its rows, so a batch of tables is not a table of stacked columns"
         raise NotApplicable(msg)
-    copies = s.copies()
-    batch = [_stacked([c[k] for c in copies]) for k in s.every]
+    copies = _examples(s)
+    batch = [_stacked([c[k] for c in copies], x) for k, x in enumerate(s.xs)]
     axes = tuple(_batch_axes(x) for x in s.xs)
     try:
-        outputs = vmap(s.bound, in_axes=axes)(*batch)
+        outputs = vmap(s.bound, in_axes=axes, axis_size=len(copies))(*batch)
     except BatchingError as exc:
         msg = f"vmap cannot batch f: {first_line(exc)}"
         raise NotApplicable(msg) from None
     for e, c in enumerate(copies):
         got, expected = _example(outputs, e), s.bound(*c)
-        compare(s, "vmap", ("vmap(f)", "f on each example"), [(f"the output of example {e}", got, expected)])
+        compare(s, "vmap", ("vmap(f)", "f on each example"), [(f"example {e} of the output", got, expected)])
     if not s.differentiable_output:
         return ["f's output holds no float values: vmap(grad(f)) not compared"]
     try:
-        gradients = vmap(grad(s.scalar, argnums=s.every), in_axes=axes)(*batch)
+        gradients = vmap(grad(s.scalar, argnums=s.every), in_axes=axes, axis_size=len(copies))(*batch)
     except BatchingError as exc:
         return [f"vmap cannot batch grad(f): {first_line(exc)}"]
     for e, c in enumerate(copies):
         got = [_example(g, e) for g in gradients]
         expected = grad(s.scalar, argnums=s.every)(*c)
-        names = [f"{name} of example {e}" for name in s.names]
+        names = [f"example {e} of {name}" for name in s.names]
         compare(s, "vmap", ("vmap(grad(f))", "grad(f) on each example"), list(zip(names, got, expected, strict=True)))
     return []
 
@@ -251,21 +269,23 @@ def _copied(value: Any) -> Any:
 
 
 def _check_replay_of(s: Subject, fun: Callable[..., Any], what: str, named: Callable[[Any], list[Any]]) -> None:
-    """``replay(fun)`` against ``fun`` bit for bit, on the recording call and on a second
-    call at the moved point; the first result must not change with the second call.
-    ``named(result)`` gives the ``(name, value)`` pairs to compare."""
+    """``replay(fun)`` against ``fun`` bit for bit: on the call that records it, a second
+    call at the moved point and a third at the first point again (both replayed); no
+    result may change with a later call. ``named(result)`` gives the ``(name, value)``
+    pairs to compare."""
     replayed = replay(fun)
     moved = list(s.args)
     for k, x in zip(s.nums, s.copies()[1], strict=True):
         moved[k] = x
-    first = replayed(*s.args)
-    kept = _copied(first)
     pair = (f"replay({what})", what)
-    compare(s, "replay", pair, _parts(named(first), named(fun(*s.args)), "the recording call"), exact=True)
-    second = replayed(*moved)
-    compare(s, "replay", pair, _parts(named(second), named(fun(*moved)), "a second call"), exact=True)
-    pair = (f"replay({what})'s first result after a second call", "as it was returned")
-    compare(s, "replay", pair, _parts(named(first), named(kept), "the recording call"), exact=True)
+    results = []
+    for call, args in (("the recording call", s.args), ("a second call", moved), ("a third call", s.args)):
+        got = replayed(*args)
+        compare(s, "replay", pair, _parts(named(got), named(fun(*args)), call), exact=True)
+        results.append((call, got, _copied(got)))
+    pair = (f"replay({what})'s result after later calls", "as it was returned")
+    for call, got, kept in results[:-1]:
+        compare(s, "replay", pair, _parts(named(got), named(kept), call), exact=True)
 
 
 def _parts(got: list[Any], expected: list[Any], call: str) -> list[tuple[str, Any, Any]]:

@@ -18,7 +18,7 @@ from nodegrad.engine.structure import differentiable_leaves, is_differentiable_l
 from nodegrad.errors import NoGradientError
 from nodegrad.testing._subject import NotApplicable, Subject, first_line
 from nodegrad.transforms import hessian, hvp
-from nodegrad.tree import ravel
+from nodegrad.tree import map_floats, ravel
 
 __all__ = ["hessian_matrix", "hvp_vector"]
 
@@ -44,7 +44,9 @@ def _is_complex(s: Subject) -> bool:
 def _real_form(s: Subject) -> tuple[Any, np.ndarray]:
     """``(g, w)``: the scalar as a function of the real and imaginary parts of the
     arguments' entries, and that point."""
-    flat, unravel = ravel(tuple(s.xs))
+    # (A Python complex is laid out as a 0-d array: ravel's inverse rebuilds Python floats only.)
+    template = map_floats(lambda leaf: np.asarray(leaf) if type(leaf) is complex else leaf, tuple(s.xs))
+    flat, unravel = ravel(template)
     n = flat.size
 
     def of_parts(w: Any) -> Any:

@@ -4,7 +4,8 @@ Importing this module needs ``hypothesis`` (``pip install nodegrad[test]``); the
 nodegrad does not.
 
 - :func:`float_arrays` and :func:`complex_arrays` -- well-conditioned float and complex
-  arrays (bounded, optionally kept away from zero);
+  arrays (bounded, optionally kept away from zero, or with ``avoid_kinks=True`` away from
+  the kinks and ties of ``abs``, ``max``, ``sort``, ``clip``, ``round`` and the like);
 - :func:`broadcastable_shapes` -- shape tuples that broadcast together;
 - :func:`axes` and :func:`reshape_targets` -- valid ``axis`` arguments and new shapes;
 - :func:`index_expressions` -- valid ``x[index]`` expressions for a shape: ints, slices
@@ -13,7 +14,9 @@ nodegrad does not.
 - :func:`stretchable_to` -- shapes that broadcast to a given shape;
 - :func:`segment_ids` -- integer group ids for the segment ops;
 - :func:`structures` -- nested attrs records, dataclasses, named tuples, dicts with mixed
-  key types, lists and tuples, built from any leaf strategy.
+  key types, lists and tuples, built from any leaf strategy;
+- :func:`data_frames` -- pandas DataFrames with float columns and key columns (ints,
+  strings, categoricals) with duplicate and missing keys, as arguments of ``ng.grad``.
 
 Examples
 --------
@@ -34,6 +37,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -42,6 +46,9 @@ import hypothesis.strategies as st
 import numpy as np
 
 from nodegrad.engine.structure import dataclass_field, field
+from nodegrad.errors import ArgumentError
+from nodegrad.testing._frames import data_frames
+from nodegrad.testing._kinks import check_kink_options, check_room, kink_free_values, room
 
 __all__ = [
     "Box",
@@ -52,6 +59,7 @@ __all__ = [
     "axes",
     "broadcastable_shapes",
     "complex_arrays",
+    "data_frames",
     "float_arrays",
     "index_expressions",
     "reshape_targets",
@@ -62,9 +70,25 @@ __all__ = [
 ]
 
 
-def shapes(min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4) -> st.SearchStrategy[Any]:
-    """Small array shapes."""
-    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=min_side, max_side=max_side)
+def shapes(
+    min_dims: int = 0, max_dims: int = 3, min_side: int = 1, max_side: int = 4, *, allow_empty: bool = False
+) -> st.SearchStrategy[Any]:
+    """Small array shapes: 0-d ones (``()``) included unless ``min_dims`` is above 0, and
+    with ``allow_empty`` sides of 0 too (arrays with no entries).
+
+    Examples
+    --------
+    >>> from hypothesis import given, settings
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> @settings(max_examples=10, deadline=None)
+    ... @given(float_arrays(shapes(allow_empty=True)))
+    ... def test_sum_of_squares(x):
+    ...     assert ng.grad(lambda x: ng.sum(x * x))(x).shape == x.shape  # 0-d and empty arrays too
+    >>> test_sum_of_squares()
+    """
+    low = 0 if allow_empty else min_side
+    return hnp.array_shapes(min_dims=min_dims, max_dims=max_dims, min_side=low, max_side=max_side)
 
 
 def float_arrays(
@@ -75,6 +99,10 @@ def float_arrays(
     *,
     elements: st.SearchStrategy[float] | None = None,
     unique: bool = False,
+    avoid_kinks: bool = False,
+    margin: float = 1e-2,
+    kinks: Sequence[float] = (),
+    allow_empty: bool = False,
 ) -> st.SearchStrategy[np.ndarray]:
     """Float arrays with entries in ``[-bound, bound]`` (and ``|x| >= away_from_zero``).
 
@@ -83,6 +111,21 @@ def float_arrays(
     ``elements`` draws the entries from a strategy of your own instead (a grid that keeps
     them apart, a domain), and ``unique`` makes them pairwise distinct. A complex ``dtype``
     (``complex64``, ``complex128``) gives complex arrays, as :func:`complex_arrays` does.
+
+    ``avoid_kinks=True`` keeps every entry at least ``margin`` (an absolute distance,
+    ``0.01`` by default, below ``0.25``) away from 0 and every other integer (``abs``,
+    ``relu``, ``sign``, ``floor``, ``ceil``), from every half-integer (``round``'s jumps),
+    from each of ``kinks`` (the bounds of a ``clip``, the threshold of a ``where``: your
+    own points) and from every other entry of the array (no near-ties for ``max``, ``min``,
+    ``sort``, ``argmax``). A gradient check of a function built of those ops then never
+    straddles a point where it is not differentiable: its central difference (a step of
+    ``1e-6`` along a normal direction) stays on one side of every kink. The margins hold
+    for the drawn entries, not for values computed from them (``x * x`` ties where ``x``
+    meets ``-x``), and between the entries of one array only: to keep two arguments
+    apart, draw one array and split it. A fixed ``shape`` too large for its margins within
+    ``[-bound, bound]`` is refused when the strategy is made; drawn shapes that large are
+    not drawn. ``allow_empty`` draws
+    arrays with a side of 0 when no ``shape`` is given.
 
     Examples
     --------
@@ -96,13 +139,58 @@ def float_arrays(
     ...     assert x.dtype == np.float32
     ...     check_grads(lambda x: ng.log(ng.abs(x)), x)
     >>> test_log_abs()
+
+    Piecewise ops, checked away from their kinks (here ``clip``'s bounds, given as kinks):
+
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(float_arrays(shapes(min_dims=1), avoid_kinks=True, kinks=(-1.5, 1.5)))
+    ... def test_piecewise(x):
+    ...     check_grads(lambda x: ng.sum(ng.sort(ng.abs(x)) * np.clip(x, -1.5, 1.5)) + ng.max(x), x)
+    >>> test_piecewise()
     """
     if np.dtype(dtype).kind == "c":
-        return complex_arrays(shape, dtype, bound, away_from_zero)
+        return complex_arrays(
+            shape,
+            dtype,
+            bound,
+            away_from_zero,
+            avoid_kinks=avoid_kinks,
+            margin=margin,
+            kinks=kinks,
+            allow_empty=allow_empty,
+        )
+    drawn_shape = shapes(allow_empty=allow_empty) if shape is None else shape
+    if avoid_kinks:
+        if elements is not None:
+            msg = "float_arrays: elements and avoid_kinks=True both choose the entries; give one of them"
+            raise ArgumentError(msg)
+        points = check_kink_options("float_arrays", bound, margin, kinks)
+        check_room(drawn_shape, bound, margin, points, away_from_zero, dtype)
+        return _kink_free_arrays(drawn_shape, dtype, bound, away_from_zero, margin, points)
+    _refuse_kinks_alone("float_arrays", kinks)
     values = _parts(dtype, bound) if elements is None else elements
     if away_from_zero:
         values = values.filter(lambda v: abs(v) >= away_from_zero)
-    return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values, unique=unique)
+    return hnp.arrays(dtype, drawn_shape, elements=values, unique=unique)
+
+
+def _refuse_kinks_alone(where: str, kinks: Sequence[float]) -> None:
+    if tuple(kinks):
+        msg = f"{where}: kinks are kept clear of with avoid_kinks=True only; pass avoid_kinks=True with them"
+        raise ArgumentError(msg)
+
+
+@st.composite
+def _kink_free_arrays(
+    draw: st.DrawFn, shape: Any, dtype: Any, bound: float, away_from_zero: float, margin: float, kinks: Sequence[float]
+) -> np.ndarray:
+    drawn = shape
+    if isinstance(shape, st.SearchStrategy):
+        fits = room(bound, margin, kinks, away_from_zero, dtype)
+        drawn = draw(shape.filter(lambda s: math.prod((s,) if isinstance(s, int | np.integer) else s) <= fits))
+    drawn = (drawn,) if isinstance(drawn, int | np.integer) else tuple(drawn)
+    values = draw(kink_free_values(math.prod(drawn), bound, margin, kinks, away_from_zero, dtype))
+    return values.reshape(drawn)
 
 
 def complex_arrays(
@@ -113,6 +201,10 @@ def complex_arrays(
     *,
     real: st.SearchStrategy[float] | None = None,
     imag: st.SearchStrategy[float] | None = None,
+    avoid_kinks: bool = False,
+    margin: float = 1e-2,
+    kinks: Sequence[float] = (),
+    allow_empty: bool = False,
 ) -> st.SearchStrategy[np.ndarray]:
     """Complex arrays whose real and imaginary parts lie in ``[-bound, bound]`` (and with
     ``|z| >= away_from_zero``): the complex twin of :func:`float_arrays`.
@@ -121,6 +213,12 @@ def complex_arrays(
     real axis, say) is the test's choice: filter the drawn arrays, or shift them, or draw
     the ``real`` and ``imag`` parts from strategies of your own (floats the dtype's parts
     hold exactly).
+
+    ``avoid_kinks``, ``margin`` and ``kinks`` act as in :func:`float_arrays` on the real
+    parts and on the imaginary parts, each apart from the others of its kind: clear of
+    the kinks of ``abs`` at 0 and of ``real``/``imag`` followed by a piecewise op, and
+    with no ties between the real (or the imaginary) parts of two entries. With
+    ``away_from_zero``, both parts keep that far from 0 (so ``|z|`` does too).
 
     Examples
     --------
@@ -139,15 +237,35 @@ def complex_arrays(
     ... def test_abs(z):
     ...     check_grads(lambda z: ng.sum(ng.abs(z)), z)  # real-valued: not holomorphic
     >>> test_abs()
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(complex_arrays(shapes(min_dims=1), avoid_kinks=True))
+    ... def test_sorted_real_parts(z):
+    ...     check_grads(lambda z: ng.sum(ng.sort(ng.real(z)) * ng.abs(ng.imag(z))), z)
+    >>> test_sorted_real_parts()
     """
     if np.dtype(dtype).kind != "c":
         msg = f"complex_arrays: dtype must be complex64 or complex128, got {np.dtype(dtype)}"
         raise ValueError(msg)
-    parts = _parts(np.float32 if np.dtype(dtype) == np.complex64 else np.float64, bound)
+    part_dtype = np.float32 if np.dtype(dtype) == np.complex64 else np.float64
+    drawn_shape = shapes(allow_empty=allow_empty) if shape is None else shape
+    if avoid_kinks:
+        if real is not None or imag is not None:
+            msg = "complex_arrays: real or imag and avoid_kinks=True both choose the parts; give one of them"
+            raise ArgumentError(msg)
+        points = check_kink_options("complex_arrays", bound, margin, kinks)
+        check_room(drawn_shape, bound, margin, points, away_from_zero, part_dtype)
+        real_parts = _kink_free_arrays(drawn_shape, part_dtype, bound, away_from_zero, margin, points)
+        return real_parts.flatmap(
+            lambda re: _kink_free_arrays(re.shape, part_dtype, bound, away_from_zero, margin, points).map(
+                lambda im: (re + 1j * im).astype(dtype)
+            )
+        )
+    _refuse_kinks_alone("complex_arrays", kinks)
+    parts = _parts(part_dtype, bound)
     values = st.builds(complex, parts if real is None else real, parts if imag is None else imag)
     if away_from_zero:
         values = values.filter(lambda z: abs(z) >= away_from_zero)
-    return hnp.arrays(dtype, shapes() if shape is None else shape, elements=values)
+    return hnp.arrays(dtype, drawn_shape, elements=values)
 
 
 def _parts(dtype: Any, bound: float) -> st.SearchStrategy[float]:
@@ -342,25 +460,50 @@ Triple.__doc__ = "A named tuple of three entries, for :func:`structures`."
 _KEYS = st.one_of(st.text(max_size=2), st.integers(-3, 3), st.tuples(st.integers(0, 2), st.text(max_size=1)))
 
 
-def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(
+def _mixed_dicts(children: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[Any, Any]]:
+    """Dicts with a string, an int and a tuple key at once (in a drawn order)."""
+    keys = st.tuples(st.text(max_size=2), st.integers(-3, 3), st.tuples(st.integers(0, 2), st.text(max_size=1)))
+    entries = st.tuples(keys, st.lists(children, min_size=3, max_size=3))
+    return entries.flatmap(lambda drawn: st.permutations(list(zip(drawn[0], drawn[1], strict=True))).map(dict))
+
+
+def _containers(children: st.SearchStrategy[Any], mixed_keys: bool, static_leaves: bool) -> st.SearchStrategy[Any]:
+    kinds = [
         st.lists(children, max_size=3),
         st.lists(children, max_size=3).map(tuple),
-        st.dictionaries(_KEYS, children, max_size=3),
+        st.dictionaries(_KEYS if mixed_keys else st.text(max_size=2), children, max_size=3),
         st.builds(Pair, children, children),
-        st.builds(Tagged, children, st.integers()),
         st.builds(Box, children, children),
-        st.builds(Marked, children, st.floats(-3, 3)),
         st.builds(Triple, children, children, children),
-    )
+    ]
+    if mixed_keys:
+        kinds.append(_mixed_dicts(children))
+    if static_leaves:  # records with a field marked static (an int, a string or None; a float)
+        kinds.append(st.builds(Tagged, children, st.one_of(st.integers(), st.text(max_size=3), st.none())))
+        kinds.append(st.builds(Marked, children, st.floats(-3, 3)))
+    return st.one_of(kinds)
 
 
 def structures(
-    leaves: st.SearchStrategy[Any] | None = None, max_leaves: int = 6, dtypes: Any = (np.float64, np.float32)
+    leaves: st.SearchStrategy[Any] | None = None,
+    max_leaves: int = 6,
+    dtypes: Any = (np.float64, np.float32),
+    *,
+    mixed_keys: bool = True,
+    static_leaves: bool = True,
 ) -> st.SearchStrategy[Any]:
     """Nested structured values around ``leaves`` (by default arrays of the ``dtypes``, and
     Python floats, or complex numbers when a dtype is complex, mixed with static leaves:
     ints, strings, ``None``, integer arrays).
+
+    Containers: lists, tuples, dicts, attrs records (:class:`Pair`), dataclasses
+    (:class:`Box`) and named tuples (:class:`Triple`), nested. ``mixed_keys`` (on by
+    default) gives dicts string, int and tuple keys, some dicts all three at once;
+    ``False``: string keys only. ``static_leaves`` (on by default) mixes static leaves
+    among the default ones (ints, bools, strings, ``None``, int and bool arrays) and
+    draws records with a field marked static (:class:`Tagged` with
+    ``ng.field(static=True)``, :class:`Marked` with ``ng.dataclass_field(static=True)``);
+    ``False``: every leaf is a float or complex value and no field is static.
 
     Examples
     --------
@@ -373,19 +516,36 @@ def structures(
     ...     arrays = [leaf for _, leaf in ng.tree.tree_leaves_with_path(value) if isinstance(leaf, np.ndarray)]
     ...     assert {a.dtype.kind for a in arrays} <= {"c", "i", "b"}  # complex128, static ints and masks
     >>> test_leaves()
+
+    Every leaf differentiable, dicts keyed by strings:
+
+    >>> @settings(max_examples=5, deadline=None)
+    ... @given(structures(mixed_keys=False, static_leaves=False))
+    ... def test_all_floats(value):
+    ...     everything = ng.tree.tree_leaves_with_path(value)
+    ...     assert all(ng.is_differentiable_leaf(leaf) for _, leaf in everything)
+    ...     assert len(ng.tree.ravel(value)[0]) == sum(np.size(leaf) for _, leaf in everything)
+    >>> test_all_floats()
     """
     if leaves is None:
-        statics = st.one_of(
-            st.integers(-5, 5),
-            st.booleans(),
-            st.text(max_size=3),
-            st.none(),
-            hnp.arrays(np.intp, shapes(max_dims=1)),
-            hnp.arrays(np.bool_, shapes(max_dims=1)),
-        )
         arrays = st.sampled_from(list(dtypes)).flatmap(lambda dt: float_arrays(shapes(max_dims=2), dt))
         numbers: st.SearchStrategy[Any] = st.floats(-3, 3)
         if any(np.dtype(dt).kind == "c" for dt in dtypes):
             numbers = st.one_of(numbers, st.complex_numbers(max_magnitude=3, allow_nan=False, allow_infinity=False))
-        leaves = st.one_of(arrays, numbers, statics)
-    return _containers(st.recursive(leaves, _containers, max_leaves=max_leaves))
+        leaves = st.one_of(arrays, numbers, _STATICS) if static_leaves else st.one_of(arrays, numbers)
+
+    def containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        return _containers(children, mixed_keys, static_leaves)
+
+    return containers(st.recursive(leaves, containers, max_leaves=max_leaves))
+
+
+#: The static leaves :func:`structures` mixes in: ints, bools, strings, ``None``, int and bool arrays.
+_STATICS = st.one_of(
+    st.integers(-5, 5),
+    st.booleans(),
+    st.text(max_size=3),
+    st.none(),
+    hnp.arrays(np.intp, shapes(max_dims=1)),
+    hnp.arrays(np.bool_, shapes(max_dims=1)),
+)
