@@ -113,8 +113,15 @@ class RowSparse:
     def __repr__(self) -> str:
         return f"RowSparse({len(self.indices)} of {self.shape[0]} rows, shape {self.shape}, dtype {self.dtype})"
 
+    @classmethod
+    def _trusted(cls, indices: Any, values: Any, shape: tuple[int, ...]) -> RowSparse:
+        """One made of parts already known to fit (no checks: a sweep's own sums)."""
+        made = object.__new__(cls)
+        made.indices, made.values, made.shape = indices, values, shape
+        return made
+
     def _with(self, values: Any) -> RowSparse:
-        return RowSparse(self.indices, values, self.shape)
+        return RowSparse._trusted(self.indices, values, self.shape)
 
     def __add__(self, other: Any) -> Any:
         if isinstance(other, RowSparse):
@@ -200,9 +207,14 @@ def coalesced(g: RowParts, like: Any, shape: tuple[int, ...] | None = None) -> R
         return RowSparse(flat.astype(np.intp), np.zeros((0, *shape[1:]), dtype), shape)
     order = np.argsort(flat, kind="stable")
     ordered = flat[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    summed = np.add.reduceat(stacked[order], starts, axis=0) if len(starts) < len(flat) else stacked[order]
-    return RowSparse(ordered[starts], summed.astype(dtype, copy=False), shape)
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1]))  # the first read of each row
+    summed = stacked[order[first]]  # one gather of the rows; repeated reads are added below
+    if not first.all():
+        # Each further read added to its row's sum in the order read: the sums a dense
+        # scatter-add makes, bit for bit, at the cost of the repeats only.
+        again = ~first
+        np.add.at(summed, np.cumsum(first)[again] - 1, stacked[order[again]])
+    return RowSparse._trusted(ordered[first].astype(np.intp, copy=False), summed.astype(dtype, copy=False), shape)
 
 
 # -- the sweep's view: row gathers of the chosen leaves hand back RowParts --------------------
