@@ -350,3 +350,139 @@ def test_plot_check_grads_shows_a_right_gradient_falling_and_a_wrong_one_flat() 
     assert np.all(flat > 1e-2)
     with pytest.raises(ng.errors.ArgumentError):
         plot_check_grads(wrong, np.array([0.3]), steps=[-1.0])
+
+
+# -- the complex-step reference ------------------------------------------------------------------------------
+
+
+def _cancelling(x: Any) -> Any:
+    """``x + sin(x)``, summed, computed as ``(x + 1e9) - 1e9 + sin(x)``: in float64 the
+    cancellation leaves ``x`` only to 1e-7, so central differences are off by 1e-1, while
+    the imaginary part of a complex step is carried exactly."""
+    return ng.sum((x + 1e9) - 1e9 + ng.sin(x))
+
+
+def test_complex_step_passes_float32_with_tight_tolerances_where_central_differences_need_loose_ones() -> None:
+    x = np.array([0.5, -1.0, 0.25, 2.0], dtype=np.float32)
+    check_grads(_cancelling, x, reference="complex_step", rtol=1e-6, atol=1e-6)
+    with pytest.raises(AssertionError, match="central difference"):
+        check_grads(_cancelling, x, rtol=1e-3)
+    check_grads(_cancelling, x, rtol=0.5)  # central differences pass only this loosely
+
+
+def test_complex_step_catches_a_wrong_rule_that_central_differences_cannot_see(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Beneath an offset of 1e12, rounding of the two evaluations allows central differences
+    # an error of about 1: a rule 1% off passes them, not the complex step.
+    f = lambda x: ng.sum(ng.sin(x)) + 1e12
+    x = np.array([0.5, 1.0, -2.0])
+    check_grads(f, x, reference="complex_step", rtol=1e-10, atol=1e-12)
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * 1.01)
+    check_grads(f, x)
+    with pytest.raises(
+        AssertionError, match=r"numeric  \(complex step, h=1e-20; central difference, eps=1e-06: "
+    ) as info:
+        check_grads(f, x, reference="complex_step")
+    assert "rounding of the evaluations" not in str(info.value)
+
+
+@attrs.frozen
+class _Affine:
+    w: Any
+    b: Any
+    name: str = ng.field(static=True, default="affine")
+
+
+@pytest.mark.parametrize(
+    ("params", "read"),
+    [
+        pytest.param(np.array([0.3, -0.7, 1.1]), lambda p: (p, 0.5), id="array"),
+        pytest.param({"w": np.array([0.3, -0.7, 1.1]), "b": 0.25, "tag": "t"}, lambda p: (p["w"], p["b"]), id="dict"),
+        pytest.param(_Affine(np.array([0.3, -0.7, 1.1]), 0.25), lambda p: (p.w, p.b), id="record"),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("order", [1, 2])
+def test_complex_step_checks_structures_and_dtypes(
+    monkeypatch: pytest.MonkeyPatch, params: Any, read: Callable[[Any], Any], dtype: Any, order: int
+) -> None:
+    params = ng.tree.map_floats(lambda leaf: leaf.astype(dtype) if isinstance(leaf, np.ndarray) else leaf, params)
+
+    def f(p: Any) -> Any:
+        w, b = read(p)
+        return {"y": ng.sin(w) * ng.exp(w * b), "s": ng.sum(ng.tanh(w))}
+
+    check_grads(f, params, reference="complex_step", order=order)
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * 1.01 if order == 1 else _cut_cosine(g, ans, x))
+    with pytest.raises(AssertionError, match=f"(?s)order {order}.*complex step") as info:
+        check_grads(f, params, reference="complex_step", order=order)
+    assert getattr(info.value, "culprit", None) == "sin"
+
+
+@ng.custom_vjp
+def _cast_square(x: Any) -> Any:
+    return x.astype(np.float64) ** 2.0  # a complex x loses its imaginary part (with a ComplexWarning)
+
+
+_cast_square.defvjp(lambda x: (_cast_square.fun(x), x), lambda x, g: (2.0 * x * g,))
+
+
+@pytest.mark.parametrize(
+    ("f", "broken"),
+    [
+        pytest.param(lambda x: ng.sum(ng.abs(x) * x), "'abs'", id="abs"),
+        pytest.param(lambda x: ng.sum(ng.maximum(x, 0.0) ** 2.0), "'maximum'", id="maximum"),
+        pytest.param(lambda x: ng.sum(ng.clamp(x, -0.5, 0.5) * x), "'clamp'", id="clip"),
+        pytest.param(lambda x: ng.sum(_cast_square(x)), "numpy dropped an imaginary part", id="real-cast"),
+        pytest.param(lambda x: ng.sum(ng.hypot(x, 1.0)), "raised DtypeError on complex arguments", id="raises"),
+        pytest.param(lambda x: ng.sum(np.sign(x) * x * x), "'abs'", id="sign"),
+    ],
+)
+def test_a_function_that_is_not_analytic_warns_and_falls_back(f: Callable[..., Any], broken: str) -> None:
+    x = np.array([0.3, -0.7, 1.2])
+    with pytest.warns(UserWarning, match="falling back to central differences") as warned:
+        check_grads(f, x, reference="complex_step", order=2)
+    assert len(warned) == 1  # once per call, for every check after it too
+    assert broken in str(warned[0].message)
+
+
+def test_a_non_analytic_step_the_recording_cannot_see_is_caught_by_central_differences() -> None:
+    # fwd runs on plain values inside one custom node: the abs in it leaves no op behind.
+    # Its complex step is wrong (|x| is no analytic function); central differences agree
+    # with the (right) rule, and so the check warns and passes on them.
+    @ng.custom_vjp
+    def signed_square(x: Any) -> Any:
+        return np.abs(x) * x
+
+    signed_square.defvjp(lambda x: (np.abs(x) * x, x), lambda x, g: (2.0 * np.abs(x) * g,))
+    x = np.array([0.3, -0.7, 1.2])
+    with pytest.warns(UserWarning, match="disagrees with central differences"):
+        check_grads(lambda x: ng.sum(signed_square(x)), x, reference="complex_step", modes=("rev",))
+    # A wrong rule disagrees with both references: the failure stands.
+    signed_square.defvjp(lambda x: (np.abs(x) * x, x), lambda x, g: (3.0 * np.abs(x) * g,))
+    with pytest.raises(AssertionError, match="complex step") as info:
+        check_grads(lambda x: ng.sum(signed_square(x)), x, reference="complex_step", modes=("rev",))
+    assert getattr(info.value, "culprit", "").startswith("custom_vjp:")
+
+
+@pytest.mark.parametrize(
+    ("f", "args", "options", "fragment"),
+    [
+        pytest.param(lambda z: z * z, (np.array([1.0 + 1j]),), {}, "argument 0 is complex", id="complex-argument"),
+        pytest.param(lambda x: {"z": x * 1j}, (np.array([1.0]),), {}, r"the output at \['z'\] is complex", id="out"),
+        pytest.param(lambda z: z * z, (1j,), {"holomorphic": True}, "holomorphic=True", id="holomorphic"),
+        pytest.param(ng.sin, (0.5,), {"reference": "forward"}, "reference must be", id="unknown"),
+        pytest.param(ng.sin, (0.5,), {"reference": None}, "reference must be", id="none"),
+    ],
+)
+def test_complex_step_refuses_complex_values_and_unknown_references(
+    f: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any], fragment: str
+) -> None:
+    options = {"reference": "complex_step", **options}
+    with pytest.raises(ng.errors.ArgumentError, match=fragment):
+        check_grads(f, *args, **options)
+
+
+def test_the_default_reference_is_central_differences() -> None:
+    check_grads(ng.sin, np.array([0.5]), reference="central_difference")
+    with pytest.raises(AssertionError, match=r"numeric  \(central difference, eps=1e-06\)"):
+        check_grads(lambda x: ng.stop_gradient(x) * x, np.array([1.0, 2.0]))
