@@ -172,9 +172,13 @@ def report(results: Sequence[Examined], kit: Kit, seed: int, count: int, seconds
     if unnamed:
         lines.append(f"caught but not named: {len(unnamed)}")
         for r in unnamed:
-            culprits = {o.culprit for o in r.outcomes.values() if o.status == CAUGHT} - {None}
-            said = f"culprit {', '.join(sorted(map(str, culprits)))}" if culprits else "no culprit given"
-            lines.append(f"  {r.mutation.id} ({r.mutation.op}): {said}")
+            found = [o for o in r.outcomes.values() if o.status == CAUGHT]
+            culprits = sorted({str(o.culprit) for o in found if o.culprit is not None})
+            said = f"culprit {', '.join(culprits)}" if culprits else "no culprit given"
+            mention = next((o.mention for o in found if o.mention), "")
+            lines.append(
+                f"  {r.mutation.id} ({r.mutation.op}): {said}" + (f"; the error says: {mention}" if mention else "")
+            )
     survivors = [r for r in results if not r.caught]
     lines.append(f"caught only by a crash not naming the op: {crashed}")
     lines.append(f"survivors: {len(survivors)}" + ("" if survivors else " (none)"))

@@ -44,6 +44,7 @@ class Outcome:
     culprit: str | None = None
     assertion: bool = False  # raised an AssertionError (a check's failure, not an error of its own)
     example: int | None = None  # the example it was found at
+    mention: str = ""  # a later line of the error naming the op (why it was not blamed, say)
 
 
 @dataclass
@@ -136,12 +137,13 @@ class Kit:
         own errors blaming the op), or a crash."""
         line = f"{type(exc).__name__}: {_first_line(str(exc))}"
         culprit = getattr(exc, "culprit", None)
+        mention = next((m.strip() for m in str(exc).splitlines()[1:] if _names(m, op)), "")
         if isinstance(exc, AssertionError):
             named = (self.gradient_error is not None and isinstance(exc, self.gradient_error) and _is(culprit, op)) or (
                 self.consistency_error is not None and isinstance(exc, self.consistency_error) and _names(str(exc), op)
             )
-            return Outcome(CAUGHT, named, line, culprit, assertion=True)
-        return Outcome(CAUGHT if _names(str(exc), op) else CRASH, False, line, culprit)
+            return Outcome(CAUGHT, named, line, culprit, assertion=True, mention=_first_line(mention))
+        return Outcome(CAUGHT if _names(str(exc), op) else CRASH, False, line, culprit, mention=_first_line(mention))
 
 
 def _aliases(op: str) -> tuple[str, ...]:
