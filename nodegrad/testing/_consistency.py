@@ -103,13 +103,6 @@ def check_consistency(
     attrs records, dataclasses, lists and tuples, nested.
 
     - ``"checkpoint"``: ``grad(checkpoint(f))`` against ``grad(f)``.
-    - ``"closure"``: the same gradient when the arguments reach an inner transform through
-      its function's closure: ``checkpoint`` of ``f`` with one argument closed over (each in
-      turn), and with half of every argument read by closure, half as its argument
-      (``0.5 * y + 0.5 * x`` is ``x`` exactly, so the two halves' gradients must add up to
-      the whole); the value of an inner ``value_and_grad`` read so; and the gradient of
-      ``<grad(f), w>`` with ``grad`` reading the arguments so, against the same without a
-      closure (second order, where ``f`` has second derivatives).
     - ``"custom_vjp"`` (when ``f`` calls a :class:`~nodegrad.custom_vjp` function, or
       ``checkpoint``): a ``bwd`` must read residuals that are still those its ``fwd``
       stored. ``grad(f)`` from the stored residuals against ``grad(f)`` with every ``fwd``
@@ -119,17 +112,28 @@ def check_consistency(
       forward again); and the backward run twice against its first run (a ``bwd`` that
       changes its residuals in place). Forward mode is no reference here: ``jvp``
       transposes the sweep over the same stored residuals.
+    - ``"closure"``: the same gradient when the arguments reach an inner transform through
+      its function's closure: ``checkpoint`` of ``f`` with one argument closed over (each in
+      turn), and with half of every argument read by closure, half as its argument
+      (``0.5 * y + 0.5 * x`` is ``x`` exactly, so the two halves' gradients must add up to
+      the whole); the value of an inner ``value_and_grad`` read so; and the gradient of
+      ``<grad(f), w>`` with ``grad`` reading the arguments so, against the same without a
+      closure (second order, where ``f`` has second derivatives).
     - ``"hessian_symmetric"``: ``hessian(f)`` (with respect to every differentiated
       argument, structured) against its transpose; complex arguments through their real
       and imaginary parts.
     - ``"hvp"``: ``hvp(f)(x, w)`` against ``hessian(f)(x) @ w`` for a random ``w``, in
       the structure of the arguments (:func:`nodegrad.tree.ravel` lays them end to end).
     - ``"vmap"``: ``vmap(f)`` over a batch of three copies of the arguments (the first
-      as given, two moved by about 1% of each entry) against ``f`` called on each, and
-      ``vmap(grad(f))`` against ``grad(f)`` on each.
-    - ``"replay"``: ``replay(f)`` against ``f``, bit for bit, on the call that records it
-      and on a second call at the moved point; the first result must be unchanged by the
-      second call; the same for ``replay(grad(f))`` against ``grad(f)``.
+      as given, two with each entry moved by about 1% of itself) against ``f`` called on
+      each, and ``vmap(grad(f))`` against ``grad(f)`` on each. Python numbers are not
+      batched (numpy promotes them as weak scalars, a stacked batch of them is float64);
+      a table argument makes the check not apply.
+    - ``"replay"``: ``replay(f)`` against ``f``, bit for bit, on the call that records it,
+      on a second call at the moved point and on a third at the first point again (both
+      replayed); no result may change with a later call (a buffer handed out twice);
+      the same for ``replay(grad(f))`` against ``grad(f)``. A replay that runs eagerly
+      (with a :class:`~nodegrad.errors.ReplayWarning`) is noted, not a failure.
 
     Parameters
     ----------

@@ -318,8 +318,10 @@ def check_replay(s: Subject) -> list[str]:
 #: The checks by name, in the order they run.
 CHECKS: dict[str, Callable[[Subject], list[str]]] = {
     "checkpoint": check_checkpoint,
-    "closure": check_closure,
+    # Before the closures: an inner transform runs a custom function's fwd again, where a
+    # stale residual shows; this check names it for what it is.
     "custom_vjp": check_custom_vjp,
+    "closure": check_closure,
     "hessian_symmetric": check_hessian_symmetric,
     "hvp": check_hvp,
     "vmap": check_vmap,

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
+from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.structure import differentiable_leaves, flatten_with_paths, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import StructureError
 from nodegrad.transforms import grad
 from nodegrad.tree import map_floats
@@ -212,12 +213,29 @@ def compare(
     ``scales`` (one structure per part, or None) holds the size of the terms an entry
     adds up, when that is larger than the entry; ``describe`` says where an entry sits
     (default :func:`describe_entry`)."""
+    for name, got, expected in parts:
+        _refuse_handles(check, pair, name, got, expected)
     atol = 0.0 if exact else subject.tolerance(*(p[1] for p in parts), *(p[2] for p in parts))
     for k, (name, got, expected) in enumerate(parts):
         scale = scales[k] if scales is not None else None
         for path, want, have, size in _paired(check, pair, name, got, expected, scale):
             where = (name, path, describe or describe_entry)
             _compare_leaf(subject, check, pair, where, (have, want, size), atol, exact)
+
+
+def _refuse_handles(check: str, pair: tuple[str, str], name: str, got: Any, expected: Any) -> None:
+    """A transform's result holds plain values only: a traced one escaped a transform that
+    has returned (a custom function's ``fwd`` storing a traced value where a later call
+    reads it, say)."""
+    for side, value in zip(pair, (got, expected), strict=True):
+        for path, leaf in flatten_with_paths(value):
+            if type(leaf) in HANDLES:
+                msg = (
+                    f"check_consistency ({check!r}): {side} gives a value still traced by a transform at "
+                    f"{name}{path} (a leaked tracer: a custom function's fwd or bwd keeping a traced value where "
+                    f"another call reads it?), so it cannot match {pair[1] if side == pair[0] else pair[0]}"
+                )
+                raise ConsistencyError(msg, pair)
 
 
 def _paired(
@@ -282,8 +300,8 @@ def _compare_leaf(
     width = max(len(pair[0]), len(pair[1]))
     msg = (
         f"check_consistency ({check!r}): {pair[0]} and {pair[1]} disagree at {shown}:\n"
-        f"  {pair[0]:<{width}} = {have[index]!r}\n"
-        f"  {pair[1]:<{width}} = {want[index]!r}\n"
+        f"  {pair[0]:<{width}} = {have[index].item()!r}\n"
+        f"  {pair[1]:<{width}} = {want[index].item()!r}\n"
         f"  {rule}"
     )
     raise ConsistencyError(msg, pair)
