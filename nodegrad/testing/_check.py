@@ -203,9 +203,9 @@ def check_grads(
         check.up_to(order, (at(given), at(given64)), xs, names)
         if holomorphic:
             check.holomorphic(at(given), at(given64), xs, names)
-    except GradientCheckError as failure:
+    except _UnblamedError as failure:
         # Only now, after a failure, is each op tested on its own.
-        raise blamed(failure, f, given, nums, seed, deep=getattr(failure, "deep", True)) from None
+        raise blamed(failure, f, given, nums, seed, deep=failure.deep) from None
 
 
 def _check_arguments(
@@ -476,12 +476,18 @@ class _Check:
         return draw_like(self.rng, like, part)
 
 
-def _failed(msg: str, deep: bool) -> GradientCheckError:
-    """The error for a failed check, noting for the search of the culprit whether a rule's
-    own derivative may be what is wrong (forward mode, order 2)."""
-    error = GradientCheckError(msg)
-    error.deep = deep  # type: ignore[attr-defined]
-    return error
+class _UnblamedError(GradientCheckError):
+    """A failed check, before the search for its culprit, which ``deep`` tells whether a
+    rule's own derivative may be what is wrong (forward mode, order 2). ``check_grads``
+    raises a plain :class:`GradientCheckError` in its place."""
+
+    def __init__(self, message: str, culprit: str | None = None, location: str | None = None, deep: bool = True):
+        super().__init__(message, culprit, location)
+        self.deep = deep
+
+
+def _failed(msg: str, deep: bool) -> _UnblamedError:
+    return _UnblamedError(msg, deep=deep)
 
 
 def _check_like(what: str, g: Any, x: Any, deep: bool) -> None:
