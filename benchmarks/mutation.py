@@ -179,6 +179,9 @@ def report(results: Sequence[Examined], kit: Kit, seed: int, count: int, seconds
             lines.append(
                 f"  {r.mutation.id} ({r.mutation.op}): {said}" + (f"; the error says: {mention}" if mention else "")
             )
+    by_error = [r.mutation.id for r in results if r.caught and not any(o.assertion for o in r.outcomes.values())]
+    if by_error:
+        lines.append(f"caught only by an error naming the op (its rule failing), not by a check: {', '.join(by_error)}")
     survivors = [r for r in results if not r.caught]
     lines.append(f"caught only by a crash not naming the op: {crashed}")
     lines.append(f"survivors: {len(survivors)}" + ("" if survivors else " (none)"))

@@ -76,6 +76,15 @@ LINALG = (
         inputs=args(arrays((3, 3), bound=1.0), arrays((3, 3), bound=1.0)),
     ),
     _linalg(
+        id="matmul-transpose-shape",
+        op="matmul",
+        kind="transpose",
+        description="d(x @ y)/dx as g @ y for non-square y: the rule itself fails",
+        patch=rules(use(lambda g, ans, x, y: np.matmul(g, y)), [0]),
+        function=lambda a, b: _loss(ng.matmul(a, b), weights((3, 4))),
+        inputs=args(arrays((3, 2), bound=1.0), arrays((2, 4), bound=1.0)),
+    ),
+    _linalg(
         id="matmul-broadcast",
         op="matmul",
         kind="broadcast",
