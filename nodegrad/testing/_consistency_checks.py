@@ -16,10 +16,10 @@ import numpy as np
 
 from nodegrad.custom import checkpoint
 from nodegrad.engine.arena import Arena
-from nodegrad.engine.structure import TreeDef, flatten, is_differentiable_leaf
+from nodegrad.engine.structure import is_differentiable_leaf
 from nodegrad.errors import BatchingError, NoGradientError, RandomDrawError, ReplayWarning
 from nodegrad.testing._hessians import hessian_matrix, hvp_vector
-from nodegrad.testing._subject import NotApplicable, Subject, compare, first_line, weighted_sum
+from nodegrad.testing._subject import NotApplicable, Subject, compare, first_line, holds_table, weighted_sum
 from nodegrad.transforms import grad, replay, value_and_grad, vjp, vmap
 from nodegrad.tree import map_floats, tree_map
 
@@ -218,22 +218,9 @@ def _examples(s: Subject) -> list[tuple[Any, ...]]:
     return [map_floats(lambda moved, given: moved if _batched(given) else given, c, xs) for c in s.copies()]
 
 
-def _holds_table(value: Any) -> bool:
-    """Whether a pandas object (or an ``ng.Frame``) is among ``value``'s containers."""
-    return _table_inside(flatten(value)[1])
-
-
-def _table_inside(treedef: TreeDef) -> bool:
-    if treedef.handler is None:
-        return False
-    module = type(treedef.template).__module__
-    table = module.split(".")[0] == "pandas" or module == "nodegrad.ops.tables"
-    return table or any(_table_inside(c) for c in treedef.children)
-
-
 def check_vmap(s: Subject) -> list[str]:
     """``vmap(f)`` and ``vmap(grad(f))`` over three copies against a loop."""
-    if any(_holds_table(x) for x in s.xs):
+    if any(holds_table(x) for x in s.xs):
         msg = "a table's columns hold its rows, so a batch of tables is not a table of stacked columns"
         raise NotApplicable(msg)
     copies = _examples(s)

@@ -2,7 +2,9 @@
 
 Real arguments go through :func:`nodegrad.hessian` and :func:`nodegrad.hvp` with their
 structure (every differentiated argument, dicts and records as they are); the blocks are
-then laid end to end in :func:`nodegrad.tree.ravel`'s order. Complex arguments go through
+then laid end to end in :func:`nodegrad.tree.ravel`'s order. Tables go through a function
+of their float entries laid end to end (nodegrad lays out no Hessian of a table). Complex
+arguments go through
 their real and imaginary parts: ``g(w) = f(unravel(w[:n] + 1j * w[n:]))`` is a real
 function of a real vector whose Hessian is symmetric too, and its second derivatives are
 those of the complex ops.
@@ -16,11 +18,13 @@ import numpy as np
 
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import NoGradientError
-from nodegrad.testing._subject import NotApplicable, Subject, first_line
+from nodegrad.testing._subject import NotApplicable, Subject, first_line, holds_table
 from nodegrad.transforms import hessian, hvp
 from nodegrad.tree import map_floats, ravel
 
 __all__ = ["hessian_matrix", "hvp_vector"]
+
+_FLAT_NOTE = "complex arguments through their real and imaginary parts"
 
 #: Past this many entries in the differentiated arguments the Hessian (one recorded
 #: sweep per entry) is not formed.
@@ -41,12 +45,20 @@ def _is_complex(s: Subject) -> bool:
     return any(np.iscomplexobj(leaf) for x in s.xs for _, leaf in differentiable_leaves(x))
 
 
-def _real_form(s: Subject) -> tuple[Any, np.ndarray]:
-    """``(g, w)``: the scalar as a function of the real and imaginary parts of the
-    arguments' entries, and that point."""
+def _flat(s: Subject) -> bool:
+    """Whether the Hessian is taken of a function of one vector (see :func:`_flat_form`)."""
+    return _is_complex(s) or any(holds_table(x) for x in s.xs)
+
+
+def _flat_form(s: Subject) -> tuple[Any, np.ndarray]:
+    """``(g, w)``: the scalar as a function of one real vector, and that point: the
+    arguments' entries end to end (for tables, whose Hessian nodegrad does not lay out),
+    or their real and imaginary parts (for complex arguments)."""
     # (A Python complex is laid out as a 0-d array: ravel's inverse rebuilds Python floats only.)
     template = map_floats(lambda leaf: np.asarray(leaf) if type(leaf) is complex else leaf, tuple(s.xs))
     flat, unravel = ravel(template)
+    if not _is_complex(s):
+        return (lambda w: s.scalar(*unravel(w))), flat
     n = flat.size
 
     def of_parts(w: Any) -> Any:
@@ -84,11 +96,12 @@ def hessian_matrix(s: Subject) -> tuple[np.ndarray, list[str], str]:
             msg = f"the arguments hold {size} entries: the Hessian is formed for {MAX_ENTRIES} at most"
             raise NotApplicable(msg)
         try:
-            if complex_:
-                of_parts, w = _real_form(s)
-                matrix = np.asarray(hessian(of_parts)(w))
-                labels = [f"Re {label}" for label in labels] + [f"Im {label}" for label in labels]
-                note = "complex arguments through their real and imaginary parts"
+            if _flat(s):
+                g, w = _flat_form(s)
+                matrix = np.asarray(hessian(g)(w))
+                if complex_:
+                    labels = [f"Re {label}" for label in labels] + [f"Im {label}" for label in labels]
+                note = _FLAT_NOTE if complex_ else "tables through their float entries end to end"
             else:
                 matrix = _matrix(hessian(s.scalar, argnums=s.every)(*s.xs), tuple(s.xs))
                 note = ""
@@ -103,10 +116,10 @@ def hessian_matrix(s: Subject) -> tuple[np.ndarray, list[str], str]:
 def hvp_vector(s: Subject) -> tuple[np.ndarray, np.ndarray]:
     """``(hvp(f)(x, w), w)`` for a random ``w``, both laid end to end (through the real and
     imaginary parts for complex arguments, as :func:`hessian_matrix`)."""
-    if _is_complex(s):
-        of_parts, point = _real_form(s)
+    if _flat(s):
+        g, point = _flat_form(s)
         w = s.rng.standard_normal(point.shape).astype(point.dtype)
-        return np.asarray(hvp(of_parts, point, w)), w
+        return np.asarray(hvp(g, point, w)), w
     xs = tuple(s.xs)
     direction = s.random(xs)
     got = hvp(lambda t: s.scalar(*t), xs, direction)

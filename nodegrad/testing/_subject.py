@@ -15,7 +15,14 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.batched import HANDLES
-from nodegrad.engine.structure import differentiable_leaves, flatten_with_paths, is_differentiable_leaf, zip_leaves
+from nodegrad.engine.structure import (
+    TreeDef,
+    differentiable_leaves,
+    flatten,
+    flatten_with_paths,
+    is_differentiable_leaf,
+    zip_leaves,
+)
 from nodegrad.errors import StructureError
 from nodegrad.transforms import grad
 from nodegrad.tree import map_floats
@@ -167,6 +174,19 @@ class Subject:
         return self.rtol * max(magnitudes, default=0.0)
 
 
+def holds_table(value: Any) -> bool:
+    """Whether a pandas object (or an ``ng.Frame``) is among ``value``'s containers."""
+    return _table_inside(flatten(value)[1])
+
+
+def _table_inside(treedef: TreeDef) -> bool:
+    if treedef.handler is None:
+        return False
+    module = type(treedef.template).__module__
+    table = module.split(".")[0] == "pandas" or module == "nodegrad.ops.tables"
+    return table or any(_table_inside(c) for c in treedef.children)
+
+
 def first_line(exc: BaseException, width: int = 120) -> str:
     """The start of an exception's message, for a note in the report."""
     line = str(exc).split("\n", 1)[0]
@@ -174,10 +194,13 @@ def first_line(exc: BaseException, width: int = 120) -> str:
 
 
 def weighted_sum(out: Any, v: Any) -> Any:
-    """``Re(sum(out * v))`` over the float leaves of ``out``, recorded as ops."""
+    """``Re(sum(out * v))`` over the float leaves of ``out``, recorded as ops; ``v``'s leaves
+    are found by key path (a table's gradient holds its float columns alone)."""
+    weights = dict(differentiable_leaves(v))
     total: Any = 0.0
-    for _, leaf, w in zip_leaves(out, v):
-        if w is None or not is_differentiable_leaf(leaf):
+    for path, leaf in differentiable_leaves(out):
+        w = weights.get(path)
+        if w is None:
             continue
         term = ops.sum(ops.multiply(leaf, w))
         total = total + (ops.real(term) if np.iscomplexobj(w) else term)
@@ -284,7 +307,8 @@ def _compare_leaf(
         if values[2] is not None:
             largest = np.maximum(largest, np.abs(np.asarray(values[2])))
         tolerance = atol + subject.rtol * largest
-        bad = ~(difference <= tolerance)  # NaN on either side fails
+        same = (have == want) | (np.isnan(have) & np.isnan(want))  # infinities and NaN where both have them
+        bad = ~((difference <= tolerance) | same)  # a NaN on one side alone fails
     if not np.any(bad):
         return
     index = _worst(bad, difference)
