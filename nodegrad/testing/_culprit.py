@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -69,6 +70,21 @@ def blamed(
     float64 is an op in float32). ``deep`` also tests each rule's own derivative (for
     failures of forward mode or of order 2).
     """
+    # What the ops say while they are tried one by one at moved points (a log of a negative
+    # number, the user's own warnings again) is no news: the failure is the report.
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return _blamed(failure, f, args, positions, seed, deep)
+
+
+def _blamed(
+    failure: GradientCheckError,
+    f: Callable[..., Any],
+    args: dict[int, Any],
+    positions: Sequence[int],
+    seed: int,
+    deep: bool,
+) -> GradientCheckError:
     wide = {k: map_floats(as_float64, a) for k, a in args.items()}
     searches = []
     for point in [wide] + ([args] if _narrower(args, wide) else []):
