@@ -723,3 +723,14 @@ def test_linearize_nests_in_grad_and_takes_traced_tangents() -> None:
     np.testing.assert_allclose(through_tangent, ng.jacobian(f)(x).sum(axis=0))
     with pytest.raises(StructureError, match="1 primals but 2 tangents"):
         f_jvp(np.ones(2), np.ones(2))
+
+
+def test_the_power_rules_mixed_second_derivative_at_a_zero_exponent() -> None:
+    """d2(x**y)/dx dy at y == 0 is 1/x: the base rule keeps its dependence on y there (a
+    constant 0 for the entries where y == 0 would make it 0)."""
+    x, y = np.array([0.5, 2.0, 1.5]), np.array([0.0, 1.0, 0.0])
+    mixed = ng.grad(lambda y: ng.sum(ng.grad(lambda x: ng.sum(ng.power(x, y)))(x)))(y)
+    np.testing.assert_allclose(mixed, [1 / 0.5, 2.0**0 * (1 + np.log(2.0)), 1 / 1.5])
+    check_grads(lambda x, y: ng.power(x, y), x, y, order=2)
+    # at x == y == 0 the first derivative stays finite (0), as before
+    np.testing.assert_array_equal(ng.grad(lambda x: ng.sum(ng.power(x, np.zeros(2))))(np.zeros(2)), [0.0, 0.0])

@@ -100,9 +100,11 @@ def _power_rule_base(g: Any, ans: Any, x: Any, y: Any) -> Any:
         if y == 2:
             return g * (x + x)  # squares are the commonest: one pass fewer
         return g * 0.0 if y == 0 else g * y * np.power(x, y - 1)
-    zero = y == 0  # x ** 0 is constant; y * x ** -1 would be 0 * inf = NaN at x == 0
+    zero = (y == 0) & (x == 0)  # y * x ** (y - 1) would be 0 * inf = NaN there
     if np.any(all_values(zero)):  # under vmap: in any example
-        return np.where(zero, 0.0 * g, g * y * np.power(x, np.where(zero, 1.0, y - 1)))
+        # A base of 1 there gives the value 0 and keeps y in the product, so the rule's own
+        # derivative in y at y == 0 is x ** -1 elsewhere (a constant 0 would drop it).
+        return g * y * np.power(np.where(zero, 1.0, x), y - 1)
     return g * y * np.power(x, y - 1)
 
 
