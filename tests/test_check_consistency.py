@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import pickle
 import re
 import warnings
 from collections.abc import Callable, Iterator
@@ -178,6 +179,12 @@ def _raises(f: Callable[..., Any], *args: Any, checks: str, pair: tuple[str, str
     message = str(info.value)
     assert message.startswith(f"check_consistency ({checks!r}): {pair[0]} and {pair[1]} ")
     return message
+
+
+def test_a_consistency_error_pickles_with_its_pair() -> None:
+    error = pickle.loads(pickle.dumps(ConsistencyError("message", ("vmap(f)", "f on each example"))))
+    assert isinstance(error, AssertionError)
+    assert (str(error), error.pair) == ("message", ("vmap(f)", "f on each example"))
 
 
 def test_checkpoint_giving_the_cotangents_to_the_wrong_arguments(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,8 @@ def _closing_over(s: Subject, k: int) -> Callable[..., Any]:
 
 
 def _halves_through_checkpoint(s: Subject) -> Callable[..., Any]:
+    """``f`` through ``checkpoint``, reading half of each argument as its argument and half by closure."""
+
     def through_checkpoint(*xs: Any) -> Any:
         return checkpoint(lambda *ys: s.bound(*_halves(ys, xs)))(*xs)
 
@@ -64,6 +66,8 @@ def _halves_through_checkpoint(s: Subject) -> Callable[..., Any]:
 
 
 def _value_by_closure(s: Subject) -> Callable[..., Any]:
+    """The value an inner ``value_and_grad`` gives, its function reading half of each argument by closure."""
+
     def value(*xs: Any) -> Any:
         return value_and_grad(lambda *ys: s.scalar(*_halves(ys, xs)), argnums=s.every)(*xs)[0]
 
@@ -74,9 +78,9 @@ def check_closure(s: Subject) -> list[str]:
     """The gradient when the arguments reach an inner transform by closure (see
     :func:`~nodegrad.testing.check_consistency`)."""
     expected = s.grads()
-    forms = [(f"grad(checkpoint(f)) closing over argument {s.nums[k]}", _closing_over(s, k)) for k in s.every]
-    if len(s.xs) == 1:
-        forms = []  # a checkpoint of no argument is a plain call
+    forms = []
+    if len(s.xs) > 1:  # (with one argument, a checkpoint of the others would be one of no argument: a plain call)
+        forms = [(f"grad(checkpoint(f)) closing over argument {s.nums[k]}", _closing_over(s, k)) for k in s.every]
     forms.append(("grad(checkpoint(f)) by closure", _halves_through_checkpoint(s)))
     forms.append(("grad(value_and_grad(f)[0]) by closure", _value_by_closure(s)))
     notes = []
@@ -198,6 +202,7 @@ def _stacked(values: list[Any], like: Any) -> Any:
 
 
 def _example(value: Any, e: int) -> Any:
+    """Example ``e`` of a batched result."""
     return map_floats(lambda leaf: leaf[e], value)
 
 
@@ -252,6 +257,7 @@ def check_vmap(s: Subject) -> list[str]:
 
 
 def _copied(value: Any) -> Any:
+    """``value`` with its arrays copied: what a result was when it was returned."""
     return map_floats(lambda leaf: leaf.copy() if isinstance(leaf, np.ndarray) else leaf, value)
 
 
@@ -276,6 +282,7 @@ def _check_replay_of(s: Subject, fun: Callable[..., Any], what: str, named: Call
 
 
 def _parts(got: list[Any], expected: list[Any], call: str) -> list[tuple[str, Any, Any]]:
+    """``(name (call), got, expected)`` for :func:`compare`."""
     return [(f"{name} ({call})", g, e) for (name, g), (_, e) in zip(got, expected, strict=True)]
 
 

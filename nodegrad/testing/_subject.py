@@ -57,6 +57,10 @@ class ConsistencyError(AssertionError):
         super().__init__(message)
         self.pair = pair
 
+    def __reduce__(self) -> Any:
+        # Pickled with its pair (across processes: pytest-xdist, multiprocessing).
+        return (type(self), (str(self), self.pair))
+
 
 class NotApplicable(Exception):  # noqa: N818  (a signal between the checks and the report, never raised to users)
     """Raised by a check that does not apply to the function: why."""
@@ -134,6 +138,7 @@ class Subject:
         return list(zip(self.names, got, expected, strict=True))
 
     def need_gradients(self) -> None:
+        """Refuse (as not applicable) a gradient check of a function with no float output."""
         if not self.differentiable_output:
             msg = "f's output holds no float values to differentiate"
             raise NotApplicable(msg)
@@ -208,6 +213,7 @@ def weighted_sum(out: Any, v: Any) -> Any:
 
 
 def float_leaves(value: Any) -> list[tuple[str, Any]]:
+    """``(key path, leaf)`` for the float and complex leaves of ``value`` (``None`` skipped)."""
     return [(path, leaf) for path, leaf in differentiable_leaves(value) if leaf is not None]
 
 
@@ -298,17 +304,14 @@ def _compare_leaf(
 ) -> None:
     """One leaf of :func:`compare`: ``values`` is ``(got, expected, scale or None)``."""
     have, want = np.asarray(values[0]), np.asarray(values[1])
-    difference = np.abs(have - want)
-    if exact:
-        bad = ~((have == want) | (np.isnan(have) & np.isnan(want)))
-        tolerance = np.zeros(np.shape(want))
-    else:
-        largest = np.maximum(np.abs(have), np.abs(want))
-        if values[2] is not None:
-            largest = np.maximum(largest, np.abs(np.asarray(values[2])))
-        tolerance = atol + subject.rtol * largest
-        same = (have == want) | (np.isnan(have) & np.isnan(want))  # infinities and NaN where both have them
-        bad = ~((difference <= tolerance) | same)  # a NaN on one side alone fails
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: told apart by ``same``
+        difference = np.abs(have - want)
+    same = (have == want) | (np.isnan(have) & np.isnan(want))  # infinities and NaN where both have them
+    largest = np.maximum(np.abs(have), np.abs(want))
+    if values[2] is not None:
+        largest = np.maximum(largest, np.abs(np.asarray(values[2])))
+    tolerance = np.zeros(np.shape(want)) if exact else atol + subject.rtol * largest
+    bad = ~same if exact else ~((difference <= tolerance) | same)  # a NaN on one side alone fails
     if not np.any(bad):
         return
     index = _worst(bad, difference)
@@ -319,7 +322,7 @@ def _compare_leaf(
     else:
         rule = (
             f"|difference| = {difference[index]:.3g} > tolerance {tolerance[index]:.3g} "
-            f"(atol={atol:.3g} + rtol={subject.rtol:g} * {float(np.max(np.abs([have[index], want[index]]))):.3g})"
+            f"(atol={atol:.3g} + rtol={subject.rtol:g} * {float(largest[index]):.3g})"
         )
     width = max(len(pair[0]), len(pair[1]))
     msg = (
