@@ -233,7 +233,9 @@ def test_a_residual_overwritten_by_a_later_call_inside_f() -> None:
     cube = _stale_cube()
     f = lambda x: ng.sum(cube(x) + cube(2.0 * x))
     pair = ("grad(f) from stored residuals", "grad(f) with fwd run again")
-    assert "argument 0 (shape (3,), float64)" in _raises(f, X, checks="custom_vjp", pair=pair)
+    message = _raises(f, X, checks="custom_vjp", pair=pair)
+    assert "argument 0 (shape (3,), float64)" in message
+    assert message.endswith("\n  the custom functions f calls: '_stale_cube.<locals>.cube'")
 
 
 def test_a_residual_overwritten_by_another_call_of_f() -> None:
@@ -288,6 +290,10 @@ def multiply_with_a_wrong_second_order_term() -> Iterator[None]:
 def test_a_wrong_second_order_term_makes_the_hessian_asymmetric(f: Any, args: Any, where: str) -> None:
     message = _raises(f, *args, checks="hessian_symmetric", pair=("hessian(f)", "hessian(f) transposed"))
     assert re.search(f"disagree at the entry of {where}", message)
+    # and the op whose rule's derivative is wrong, as check_grads(order=2) finds it
+    assert re.search(
+        r"\n  check_grads\(f, order=2\) blames op 'multiply' \(recorded at .*test_check_consistency.py:\d+\)", message
+    )
 
 
 def test_hvp_dropping_a_leaf_of_its_direction(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -331,6 +337,7 @@ def test_vmap_with_a_batching_rule_that_mixes_up_the_examples(
     p = {"w": X.astype(dtype), "b": 0.5}
     message = _raises(lambda p: ng.tanh(p["w"] * p["b"]), p, checks="vmap", pair=("vmap(f)", "f on each example"))
     assert "example 0 of the output (shape (3,)" in message
+    assert message.endswith("the first op of f whose batching rule disagrees with its forward on each example: 'tanh'")
 
 
 def test_vmap_of_grad_with_a_wrong_batching_rule_in_the_gradient(reversed_batching_rule: Callable[[str], None]) -> None:
@@ -338,6 +345,9 @@ def test_vmap_of_grad_with_a_wrong_batching_rule_in_the_gradient(reversed_batchi
     pair = ("vmap(grad(f))", "grad(f) on each example")
     message = _raises(lambda r: ng.sum(ng.sin(r.x) * r.y), Pair(X, Y), checks="vmap", pair=pair)
     assert "example 0 of argument 0.x (shape (3,), float64)" in message
+    assert message.endswith(
+        "the first op of grad(f)'s sweep whose batching rule disagrees with its forward on each example: 'cos'"
+    )
 
 
 def test_replay_handing_out_one_buffer_for_every_call(monkeypatch: pytest.MonkeyPatch) -> None:

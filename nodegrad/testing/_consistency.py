@@ -168,7 +168,10 @@ def check_consistency(
     ConsistencyError
         (an ``AssertionError``) at the first disagreement: its ``pair`` names the two
         sides; its message names the check, the argument, the key path and the entry, with
-        both values and the tolerance.
+        both values and the tolerance, and where it can what to suspect: the custom
+        functions ``f`` calls, the first op whose batching rule disagrees with its forward
+        on each example, or the op ``check_grads(f, order=2)`` blames for an asymmetric
+        Hessian.
     nodegrad.errors.ArgumentError
         For an ``f`` that is not callable, bad ``argnums``, unknown ``checks``, a negative
         or non-finite ``rtol``/``atol``, or a bad ``seed``.

@@ -8,18 +8,29 @@ and returns notes for the report; it raises
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from nodegrad.custom import checkpoint
 from nodegrad.engine.arena import Arena
+from nodegrad.engine.record import record
 from nodegrad.engine.structure import is_differentiable_leaf
 from nodegrad.errors import BatchingError, NoGradientError, RandomDrawError, ReplayWarning
+from nodegrad.testing._check import check_grads
 from nodegrad.testing._hessians import hessian_matrix, hvp_vector
-from nodegrad.testing._subject import NotApplicable, Subject, compare, first_line, holds_table, weighted_sum
+from nodegrad.testing._subject import (
+    ConsistencyError,
+    NotApplicable,
+    Subject,
+    compare,
+    first_line,
+    holds_table,
+    weighted_sum,
+)
 from nodegrad.transforms import grad, replay, value_and_grad, vjp, vmap
 from nodegrad.tree import map_floats, tree_map
 
@@ -137,6 +148,24 @@ def check_custom_vjp(s: Subject) -> list[str]:
     if not found:
         msg = "f calls no custom_vjp function"
         raise NotApplicable(msg)
+    with _naming(found):
+        notes = _compare_residual_paths(s)
+    return [f"custom functions: {', '.join(found)}", *notes]
+
+
+@contextlib.contextmanager
+def _naming(functions: list[str]) -> Iterator[None]:
+    """A disagreement raised inside gets a line naming ``f``'s custom functions: one of
+    them keeps its residuals wrong."""
+    try:
+        yield
+    except ConsistencyError as exc:
+        names = ", ".join(repr(name) for name in functions)
+        raise ConsistencyError(f"{exc}\n  the custom functions f calls: {names}", exc.pair) from None
+
+
+def _compare_residual_paths(s: Subject) -> list[str]:
+    """The three comparisons of the custom_vjp check; returns notes."""
     notes = []
     expected = s.grads()
     try:
@@ -157,7 +186,7 @@ def check_custom_vjp(s: Subject) -> list[str]:
     compare(s, "custom_vjp", pair, s.per_argument(stale, back_again(1.0)))
     pair = ("vjp(f)'s backward run twice", "vjp(f)'s backward run once")
     compare(s, "custom_vjp", pair, s.per_argument(back(1.0), stale))
-    return [f"custom functions: {', '.join(found)}", *notes]
+    return notes
 
 
 # -- second order ------------------------------------------------------------------------------
@@ -171,8 +200,30 @@ def check_hessian_symmetric(s: Subject) -> list[str]:
         return f"the entry of {labels[index[0]]} and {labels[index[1]]}"
 
     pair = ("hessian(f)", "hessian(f) transposed")
-    compare(s, "hessian_symmetric", pair, [("", matrix, matrix.T)], describe=entry)
+    try:
+        compare(s, "hessian_symmetric", pair, [("", matrix, matrix.T)], describe=entry)
+    except ConsistencyError as exc:
+        blamed = _blamed_at_order_2(s)
+        if blamed is None:
+            raise
+        raise ConsistencyError(f"{exc}\n{blamed}", exc.pair) from None
     return [note] if note else []
+
+
+def _blamed_at_order_2(s: Subject) -> str | None:
+    """The op ``check_grads(f, order=2)`` blames, as a line for the message, if it blames
+    one: an asymmetric Hessian comes from a gradient rule whose own derivative is wrong,
+    which its culprit search finds."""
+    try:
+        check_grads(s.scalar, *s.xs, order=2, modes=("rev",))
+    except AssertionError as exc:
+        culprit, location = getattr(exc, "culprit", None), getattr(exc, "location", None)
+        if culprit is not None:
+            where = f" (recorded at {location})" if location else ""
+            return f"  check_grads(f, order=2) blames op {culprit!r}{where}"
+    except Exception:  # a search for a name only: the disagreement found is the news
+        return None
+    return None
 
 
 def check_hvp(s: Subject) -> list[str]:
@@ -236,21 +287,74 @@ def check_vmap(s: Subject) -> list[str]:
     except BatchingError as exc:
         msg = f"vmap cannot batch f: {first_line(exc)}"
         raise NotApplicable(msg) from None
-    for e, c in enumerate(copies):
-        got, expected = _example(outputs, e), s.bound(*c)
-        compare(s, "vmap", ("vmap(f)", "f on each example"), [(f"example {e} of the output", got, expected)])
+    with _blaming_a_batching_rule(s, through_grad=False):
+        for e, c in enumerate(copies):
+            got, expected = _example(outputs, e), s.bound(*c)
+            compare(s, "vmap", ("vmap(f)", "f on each example"), [(f"example {e} of the output", got, expected)])
     if not s.differentiable_output:
         return ["f's output holds no float values: vmap(grad(f)) not compared"]
     try:
         gradients = vmap(grad(s.scalar, argnums=s.every), in_axes=axes, axis_size=len(copies))(*batch)
     except BatchingError as exc:
         return [f"vmap cannot batch grad(f): {first_line(exc)}"]
-    for e, c in enumerate(copies):
-        got = [_example(g, e) for g in gradients]
-        expected = grad(s.scalar, argnums=s.every)(*c)
-        names = [f"example {e} of {name}" for name in s.names]
-        compare(s, "vmap", ("vmap(grad(f))", "grad(f) on each example"), list(zip(names, got, expected, strict=True)))
+    with _blaming_a_batching_rule(s, through_grad=True):
+        for e, c in enumerate(copies):
+            got = [_example(g, e) for g in gradients]
+            expected = grad(s.scalar, argnums=s.every)(*c)
+            names = [f"example {e} of {name}" for name in s.names]
+            pair = ("vmap(grad(f))", "grad(f) on each example")
+            compare(s, "vmap", pair, list(zip(names, got, expected, strict=True)))
     return []
+
+
+@contextlib.contextmanager
+def _blaming_a_batching_rule(s: Subject, through_grad: bool) -> Iterator[None]:
+    """A vmap disagreement raised inside gets a line naming the first op of ``f`` (or of
+    ``grad(f)``'s sweep) whose batching rule disagrees with its forward run on each example."""
+    try:
+        yield
+    except ConsistencyError as exc:
+        blamed = _wrong_batching_rule(s, through_grad)
+        if blamed is None:
+            raise
+        where = "grad(f)'s sweep" if through_grad else "f"
+        line = f"  the first op of {where} whose batching rule disagrees with its forward on each example: {blamed!r}"
+        raise ConsistencyError(f"{exc}\n{line}", exc.pair) from None
+
+
+def _wrong_batching_rule(s: Subject, through_grad: bool) -> str | None:
+    """The name of the first recorded op whose batching rule, on three moved copies of its
+    recorded float inputs, disagrees with its forward on each copy; ``None`` if none does."""
+    try:
+        with Arena() as arena:
+            params = [arena.param(x) for x in s.xs]
+            grad(s.scalar, argnums=s.every)(*params) if through_grad else s.scalar(*params)
+    except NoGradientError:
+        return None
+    for op, _, _, args, _ in arena.nodes:
+        if op.batch is not None and op.family not in {"leaf", "custom"} and _batching_disagrees(s, op, args):
+            return str(op.name)
+    return None
+
+
+def _batching_disagrees(s: Subject, op: Any, args: tuple[Any, ...]) -> bool:
+    moving = [k for k, a in enumerate(args) if type(a) is np.ndarray and a.dtype.kind in "fc" and a.size]
+    if not moving:
+        return False
+    examples = [list(args)]
+    for _ in range(2):
+        examples.append([s.perturbed(a) if k in moving else a for k, a in enumerate(args)])
+    stacked = [np.stack([e[k] for e in examples]) if k in moving else a for k, a in enumerate(args)]
+    axes = tuple(0 if k in moving else None for k in range(len(args)))
+    try:
+        got = vmap(lambda *a: record(op, *a), in_axes=axes, axis_size=len(examples))(*stacked)
+        for e, example in enumerate(examples):
+            expected = np.asarray(op.forward(*example))
+            if not np.allclose(np.asarray(got)[e], expected, rtol=max(s.rtol, 1e-10) * 10, equal_nan=True):
+                return True
+    except Exception:  # an op this simple batching cannot call (several outputs, list arguments): not blamed
+        return False
+    return False
 
 
 # -- replay -------------------------------------------------------------------------------------
