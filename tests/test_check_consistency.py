@@ -201,6 +201,19 @@ def test_checkpoint_giving_the_cotangents_to_the_wrong_arguments(monkeypatch: py
     assert re.search(r"\n  grad\(checkpoint\(f\)\) = .*\n  grad\(f\)             = .*\n  \|difference\| = ", message)
 
 
+def test_checkpoint_raising_where_grad_gives_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    vjp = nodegrad.custom.vjp
+
+    def misshapen(fun: Any, *args: Any) -> Any:
+        out, back = vjp(fun, *args)
+        return out, lambda g: tuple(np.stack([c, c], axis=-1) for c in back(g))  # (3, 2) for a (3,) argument
+
+    monkeypatch.setattr(nodegrad.custom, "vjp", misshapen)
+    message = _raises(lambda x: ng.sum(ng.sin(x)), X, checks="checkpoint", pair=("grad(checkpoint(f))", "grad(f)"))
+    assert "disagree: grad(checkpoint(f)) raised ShapeError: custom_vjp " in message
+    assert message.endswith("\n  where grad(f) gave a result")
+
+
 def test_checkpoint_dropping_the_gradient_of_a_value_it_reaches_by_closure(monkeypatch: pytest.MonkeyPatch) -> None:
     # The bug that existed: checkpoint took a closed-over traced value for a constant.
     monkeypatch.setattr(nodegrad.custom, "_captured", lambda value, arena: None)

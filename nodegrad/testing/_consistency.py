@@ -171,7 +171,8 @@ def check_consistency(
         both values and the tolerance, and where it can what to suspect: the custom
         functions ``f`` calls, the first op whose batching rule disagrees with its forward
         on each example, or the op ``check_grads(f, order=2)`` blames for an asymmetric
-        Hessian.
+        Hessian. A nodegrad error raised by ``checkpoint`` (or a closure's route) where
+        ``grad(f)`` gave a result is a disagreement too, chained to it.
     nodegrad.errors.ArgumentError
         For an ``f`` that is not callable, bad ``argnums``, unknown ``checks``, a negative
         or non-finite ``rtol``/``atol``, or a bad ``seed``.

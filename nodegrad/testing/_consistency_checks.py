@@ -19,7 +19,7 @@ from nodegrad.custom import checkpoint
 from nodegrad.engine.arena import Arena
 from nodegrad.engine.record import record
 from nodegrad.engine.structure import is_differentiable_leaf
-from nodegrad.errors import BatchingError, NoGradientError, RandomDrawError, ReplayWarning
+from nodegrad.errors import BatchingError, NodegradError, NoGradientError, RandomDrawError, ReplayWarning
 from nodegrad.testing._check import check_grads
 from nodegrad.testing._hessians import hessian_matrix, hvp_vector
 from nodegrad.testing._subject import (
@@ -43,9 +43,27 @@ __all__ = ["CHECKS"]
 def check_checkpoint(s: Subject) -> list[str]:
     """``grad(checkpoint(f))`` against ``grad(f)``."""
     expected = s.grads()
-    got = grad(s.scalar_of(checkpoint(s.bound)), argnums=s.every)(*s.xs)
-    compare(s, "checkpoint", ("grad(checkpoint(f))", "grad(f)"), s.per_argument(got, expected))
+    pair = ("grad(checkpoint(f))", "grad(f)")
+    with _raising_where_the_plain_route_did_not("checkpoint", pair):
+        got = grad(s.scalar_of(checkpoint(s.bound)), argnums=s.every)(*s.xs)
+    compare(s, "checkpoint", pair, s.per_argument(got, expected))
     return []
+
+
+@contextlib.contextmanager
+def _raising_where_the_plain_route_did_not(check: str, pair: tuple[str, str]) -> Iterator[None]:
+    """An error of nodegrad's raised inside, by the route under test where the plain one
+    gave a result, is a disagreement too (a refusal of second derivatives excepted: that
+    route needs them, the plain one does not)."""
+    try:
+        yield
+    except NoGradientError:
+        raise
+    except NodegradError as exc:
+        raised = f"{type(exc).__name__}: {exc}"
+        msg = f"check_consistency ({check!r}): {pair[0]} and {pair[1]} disagree: {pair[0]} raised {raised}"
+        msg += f"\n  where {pair[1]} gave a result"
+        raise ConsistencyError(msg, pair) from exc
 
 
 def _halves(ys: tuple[Any, ...], xs: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -97,7 +115,8 @@ def check_closure(s: Subject) -> list[str]:
     notes = []
     for name, form in forms:
         try:
-            got = grad(form, argnums=s.every)(*s.xs)
+            with _raising_where_the_plain_route_did_not("closure", (name, "grad(f)")):
+                got = grad(form, argnums=s.every)(*s.xs)
         except NoGradientError as exc:
             # An inner gradient of values an outer transform traces records its sweep, which
             # needs the rules' own derivatives (value_and_grad's, though its value alone is used).
