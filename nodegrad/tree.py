@@ -376,8 +376,9 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
             part = vector[int(offsets[k]) : int(offsets[k + 1])]
             if np.iscomplexobj(unwrap(part)) and not np.iscomplexobj(unwrap(leaf)):
                 part = ops.real(part)  # a real leaf in a complex vector: its imaginary part is 0
-            if type(unwrap(leaf)) is float:  # a Python float, or a traced handle of one
-                return part[0] if type(part) in HANDLES else float(part[0])
+            kind = type(unwrap(leaf))
+            if kind is float or kind is complex:  # a Python number, or a traced handle of one
+                return part[0] if type(part) in HANDLES else kind(part[0])
             part = part.reshape(shapes[k])
             target = unwrap(leaf).dtype
             return part if part.dtype == target else part.astype(target)

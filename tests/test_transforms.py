@@ -5,6 +5,7 @@ import inspect
 import re
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -187,3 +188,18 @@ def test_argnums_that_name_one_argument_twice_are_refused(argnums: tuple[int, ..
             transform(lambda x, y: x * y, argnums=argnums)(1.0, 2.0)
     with pytest.raises(ArgumentError, match="check_grads"):
         ng.testing.check_grads(lambda x, y: x * y, 1.0, 2.0, argnums=argnums)
+
+
+def test_jacobian_and_hessian_leave_a_float_in_a_static_field_out() -> None:
+    @attrs.frozen
+    class Scaled:
+        w: float
+        scale: float = ng.field(static=True)
+
+    model = Scaled(0.5, 1.5)
+    f = lambda m: m.w**3.0 * m.scale
+    for jac in (ng.jacobian, ng.jacrev, ng.jacfwd):
+        got = jac(f)(model)
+        assert got.scale is None and float(got.w) == pytest.approx(3 * 0.25 * 1.5)
+    hess = ng.hessian(f)(model)
+    assert float(hess.w.w) == pytest.approx(6 * 0.5 * 1.5) and hess.scale is None

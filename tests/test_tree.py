@@ -124,3 +124,12 @@ def test_add_keeps_a_float_in_a_field_marked_static() -> None:
 def test_vdot_leaves_out_a_float_in_a_field_marked_static() -> None:
     params = Tagged(w={"a": np.array([1.0]), "b": 0.5}, tag=2.0)
     assert ng.tree.vdot(params, params) == pytest.approx(1.25)
+
+
+def test_ravel_round_trips_python_complex_leaves() -> None:
+    tree = {"z": 1j, "x": 2.0, "w": np.array([1.0 + 2.0j])}
+    flat, unravel = ng.tree.ravel(tree)
+    back = unravel(flat * 2.0)
+    assert type(back["z"]) is complex and back["z"] == 2j
+    assert type(back["x"]) is float and back["x"] == 4.0
+    np.testing.assert_array_equal(back["w"], [2.0 + 4.0j])

@@ -17,9 +17,8 @@ from nodegrad import ops
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import (
     UnwalkableError,
-    flatten_with_paths,
+    differentiable_leaves,
     is_container,
-    is_differentiable_leaf,
     map_with_paths,
 )
 from nodegrad.engine.traced import Traced, unwrap
@@ -44,7 +43,9 @@ __all__ = ["hessian", "hvp", "jacfwd", "jacobian", "jacrev"]
 
 
 def _float_leaves(value: Any) -> list[tuple[str, Any]]:
-    return [(path, leaf) for path, leaf in flatten_with_paths(value) if is_differentiable_leaf(leaf)]
+    """The differentiated leaves of ``value`` with their paths (not a float in a field
+    marked static, which gets no derivative)."""
+    return list(differentiable_leaves(value))
 
 
 def _identity(template: Any) -> tuple[Any, int]:
@@ -58,7 +59,7 @@ def _identity(template: Any) -> tuple[Any, int]:
     offsets = dict(zip((path for path, _ in found), np.cumsum([0, *sizes[:-1]]).tolist(), strict=True))
 
     def unit(path: str, leaf: Any) -> Any:
-        if not is_differentiable_leaf(leaf):
+        if path not in offsets:
             return None
         size = int(np.prod(np.shape(leaf), dtype=int))
         block = np.zeros((count, size), _dtype(leaf))
@@ -69,8 +70,9 @@ def _identity(template: Any) -> tuple[Any, int]:
 
 
 def _zeros_batched(template: Any, count: int) -> Any:
+    chosen = {path for path, _ in _float_leaves(template)}
     return map_with_paths(
-        lambda _, leaf: np.zeros((count, *np.shape(leaf)), _dtype(leaf)) if is_differentiable_leaf(leaf) else None,
+        lambda path, leaf: np.zeros((count, *np.shape(leaf)), _dtype(leaf)) if path in chosen else None,
         template,
     )
 
@@ -121,10 +123,10 @@ def _fill(template: Any, make: Callable[[int], Any]) -> Any:
     other leaves (a bare array or float is its own leaf 0)."""
     if not is_container(template):
         return make(0)
-    counter = iter(range(len(_float_leaves(template))))
+    chosen = {path: j for j, (path, _) in enumerate(_float_leaves(template))}
 
-    def at(_: str, leaf: Any) -> Any:
-        return make(next(counter)) if is_differentiable_leaf(leaf) else None
+    def at(path: str, leaf: Any) -> Any:
+        return make(chosen[path]) if path in chosen else None
 
     return map_with_paths(at, template)
 
