@@ -433,3 +433,17 @@ def test_vmap_over_a_table_gives_each_examples_gradient_and_refuses_to_stack_tab
     np.testing.assert_allclose(per_example["x"], looped, rtol=1e-14)
     with pytest.raises(ShapeError, match="a DataFrame cannot stack them"):
         ng.vmap(ng.grad(loss), in_axes=(None, 0))(frame, scales)
+
+
+def test_second_order_through_a_table_and_matrices_of_tables_refused() -> None:
+    frame = pd.DataFrame({"price": [2.0, 3.0, 5.0], "n": [1, 2, 3], "key": ["a", "b", "a"]})
+    cube = lambda f: np.sum(f["price"] ** 3.0 * f["n"])
+    # a direction given as the table itself (its int and string columns are static)
+    np.testing.assert_allclose(ng.hvp(cube, frame, frame)["price"].to_numpy(), 6.0 * frame["price"] ** 2 * frame["n"])
+    with pytest.raises(StructureError, match="structure mismatch"):  # an extra float column is not static
+        ng.hvp(cube, frame, frame.assign(extra=1.0))
+    ng.testing.check_grads(cube, frame, order=2)
+    with pytest.raises(ng.errors.ArgumentError, match="is or holds a table"):
+        ng.hessian(cube)(frame)
+    with pytest.raises(ng.errors.ArgumentError, match="is or holds a table"):
+        ng.jacobian(lambda f: f["price"] * 2.0)({"t": frame})

@@ -420,7 +420,10 @@ def _zip(treedef: TreeDef, value: Any, other: Any, path: str, found: list[tuple[
     if (
         other_handler is None
         or (type(other) is not type(value) and (handler.family is None or handler.family != other_handler.family))
-        or not _same_keys(handler.kind, keys, other_handler.keys(other), handler.family)
+        or not (
+            _same_keys(handler.kind, keys, other_handler.keys(other), handler.family)
+            or _static_extras(other_handler, other, keys, handler.family)
+        )
     ):
         described = (
             type(other).__name__
@@ -457,6 +460,18 @@ def _same_keys(kind: str, keys: list[Hashable], other: list[Hashable], family: s
     if other == keys or (kind == "map" and len(other) == len(keys) and set(other) == set(keys)):
         return True
     return family is not None and set(other) <= set(keys)
+
+
+def _static_extras(handler: Any, value: Any, keys: list[Hashable], family: str | None) -> bool:
+    """Whether ``value`` (of a family that reads missing entries as None) holds ``keys``
+    and, besides them, static entries only: a table paired with its own gradient, whose
+    int and string columns a gradient leaves out."""
+    if family is None:
+        return False
+    extra = set(handler.keys(value)) - set(keys)
+    return set(keys) <= set(handler.keys(value)) and not any(
+        is_differentiable_leaf(handler.get(value, key)) for key in extra
+    )
 
 
 # -- values that are not trees, found without recursion (for the errors that name them) ---------

@@ -18,6 +18,7 @@ from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.structure import (
     UnwalkableError,
     differentiable_leaves,
+    flatten,
     is_container,
     map_with_paths,
 )
@@ -142,6 +143,17 @@ def _check_differentiable(where: str, value: Any, what: str) -> None:
             "write 3.0 for 3, or cast an integer array with x.astype(float))"
         )
         raise DtypeError(msg)
+    if _holds_table(flatten(value)[1]):
+        msg = (
+            f"{where}: {what} is or holds a table, whose columns cannot each hold a block of a matrix: pass its "
+            "float columns as a dict, {c: df[c].to_numpy() for c in columns}"
+        )
+        raise ArgumentError(msg)
+
+
+def _holds_table(treedef: Any) -> bool:
+    handler = treedef.handler
+    return handler is not None and (handler.family == "table" or any(_holds_table(c) for c in treedef.children))
 
 
 def jacobian(
