@@ -83,7 +83,18 @@ def imported_modules(source: str) -> Iterator[str]:
 
 def third_party(paths: Iterable[Path]) -> dict[str, list[str]]:
     """Each third-party distribution the files import, with the files that import it."""
-    local = {"nodegrad", "tests", "workloads", "docs_generate", "conftest", "harness", "strategies"}
+    # the package, the suite, and the benchmarks' own modules (put on the path by the tests that run them)
+    local = {
+        "nodegrad",
+        "tests",
+        "workloads",
+        "mutation",
+        "mutations",
+        "docs_generate",
+        "conftest",
+        "harness",
+        "strategies",
+    }
     found: dict[str, list[str]] = {}
     for path in paths:
         for module in set(imported_modules(path.read_text(encoding="utf-8"))):
