@@ -203,3 +203,14 @@ def test_jacobian_and_hessian_leave_a_float_in_a_static_field_out() -> None:
         assert got.scale is None and float(got.w) == pytest.approx(3 * 0.25 * 1.5)
     hess = ng.hessian(f)(model)
     assert float(hess.w.w) == pytest.approx(6 * 0.5 * 1.5) and hess.scale is None
+
+
+def test_a_vjp_reads_its_arguments_as_they_were_when_it_was_made() -> None:
+    x = np.array([1.0, 2.0])
+    params = {"w": np.array([0.5, 1.5])}
+    _, back = ng.vjp(lambda x, p: ng.sum(x**3.0 * p["w"]), x, params)
+    x *= 2.0  # an optimiser's in-place step, after the vjp was taken
+    params["w"] -= 1.0
+    gx, gp = back(1.0)
+    np.testing.assert_array_equal(gx, 3.0 * np.array([1.0, 4.0]) * np.array([0.5, 1.5]))
+    np.testing.assert_array_equal(gp["w"], [1.0, 8.0])

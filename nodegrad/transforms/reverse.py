@@ -268,6 +268,10 @@ def write_gradients(
             np.copyto(buf, g, casting="same_kind")
 
 
+def _own_copy(x: Any) -> Any:
+    return x.copy() if type(x) is np.ndarray else x
+
+
 def grad(
     fun: Callable[P, Any],
     argnums: int | Sequence[int] = 0,
@@ -369,7 +373,8 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     vjp_fun : callable
         ``vjp_fun(cotangent)`` returns a tuple with one gradient per argument, each shaped
         like its argument; the cotangent is shaped like ``out``. It can be called any
-        number of times.
+        number of times, and reads the arguments as they were at this call (they are
+        copied: an in-place update of them afterwards does not change its answers).
     aux : any
         Only with ``has_aux=True``: the second element of ``fun``'s ``(output, aux)``.
 
@@ -392,7 +397,9 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     (array([2., 2.]),)
     """
     check_callable(fun, "vjp")
-    arguments: tuple[Any, ...] = args
+    # vjp_fun may run long after this returns: its rules must read the arguments as they
+    # are now, not as an in-place update (x -= lr * g) leaves them (a silent wrong answer).
+    arguments: tuple[Any, ...] = tuple(map_floats(_own_copy, a) for a in args)
     leaves: list[Traced] = []  # every differentiated leaf, in order, as grad makes them
     layouts: list[Any] = []
     with nested_arena() as arena:
