@@ -1446,3 +1446,15 @@ def test_a_warning_from_code_given_with_python_c_is_issued_there() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[nan]"
     assert "<string>:2: RuntimeWarning: invalid value encountered in log" in done.stderr
+
+
+def test_a_rule_giving_a_cotangent_of_another_shape_is_an_error_not_a_gradient() -> None:
+    op = ng.ops.REGISTRY["sin"]
+    right = op.vjps
+    object.__setattr__(op, "vjps", (lambda g, ans, x: np.stack([g * np.cos(x)] * 2, axis=-1),))
+    try:
+        with pytest.raises(ng.errors.ShapeError, match=r"a gradient of shape \(3, 2\) reached an input of shape"):
+            ng.grad(lambda x: ng.sum(ng.sin(x)))(np.ones(3))
+    finally:
+        object.__setattr__(op, "vjps", right)
+    np.testing.assert_allclose(ng.grad(lambda x: ng.sum(ng.sin(x)))(np.ones(3)), np.cos(np.ones(3)))

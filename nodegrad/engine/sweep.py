@@ -427,6 +427,14 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
         return np.real(g) if _dtype_of(like).kind == "f" and g.dtype.kind == "c" else g
     dtype = like.dtype if type(like) is np.ndarray else _dtype_of(like)
     plain = now(g)  # (under replay: what this recording holds, whose copies the tape makes again)
+    if np.shape(plain) != np.shape(like):
+        # Only a rule that gives its input a cotangent of another shape gets here: say so
+        # rather than hand back a gradient the argument cannot be stepped with.
+        msg = (
+            f"a gradient of shape {np.shape(plain)} reached an input of shape {np.shape(like)}: an op's gradient "
+            "rule returned a cotangent of the wrong shape (check_grads names the op)"
+        )
+        raise ShapeError(msg)
     if type(plain) is not np.ndarray or plain.base is not None or id(plain) in taken or plain.dtype != dtype:
         if dtype.kind == "f" and np.iscomplexobj(g):
             g = np.real(g)  # the backstop of fit_cotangent: a real leaf's cotangent is real
