@@ -48,6 +48,11 @@ class ShapeError(NodegradError, ValueError):
     """An op's inputs have shapes that do not fit together."""
 
 
+class _CotangentShapeError(ShapeError):
+    """A gradient rule gave its input a cotangent of another shape (the sweep finds it at
+    the input; ``check_grads`` then looks for the op whose rule it was)."""
+
+
 class DtypeError(NodegradError, TypeError):
     """A value has a dtype the operation cannot use (e.g. differentiating an integer)."""
 

@@ -45,6 +45,7 @@ from nodegrad.errors import (
     NonFiniteError,
     ShapeError,
     StructureError,
+    _CotangentShapeError,
     rerun_reporting_warnings,
 )
 
@@ -434,7 +435,7 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
             f"a gradient of shape {np.shape(plain)} reached an input of shape {np.shape(like)}: an op's gradient "
             "rule returned a cotangent of the wrong shape (check_grads names the op)"
         )
-        raise ShapeError(msg)
+        raise _CotangentShapeError(msg)
     if type(plain) is not np.ndarray or plain.base is not None or id(plain) in taken or plain.dtype != dtype:
         if dtype.kind == "f" and np.iscomplexobj(g):
             g = np.real(g)  # the backstop of fit_cotangent: a real leaf's cotangent is real

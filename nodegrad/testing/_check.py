@@ -9,7 +9,7 @@ import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
-from nodegrad.errors import ArgumentError, NoGradientError
+from nodegrad.errors import ArgumentError, NoGradientError, _CotangentShapeError
 from nodegrad.testing._culprit import blamed
 from nodegrad.testing._errors import GradientCheckError
 from nodegrad.testing._leaves import absolute as _abs
@@ -205,6 +205,9 @@ def check_grads(
             check.holomorphic(at(given), at(given64), xs, names)
     except _UnblamedError as failure:
         # Only now, after a failure, is each op tested on its own.
+        raise blamed(failure, f, given, nums, seed, deep=failure.deep) from None
+    except _CotangentShapeError as exc:  # a rule's cotangent did not fit its input: whose?
+        failure = _UnblamedError(f"check_grads: the derivatives could not be computed: {exc}", deep=order == 2)
         raise blamed(failure, f, given, nums, seed, deep=failure.deep) from None
 
 
