@@ -207,8 +207,8 @@ def check_grads(
         # Only now, after a failure, is each op tested on its own.
         raise blamed(failure, f, given, nums, seed, deep=failure.deep) from None
     except _CotangentShapeError as exc:  # a rule's cotangent did not fit its input: whose?
-        failure = _UnblamedError(f"check_grads: the derivatives could not be computed: {exc}", deep=order == 2)
-        raise blamed(failure, f, given, nums, seed, deep=failure.deep) from None
+        unfit = _UnblamedError(f"check_grads: the derivatives could not be computed: {exc}", deep=order == 2)
+        raise blamed(unfit, f, given, nums, seed, deep=unfit.deep) from None
 
 
 def _check_arguments(
