@@ -246,14 +246,19 @@ def _refuse_complex_arguments(xs: list[Any], names: list[str], holomorphic: bool
         )
         raise ArgumentError(msg)
     for x, name in zip(xs, names, strict=True):
-        found = [path for path, leaf in differentiable_leaves(x) if np.iscomplexobj(leaf)]
-        if found:
-            where = f" at {found[0]}" if found[0] else ""
-            msg = (
-                f"check_grads: reference='complex_step' needs real arguments and outputs; {name}{where} is complex "
-                "(use the default reference='central_difference')"
-            )
-            raise ArgumentError(msg)
+        _refuse_complex(x, "check_grads", name)
+
+
+def _refuse_complex(value: Any, header: str, what: str) -> None:
+    """The complex step needs ``value`` (an argument, the output) real: say where it is not."""
+    found = [path for path, leaf in differentiable_leaves(value) if np.iscomplexobj(leaf)]
+    if found:
+        where = f" at {found[0]}" if found[0] else ""
+        msg = (
+            f"{header}: reference='complex_step' needs real arguments and outputs; {what}{where} is complex "
+            "(use the default reference='central_difference')"
+        )
+        raise ArgumentError(msg)
 
 
 class _Check:
@@ -413,16 +418,8 @@ class _Check:
         return out
 
     def refuse_complex_output(self, out: Any, header: str) -> None:
-        if self.complex_step is None:
-            return
-        found = [path for path, leaf in differentiable_leaves(out) if np.iscomplexobj(leaf)]
-        if found:
-            where = f" at {found[0]}" if found[0] else ""
-            msg = (
-                f"{header}: reference='complex_step' needs real arguments and outputs; the output{where} is complex "
-                "(use the default reference='central_difference')"
-            )
-            raise ArgumentError(msg)
+        if self.complex_step is not None:
+            _refuse_complex(out, header, "the output")
 
     def holomorphic(self, f: Function, f64: Function, xs: list[Any], names: list[str]) -> None:
         """Cauchy-Riemann, one complex argument at a time: moving along ``1j * u`` changes
