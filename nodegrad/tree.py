@@ -64,13 +64,12 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     if not callable(fn):
         msg = f"tree_map needs a function, got {type(fn).__name__}"
         raise ArgumentError(msg)
-    for other in rest:
-        list(zip_leaves(tree, other))  # validate before doing any work
     return _map(fn, tree, rest)
 
 
 def _map(fn: Callable[..., Any], tree: Any, rest: tuple[Any, ...], floats_only: bool = False) -> Any:
     found, treedef = flatten(tree)
+    # Pairing validates every structure (or raises naming the key path) before fn runs.
     others = [[o for _, _, o in pair_leaves(tree, other, absent=_NOTHING)] for other in rest]
     static = treedef.static_leaves()
     mapped = []
@@ -96,8 +95,6 @@ def map_floats(fn: Callable[..., Any], tree: Any, *rest: Any) -> Any:
     >>> ng.tree.map_floats(lambda x: 2 * x, {"w": 1.5, "n": 3, "name": "a"})
     {'w': 3.0, 'n': 3, 'name': 'a'}
     """
-    for other in rest:
-        list(zip_leaves(tree, other))
     return _map(fn, tree, rest, floats_only=True)
 
 

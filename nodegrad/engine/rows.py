@@ -208,12 +208,12 @@ def coalesced(g: RowParts, like: Any, shape: tuple[int, ...] | None = None) -> R
     order = np.argsort(flat, kind="stable")
     ordered = flat[order]
     first = np.concatenate(([True], ordered[1:] != ordered[:-1]))  # the first read of each row
-    summed = stacked[order[first]]  # one gather of the rows; repeated reads are added below
+    summed = np.take(stacked, order[first], axis=0)  # one gather of the rows; repeats are added below
     if not first.all():
         # Each further read added to its row's sum in the order read: the sums a dense
         # scatter-add makes, bit for bit, at the cost of the repeats only.
         again = ~first
-        np.add.at(summed, np.cumsum(first)[again] - 1, stacked[order[again]])
+        np.add.at(summed, np.cumsum(first)[again] - 1, np.take(stacked, order[again], axis=0))
     return RowSparse._trusted(ordered[first].astype(np.intp, copy=False), summed.astype(dtype, copy=False), shape)
 
 
