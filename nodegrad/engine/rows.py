@@ -12,7 +12,6 @@ both lists), and :func:`coalesced` sums them into one :class:`RowSparse` at the 
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import attrs
@@ -226,39 +225,39 @@ def sparse_nodes(view: Any, nodes: Any, wrt: list[int], lo: int, out: int) -> An
     gather of it (its input 0) gets :class:`RowParts` from those gathers. Other leaves are
     left as they are."""
     chosen = set(wrt)
-    gathers: list[int] = []
+    gathers: dict[int, Any] = {}  # node -> the rows it reads (found once, used by its rule)
     for i in range(lo + 1, out + 1):
         op, parents, argnums, args = nodes[i][:4]
         for p, k in zip(parents, argnums, strict=True):
-            if p in chosen and (k != 0 or op.rows is None or op.rows(*args) is None):
+            if p not in chosen:
+                continue
+            rows = op.rows(*args) if k == 0 and op.rows is not None else None
+            if rows is None:
                 chosen.discard(p)
-        if parents and argnums[0] == 0 and parents[0] in chosen:
-            gathers.append(i)
-    swapped = {i for i in gathers if nodes[i][1][0] in chosen}
-    return _SparseNodes(view, nodes, swapped) if swapped else view
+            else:
+                gathers[i] = rows
+    swapped = {i: _row_op(nodes[i][0], rows) for i, rows in gathers.items() if nodes[i][1][0] in chosen}
+    return _SparseNodes(view, swapped) if swapped else view
 
 
 @attrs.frozen
 class _SparseNodes:
     view: Any  # what the sweep read before (the arena's nodes, or a checking view of them)
-    nodes: Any  # the arena's nodes, holding the ops themselves
-    swapped: set[int]
+    swapped: dict[int, Any]  # node -> its op with the rows rule
 
     def __getitem__(self, i: int) -> tuple[Any, ...]:
         node = self.view[i]
-        if i not in self.swapped:
-            return node
-        return (_row_op(self.nodes[i][0]), *node[1:])
+        op = self.swapped.get(i)
+        return node if op is None else (op, *node[1:])
 
     def __setitem__(self, i: int, node: tuple[Any, ...]) -> None:
         self.view[i] = (self.view[i][0], *node[1:])  # released: the node keeps its own op
 
 
-@functools.cache
-def _row_op(op: Any) -> Any:
-    """``op`` with its input 0's rule handing back the rows read and their cotangents."""
+def _row_op(op: Any, rows: Any) -> Any:
+    """``op`` with its input 0's rule handing back the ``rows`` read and their cotangents."""
 
     def rows_rule(g: Any, ans: Any, *args: Any) -> RowParts:
-        return RowParts([(op.rows(*args), g)])
+        return RowParts([(rows, g)])
 
     return attrs.evolve(op, vjps=(rows_rule, *op.vjps[1:]), joint=None)
