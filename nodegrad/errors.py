@@ -43,6 +43,10 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 class NodegradError(Exception):
     """Base class of every error raised by nodegrad."""
 
+    #: The name of the op whose gradient rule raised this, where one did (for
+    #: :func:`nodegrad.testing.check_grads`, which then finds where it was recorded).
+    failed_rule_of: str | None = None
+
 
 class ShapeError(NodegradError, ValueError):
     """An op's inputs have shapes that do not fit together."""

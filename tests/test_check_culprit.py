@@ -335,3 +335,20 @@ def test_a_search_that_cannot_record_keeps_the_failure(monkeypatch: pytest.Monke
 def test_bad_arguments_still_raise_argument_errors() -> None:
     with pytest.raises(ArgumentError, match="reference must be"):
         check_grads(ng.sin, 0.5, reference="forward")
+
+
+def test_a_rule_that_raises_or_gives_the_wrong_shape_is_named_with_its_line() -> None:
+    x = np.linspace(0.2, 1.0, 6).reshape(2, 3)
+
+    def loss(x: np.ndarray) -> np.ndarray:
+        return ng.sum(ng.tanh(ng.cos(x) * 2.0))  # the cos line
+
+    line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "# the cos line" in text)
+    raising = lambda g, ans, x: g @ np.ones((4, 4))
+    misshaped = lambda g, ans, x: np.stack([-g * np.sin(x)] * 2)
+    for rule in (raising, misshaped):
+        with rules_of("cos", rule):
+            error = failure(loss, x)
+        assert error.culprit == "cos" and error.location is not None
+        assert error.location.endswith(f"test_check_culprit.py:{line}")
+    check_grads(loss, x)  # the right rule again

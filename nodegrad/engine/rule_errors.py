@@ -42,7 +42,9 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
         if kind is None:
             return exc
         shapes = ", ".join(describe(a) for a in args)
-        return kind(f"op {op.name!r}: its gradient rule failed on inputs ({shapes}): {type(exc).__name__}: {exc}")
+        failure = kind(f"op {op.name!r}: its gradient rule failed on inputs ({shapes}): {type(exc).__name__}: {exc}")
+        failure.failed_rule_of = op.name  # (check_grads looks for where it was recorded)
+        return failure
     if isinstance(exc, NoGradientError):
         return exc
     if isinstance(exc, NonFiniteError):

@@ -9,7 +9,7 @@ import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
-from nodegrad.errors import ArgumentError, NoGradientError, _CotangentShapeError
+from nodegrad.errors import ArgumentError, NodegradError, NoGradientError, _CotangentShapeError
 from nodegrad.testing._culprit import blamed
 from nodegrad.testing._errors import GradientCheckError
 from nodegrad.testing._leaves import absolute as _abs
@@ -206,7 +206,11 @@ def check_grads(
     except _UnblamedError as failure:
         # Only now, after a failure, is each op tested on its own.
         raise blamed(failure, f, given, nums, seed, deep=failure.deep) from None
-    except _CotangentShapeError as exc:  # a rule's cotangent did not fit its input: whose?
+    except (_CotangentShapeError, NodegradError) as exc:
+        # A rule whose cotangent did not fit its input, or that failed on its inputs: which
+        # one, recorded where? (Any other error is the function's own, and stays as it is.)
+        if not isinstance(exc, _CotangentShapeError) and getattr(exc, "failed_rule_of", None) is None:
+            raise
         unfit = _UnblamedError(f"check_grads: the derivatives could not be computed: {exc}", deep=order == 2)
         raise blamed(unfit, f, given, nums, seed, deep=unfit.deep) from None
 

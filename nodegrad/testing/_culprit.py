@@ -160,9 +160,11 @@ class _Search:
         v = _masked(draw_like(self.rng, op.value), op.finite_output)
         try:
             cotangent = _masked(op.cotangent(k, v, op.value, op.args), op.finite_inputs.get(k))
-        except Exception as exc:
-            self.note(op, f"its rule raised {type(exc).__name__}")
+        except NoGradientError:
+            self.note(op, "its rule has no gradient here")
             return None
+        except Exception as exc:  # a rule must take its own op's recorded inputs
+            return f"  its gradient rule for {op.input_name(k)} raised {type(exc).__name__}: {exc}"
         if not is_container(x) and np.shape(cotangent) != np.shape(x):
             return (
                 f"  its gradient rule for {op.input_name(k)} returns a cotangent of shape {np.shape(cotangent)} "
