@@ -409,6 +409,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (in dicts, lists and tuples) made ``None``."""
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     relaunch_with_environment(args.threads)
@@ -437,7 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\n(--quick: sizes differ from the targets' definitions, so met? is n/a)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"environment": env, "results": [asdict(r) for r in rows]}, f, indent=2)
+            # strict JSON: a limit that is never missed (inf, a ratio shown beside) is written null
+            results = _finite({"environment": env, "results": [asdict(r) for r in rows]})
+            json.dump(results, f, indent=2, allow_nan=False)
         print(f"\nwrote {args.json}")
     return 0
 
