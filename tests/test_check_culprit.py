@@ -352,3 +352,29 @@ def test_a_rule_that_raises_or_gives_the_wrong_shape_is_named_with_its_line() ->
         assert error.culprit == "cos" and error.location is not None
         assert error.location.endswith(f"test_check_culprit.py:{line}")
     check_grads(loss, x)  # the right rule again
+
+
+def test_a_wrong_tie_split_is_named_and_a_right_one_never_blamed() -> None:
+    """At an exact tie of two values the rule of max, min, maximum, minimum, segment_max
+    (and abs at 0) takes the mean of the one-sided derivatives, which is what a central
+    difference across the tie gives: a wrong split is named there. Three tied values, or
+    two nearly tied, are not checked (a difference across them is no mean)."""
+    tied = np.array([[1.0, -2.0, 0.5], [1.0, 0.3, 0.5]])  # every column's max is a two-way tie
+    loss = lambda x: ng.sum(ng.sin(ng.max(x, axis=0)) * np.array([1.0, 2.0, 3.0]))
+    whole = lambda g, ans, x, axis, keepdims: g * (x == ans)  # each tied entry gets all of it
+    with rules_of("max", whole):
+        error = failure(loss, tied)
+    assert error.culprit == "max"
+    check_grads(loss, tied)  # the even split agrees with central differences at a two-way tie
+
+    three = np.array([[1.0], [1.0], [1.0]])  # a three-way tie: the whole check fails, and no op is blamed
+    error = failure(lambda x: ng.max(x, axis=0), three)
+    assert error.culprit is None and "could not be checked" in str(error)
+
+    # a wrong rule elsewhere is named, the max at its tie not
+    with rules_of("sin", lambda g, ans, x: g * np.cos(x) * 2.0):
+        assert failure(loss, tied).culprit == "sin"
+
+    x = np.array([0.5, 2.0, 1.0])
+    pair = lambda x: ng.sum(ng.maximum(x, 1.0) * ng.minimum(x, 1.0) + ng.abs(x - 2.0))
+    check_grads(pair, x)  # ties at 1.0 and abs at 0: the right rules pass

@@ -34,7 +34,7 @@ from nodegrad.errors import NoGradientError
 from nodegrad.ops.structured import pack
 from nodegrad.testing._errors import GradientCheckError
 from nodegrad.testing._leaves import absolute, as_float64, draw_like, pair, parts, zeros
-from nodegrad.testing._probe import DISAGREES, UNRELIABLE, Probe, probe, tolerances_for
+from nodegrad.testing._probe import DISAGREES, UNRELIABLE, Probe, kinks_split_evenly, probe, tolerances_for
 from nodegrad.testing._recording import Recording, record_call
 from nodegrad.transforms import vjp
 from nodegrad.tree import add, map_floats, scale
@@ -175,7 +175,8 @@ class _Search:
         def moved(t: float) -> Any:
             return _masked(op.forward({k: add(x64, scale(u64, t))}), op.finite_output)
 
-        return self.compare(op, moved, v, cotangent, u, tolerances_for(x, op.value), "its forward")
+        even = kinks_split_evenly(op.name, op.args)
+        return self.compare(op, moved, v, cotangent, u, tolerances_for(x, op.value), "its forward", even)
 
     def rule_derivative(self, op: _OpAt, k: int) -> tuple[Probe, str] | None:
         """The dot-product test of ``(x, g) -> rule_k(g, forward(x), x)``'s own VJP against
@@ -209,12 +210,22 @@ class _Search:
         return None
 
     def compare(
-        self, op: _OpAt, moved: Callable[[float], Any], v: Any, cotangent: Any, u: Any, tolerances: Any, what: str
+        self,
+        op: _OpAt,
+        moved: Callable[[float], Any],
+        v: Any,
+        cotangent: Any,
+        u: Any,
+        tolerances: Any,
+        what: str,
+        even_kinks: bool = False,
     ) -> Probe | None:
         """The probe of ``<cotangent, u>`` against central differences of ``<v, moved(t)>``:
         returned if it disagrees; noted if it cannot tell."""
         try:
-            result = probe(moved, v, pair(cotangent, u), pair(absolute(cotangent), absolute(u)), *tolerances)
+            terms = pair(absolute(cotangent), absolute(u))
+            rtol, atol = tolerances
+            result = probe(moved, v, pair(cotangent, u), terms, rtol, atol, even_kinks=even_kinks)
         except Exception as exc:  # a point within a step is outside the domain: cannot tell
             self.note(op, f"{what} raised {type(exc).__name__} within a step")
             return None

@@ -20,7 +20,7 @@ import numpy as np
 from nodegrad.engine.structure import differentiable_leaves
 from nodegrad.testing._leaves import absolute, pair
 
-__all__ = ["AGREES", "DISAGREES", "UNRELIABLE", "Probe", "probe", "tolerances_for"]
+__all__ = ["AGREES", "DISAGREES", "UNRELIABLE", "Probe", "kinks_split_evenly", "probe", "tolerances_for"]
 
 AGREES, DISAGREES, UNRELIABLE = "agrees", "disagrees", "unreliable"
 
@@ -59,11 +59,22 @@ def tolerances_for(*values: Any) -> tuple[float, float]:
     return _TOLERANCES.get(narrowest.name, _TOLERANCES["float64"])
 
 
-def probe(moved: Callable[[float], Any], v: Any, analytic: float, terms: float, rtol: float, atol: float) -> Probe:
+def probe(
+    moved: Callable[[float], Any],
+    v: Any,
+    analytic: float,
+    terms: float,
+    rtol: float,
+    atol: float,
+    even_kinks: bool = False,
+) -> Probe:
     """Compare ``analytic``, the derivative of ``t -> <v, moved(t)>`` at 0 (``moved(t)`` is
     the function's output at the point moved by ``t`` along the direction), with central
     differences of it; ``terms`` is the sum of the absolute values of the terms of
-    ``analytic``, which scales the tolerance."""
+    ``analytic``, which scales the tolerance. ``even_kinks`` says that every kink at the
+    point is an exact two-way one whose rule takes the mean of the one-sided derivatives
+    (see :func:`kinks_split_evenly`): there a steady central difference is that mean, and
+    a disagreement counts."""
     outputs = {t: moved(t) for t in (-_WIDER, -_STEP, 0.0, _STEP, _WIDER)}
     value = {t: pair(v, out) for t, out in outputs.items()}
     size = {t: pair(absolute(v), absolute(out)) for t, out in outputs.items()}
@@ -88,8 +99,44 @@ def probe(moved: Callable[[float], Any], v: Any, analytic: float, terms: float, 
     wider = central(_WIDER)
     at_kink = abs(jump(_STEP)) > tolerance + noise(_STEP, 2 * size[0.0]) and abs(jump(_WIDER)) < 5 * abs(jump(_STEP))
     unsteady = not abs(numeric - wider) <= tolerance + noise(_WIDER)  # NaN: unsteady
-    verdict = UNRELIABLE if at_kink or unsteady else DISAGREES
+    verdict = UNRELIABLE if (at_kink and not even_kinks) or unsteady else DISAGREES
     return Probe(verdict, analytic, numeric, tolerance)
+
+
+def kinks_split_evenly(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether the op ``name`` at ``args`` has kinks only where exactly two values tie (or
+    ``abs`` meets 0), with none merely close: there its rule splits the gradient evenly
+    (takes the mean of the one-sided derivatives), which is what a central difference across
+    an exact two-way kink gives, so a wrong tie split can be told. Three tied values, or
+    two a rounding apart, are not: the difference across them is no mean of anything."""
+    try:
+        if name in ("maximum", "minimum"):
+            return _two_sided(np.subtract(args[0], args[1]), np.maximum(np.abs(args[0]), np.abs(args[1])))
+        if name == "abs":
+            return _two_sided(args[0], 0.0)
+        if name in ("max", "min"):
+            x = np.asarray(args[0])
+            extreme = (np.max if name == "max" else np.min)(x, axis=args[1], keepdims=True)
+            ties = np.sum(x == extreme, axis=args[1])
+            return bool(np.all(ties <= 2)) and _two_sided(np.where(x == extreme, 0.0, x - extreme), x)
+        if name == "segment_max":
+            data, ids, num = np.asarray(args[0]), np.asarray(args[1]), int(args[2])
+            extreme = np.full((num, *data.shape[1:]), -np.inf)
+            np.maximum.at(extreme, ids, data)
+            tied = data == extreme[ids]
+            counts = np.zeros(extreme.shape, int)
+            np.add.at(counts, ids, tied.astype(int))
+            return bool(np.all(counts <= 2)) and _two_sided(np.where(tied, 0.0, data - extreme[ids]), data)
+    except (TypeError, ValueError, IndexError):
+        return False
+    return False
+
+
+def _two_sided(gaps: Any, values: Any) -> bool:
+    """Every gap (a distance to a kink) exactly 0 or clear of the steps the probes take
+    (about ``1e-5`` times the values' size, at least 1): no kink half crossed."""
+    size = np.maximum(1.0, np.abs(values))
+    return bool(np.all((np.asarray(gaps) == 0) | (np.abs(gaps) > 1e-3 * size)))
 
 
 def _unit_roundoff(value: Any) -> float:
