@@ -378,3 +378,17 @@ def test_a_wrong_tie_split_is_named_and_a_right_one_never_blamed() -> None:
     x = np.array([0.5, 2.0, 1.0])
     pair = lambda x: ng.sum(ng.maximum(x, 1.0) * ng.minimum(x, 1.0) + ng.abs(x - 2.0))
     check_grads(pair, x)  # ties at 1.0 and abs at 0: the right rules pass
+
+
+def test_the_culprit_has_its_line_where_the_function_computes_a_nan_it_masks() -> None:
+    x = np.array([-1.0, 0.5, 2.0])
+
+    def loss(x: np.ndarray) -> np.ndarray:
+        safe = ng.where(x > 0, ng.log(np.abs(x)), 0.0)  # log of -1's abs: finite; of x: NaN, masked
+        return ng.sum(ng.where(x > 0, np.log(x), 0.0) + ng.sin(safe))  # the sin line
+
+    line = next(n for n, text in enumerate(Path(__file__).read_text().splitlines(), 1) if "# the sin line" in text)
+    with rules_of("sin", lambda g, ans, x: -g * np.cos(x)), np.errstate(invalid="ignore"):
+        error = failure(loss, x)
+    assert error.culprit == "sin" and error.location is not None
+    assert error.location.endswith(f"test_check_culprit.py:{line}")

@@ -21,7 +21,15 @@ import numpy as np
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.nodes import GradOp, GradOps, Node
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import INTERPRETERS, SealedNodes, append_leaves, append_node, refuse_array_subclass
+from nodegrad.engine.record import (
+    INTERPRETERS,
+    SealedNodes,
+    append_leaves,
+    append_node,
+    as_float_leaf,
+    is_array_subclass,
+    refuse_array_subclass,
+)
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
@@ -161,14 +169,14 @@ class Arena:
                 raise DtypeError(msg)
             return self._array_param(value, name)
         elif not is_container(value):
-            value = _as_float_array(value, name or "Arena.param")
+            value = as_float_leaf(value, name or "Arena.param")
         else:
             try:
-                if any(type(leaf) is Traced or _is_array_subclass(leaf) for leaf in leaves(value)):
+                if any(type(leaf) is Traced or is_array_subclass(leaf) for leaf in leaves(value)):
                     for path, leaf in flatten_with_paths(value, name):
                         if type(leaf) is Traced:
                             self._check_enclosing(leaf, path)
-                        elif _is_array_subclass(leaf):
+                        elif is_array_subclass(leaf):
                             refuse_array_subclass(leaf, path or "Arena.param")
             except UnwalkableError:
                 raise unwalkable("Arena.param", name, value) from None
@@ -565,6 +573,15 @@ def nested_arena(check_finite: bool | None = None) -> Arena:
     return arena
 
 
+def arena_with_nodes(new_nodes: Callable[[], Any]) -> Arena:
+    """A new arena (not entered) whose node list ``new_nodes()`` makes: one that notes the
+    user's source line of each node without checking its value, say (the search for the op
+    to blame in :func:`nodegrad.testing.check_grads` reads both the lines and NaN values)."""
+    arena = Arena.__new__(Arena)
+    arena._setup(False, new_nodes)
+    return arena
+
+
 _NOT_QUIET = contextlib.nullcontext()
 
 
@@ -577,22 +594,3 @@ def quiet_while_checking(checking: bool) -> Any:
 def _holds_traced_or_nothing(value: Any) -> bool:
     found = list(leaves(value))
     return not found or any(type(leaf) is Traced for leaf in found)
-
-
-def _is_array_subclass(value: Any) -> bool:
-    return type(value) is not np.ndarray and isinstance(value, np.ndarray)
-
-
-def _as_float_array(value: Any, where: str) -> Any:
-    if type(value) is float or type(value) is complex:
-        # Kept a Python number: like a Python scalar in numpy, it is weakly typed, so
-        # float32 arrays it meets stay float32. Its gradient is a 64-bit scalar.
-        return value
-    if _is_array_subclass(value):
-        refuse_array_subclass(value, where)
-    array = np.asarray(value)
-    if array.dtype.kind not in "fc":
-        hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""
-        msg = f"{where}: only floating-point and complex values are differentiable, got dtype {array.dtype}{hint}"
-        raise DtypeError(msg)
-    return array

@@ -39,11 +39,13 @@ __all__ = [
     "SealedNodes",
     "append_leaves",
     "append_node",
+    "as_float_leaf",
     "call_atomically",
     "composite",
     "guarded",
     "inner_arena",
     "interpreting",
+    "is_array_subclass",
     "lean_node",
     "record",
     "record1",
@@ -490,3 +492,25 @@ def call_atomically(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[
         for arena, size in zip(arenas, sizes, strict=True):
             arena.truncate(size)
         raise
+
+
+def is_array_subclass(value: Any) -> bool:
+    """An ndarray subclass (a masked array, a matrix): refused as a leaf or a constant."""
+    return type(value) is not np.ndarray and isinstance(value, np.ndarray)
+
+
+def as_float_leaf(value: Any, where: str) -> Any:
+    """``value`` as a differentiable leaf holds it: a float or complex array (a Python
+    number kept as it is); anything else refused, naming ``where``."""
+    if type(value) is float or type(value) is complex:
+        # Kept a Python number: like a Python scalar in numpy, it is weakly typed, so
+        # float32 arrays it meets stay float32. Its gradient is a 64-bit scalar.
+        return value
+    if is_array_subclass(value):
+        refuse_array_subclass(value, where)
+    array = np.asarray(value)
+    if array.dtype.kind not in "fc":
+        hint = " (write 3.0 instead of 3, or cast with .astype(float))" if array.dtype.kind in "biu" else ""
+        msg = f"{where}: only floating-point and complex values are differentiable, got dtype {array.dtype}{hint}"
+        raise DtypeError(msg)
+    return array

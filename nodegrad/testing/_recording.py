@@ -9,11 +9,11 @@ import linecache
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from nodegrad.engine.arena import Arena
+from nodegrad.display.sources import SourcedNodes
+from nodegrad.engine.arena import Arena, arena_with_nodes
 from nodegrad.engine.nodes import GradOp
 from nodegrad.engine.structure import leaves
 from nodegrad.engine.traced import Traced
-from nodegrad.errors import NonFiniteError
 
 __all__ = ["Recording", "record_call"]
 
@@ -81,19 +81,9 @@ class Recording:
 
 def record_call(f: Callable[..., Any], args: dict[int, Any], positions: Sequence[int]) -> Recording:
     """Call ``f(*args.values())`` with the arguments at ``positions`` made the leaves of a
-    fresh arena (named ``args[k]``), which notes the user's source line of every op.
-
-    Such an arena also checks values for NaN and Inf as they come; a computation that has
-    some is recorded again without source lines rather than not at all.
-    """
-    try:
-        return _recorded(f, args, positions, check_finite=True)
-    except NonFiniteError:
-        return _recorded(f, args, positions, check_finite=False)
-
-
-def _recorded(f: Callable[..., Any], args: dict[int, Any], positions: Sequence[int], check_finite: bool) -> Recording:
-    with Arena(check_finite=check_finite) as arena:
+    fresh arena (named ``args[k]``), which notes the user's source line of every op (and,
+    unlike a checking arena, records values that are NaN or Inf as they are)."""
+    with arena_with_nodes(SourcedNodes) as arena:
         call = dict(args)
         for k in positions:
             call[k] = arena.param(args[k], name=f"args[{k}]")
