@@ -254,7 +254,13 @@ def test_sqrtm_and_logm_gradients_match_central_differences_closely(name: str, d
     [
         ("expm", lambda draw: (draw(float_arrays((3, 3), elements=floats(-1.0, 1.0))),)),
         ("sqrtm", lambda draw: (positive_spectrum(draw, (2, 2)),)),
-        ("logm", lambda draw: (positive_spectrum(draw, (2, 2)),)),
+        pytest.param(
+            "logm",
+            lambda draw: (positive_spectrum(draw, (2, 2)),),
+            # At order 2 scipy takes logm of the nested Frechet blocks (32 x 32) and may warn
+            # that its estimate of the error is 1e-12: no news next to check_grads' tolerance.
+            marks=pytest.mark.filterwarnings("ignore:logm result may be inaccurate:RuntimeWarning"),
+        ),
         (
             "solve_sylvester",
             lambda draw: (*(positive_spectrum(draw, (2, 2)) for _ in range(2)), draw(float_arrays((2, 2)))),
