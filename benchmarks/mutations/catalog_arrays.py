@@ -14,7 +14,7 @@ from nodegrad.ops.nn import _normalized
 from nodegrad.ops.pipeline.segments import _along_axis_index
 from nodegrad.ops.reduce import _expand
 
-from .core import Mutation, broadcast_flag, joint_rule, negate, rules, use
+from .core import Mutation, broadcast_flag, joint_rule, joint_without, negate, rules, use
 from .inputs import args, arrays, positive, weights
 
 __all__ = ["INDEXING", "NORMS", "REDUCTIONS", "SHAPES", "SOFTMAX", "WHERE"]
@@ -359,13 +359,6 @@ def _where_swapped(wanted: tuple[int, ...], g: Any, ans: Any, mask: Any, a: Any,
     return tuple(np.where(mask, 0, g) if k == 1 else np.where(mask, g, 0) for k in wanted)
 
 
-def _where_one_branch(joint: Any) -> Any:
-    def rule(wanted: tuple[int, ...], g: Any, *rest: Any) -> tuple[Any, ...]:
-        return tuple(c * 0.0 if k == 2 else c for k, c in zip(wanted, joint(wanted, g, *rest), strict=True))
-
-    return rule
-
-
 _where = functools.partial(Mutation, family="where")
 WHERE = (
     _where(
@@ -391,7 +384,7 @@ WHERE = (
         op="where",
         kind="dropped-term",
         description="no cotangent for the second branch",
-        patch=joint_rule(_where_one_branch),
+        patch=joint_without(2),
         function=lambda x: _loss(ng.where(MASK, x, ng.cos(x)), W4),
         inputs=args(arrays((4,))),
     ),

@@ -21,7 +21,7 @@ import numpy as np
 import nodegrad as ng
 from nodegrad.engine.traced import unwrap
 
-from .core import Mutation, broadcast_flag, joint_rule, negate, register_custom, rules, scale, use
+from .core import Mutation, broadcast_flag, joint_rule, joint_without, negate, register_custom, rules, scale, use
 from .inputs import args, arrays, matrices, positive, spd_matrices, weights
 
 __all__ = ["CUSTOM", "LINALG", "SECOND_ORDER"]
@@ -46,13 +46,6 @@ def _solve_with_a(wanted: tuple[int, ...], g: Any, ans: Any, a: Any, b: Any) -> 
     """solve's rule with a where a^T belongs (b a vector)."""
     g_b = np.linalg.solve(a, g)
     return tuple(-(g_b[:, None] * ans[None, :]) if k == 0 else g_b for k in wanted)
-
-
-def _without_a(joint: Any) -> Any:
-    def rule(wanted: tuple[int, ...], g: Any, *rest: Any) -> tuple[Any, ...]:
-        return tuple(c * 0.0 if k == 0 else c for k, c in zip(wanted, joint(wanted, g, *rest), strict=True))
-
-    return rule
 
 
 _linalg = functools.partial(Mutation, family="linalg")
@@ -125,7 +118,7 @@ LINALG = (
         op="solve",
         kind="dropped-term",
         description="no cotangent for the matrix of a solve",
-        patch=joint_rule(_without_a),
+        patch=joint_without(0),
         function=lambda a, b: _loss(ng.solve(a, b) * 2.0, W3),
         inputs=args(matrices(3), arrays((3,))),
     ),

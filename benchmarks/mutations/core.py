@@ -24,6 +24,7 @@ __all__ = [
     "broadcast_flag",
     "changed_since",
     "joint_rule",
+    "joint_without",
     "negate",
     "op_object",
     "register_custom",
@@ -186,6 +187,20 @@ def joint_rule(transform: Callable[[Callable[..., Any]], Callable[..., Any]]) ->
         return {"joint": new, "vjps": _ReplacedAt(op.vjps, lambda _rule, k: _view(new, k))}
 
     return patch
+
+
+def joint_without(dropped: int) -> Patch:
+    """A patch of a joint rule that gives input ``dropped`` no cotangent (a zero): a dropped
+    term of the rule."""
+
+    def transform(joint: Callable[..., Any]) -> Callable[..., Any]:
+        def rule(wanted: tuple[int, ...], g: Any, *rest: Any) -> tuple[Any, ...]:
+            answers = joint(wanted, g, *rest)
+            return tuple(c * 0.0 if k == dropped else c for k, c in zip(wanted, answers, strict=True))
+
+        return rule
+
+    return joint_rule(transform)
 
 
 def _view(joint: Callable[..., Any], k: int) -> Callable[..., Any]:

@@ -74,35 +74,24 @@ def blamed(
     # number, the user's own warnings again) is no news: the failure is the report.
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        return _blamed(failure, f, args, positions, seed, deep)
-
-
-def _blamed(
-    failure: GradientCheckError,
-    f: Callable[..., Any],
-    args: dict[int, Any],
-    positions: Sequence[int],
-    seed: int,
-    deep: bool,
-) -> GradientCheckError:
-    wide = {k: map_floats(as_float64, a) for k, a in args.items()}
-    searches = []
-    for point in [wide] + ([args] if _narrower(args, wide) else []):
-        try:
-            recording = record_call(f, point, positions)
-        except Exception as exc:  # the report must not hide the failure it adds to
-            note = f"(the search for the op to blame could not record the function again: {type(exc).__name__}: {exc})"
-            return GradientCheckError(f"{failure}\n{note}")
-        search = _Search(recording, np.random.default_rng(seed), seed)
-        searches.append(search)
-        found = search.first_wrong_rule()
-        if found is None and deep:
-            found = search.first_wrong_rule_derivative()
-        if found is not None:
-            report, culprit, location = found
-            return GradientCheckError("\n".join([str(failure), report, *search.unchecked()]), culprit, location)
-    none_found = _NONE_FOUND + (", nor does any rule's own derivative" if deep else "")
-    return GradientCheckError("\n".join([str(failure), none_found, *searches[0].unchecked()]))
+        wide = {k: map_floats(as_float64, a) for k, a in args.items()}
+        searches = []
+        for point in [wide] + ([args] if _narrower(args, wide) else []):
+            try:
+                recording = record_call(f, point, positions)
+            except Exception as exc:  # the report must not hide the failure it adds to
+                note = "the search for the op to blame could not record the function again"
+                return GradientCheckError(f"{failure}\n({note}: {type(exc).__name__}: {exc})")
+            search = _Search(recording, np.random.default_rng(seed), seed)
+            searches.append(search)
+            found = search.first_wrong_rule()
+            if found is None and deep:
+                found = search.first_wrong_rule_derivative()
+            if found is not None:
+                report, culprit, location = found
+                return GradientCheckError("\n".join([str(failure), report, *search.unchecked()]), culprit, location)
+        none_found = _NONE_FOUND + (", nor does any rule's own derivative" if deep else "")
+        return GradientCheckError("\n".join([str(failure), none_found, *searches[0].unchecked()]))
 
 
 def _narrower(args: dict[int, Any], wide: dict[int, Any]) -> bool:
