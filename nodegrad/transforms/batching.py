@@ -314,7 +314,7 @@ def _in_chunks(call: _Call, batches: list[_Batch], size: int, chunk: int) -> Any
     """The batch ``chunk`` examples at a time: each chunk's results are written into arrays
     made for every example once the first chunk shows their shapes, and dropped, so the
     memory is the result's and one chunk's work."""
-    outputs: list[Any] = []
+    joined: list[_Joined] = []
     treedef: Any = None
     for start in range(0, size, chunk):
         stop = min(start + chunk, size)
@@ -322,43 +322,85 @@ def _in_chunks(call: _Call, batches: list[_Batch], size: int, chunk: int) -> Any
             _Batch([_sliced(leaf, axis, start, stop) for leaf, axis in zip(b.leaves, b.axes, strict=True)], *b.shape)
             for b in batches
         ]
-        result = _run(call, part, stop - start)
-        leaves, treedef, _, axes = _matched(call.name, "out_axes", result, call.out_axes, "the result")
-        del result
-        if not outputs:
-            outputs = [_Joined(leaf, axis, size) for leaf, axis in zip(leaves, axes, strict=True)]
-        for joined, leaf in zip(outputs, leaves, strict=True):
-            joined.put(leaf, start, stop)
-        del leaves
-    made = [joined.value() for joined in outputs]
+        treedef = _write_chunk(call, joined, _run(call, part, stop - start), size, start, stop)
+        # Nothing of this chunk outlives the loop body: the next chunk's work starts with
+        # only the result arrays and the arguments alive.
+        del part
+    made = [j.value() for j in joined]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
+
+
+def _write_chunk(call: _Call, joined: list[_Joined], result: Any, size: int, start: int, stop: int) -> Any:
+    """Write one chunk's ``result`` into ``joined`` (made from the first chunk); its treedef.
+
+    A function of its own, so that no reference to the chunk's leaves survives it."""
+    leaves, treedef, paths, axes = _matched(call.name, "out_axes", result, call.out_axes, "the result")
+    if not joined:
+        joined.extend(
+            _Joined(call.name, leaf, path, axis, size) for leaf, path, axis in zip(leaves, paths, axes, strict=True)
+        )
+    for j, leaf in zip(joined, leaves, strict=True):
+        j.put(leaf, start, stop)
+    return treedef
 
 
 class _Joined:
     """One result leaf of a chunked call, filled chunk by chunk: an array made for every
-    example (a plain array's chunks are written into it), or the chunks themselves,
-    concatenated at the end (traced chunks, which an enclosing transform differentiates)."""
+    example that each chunk's plain array is written into along the leaf's out axis, or,
+    for chunks that are not plain arrays (traced values, which an enclosing transform
+    differentiates, or batched values of an enclosing ``vmap``), the chunks themselves,
+    concatenated at the end. A leaf without an out axis, or not an array (a string,
+    ``None``), is the first chunk's: the same for every example."""
 
-    def __init__(self, first: Any, axis: int | None, size: int) -> None:
-        self.axis = axis
-        self.first = first
+    __slots__ = ("axis", "buffer", "first", "name", "path", "pieces")
+
+    def __init__(self, name: str, first: Any, path: str, axis: int | None, size: int) -> None:
+        self.name, self.path = name, path
+        self.axis: int | None = None
+        self.first: Any = first
         self.buffer: np.ndarray | None = None
         self.pieces: list[Any] = []
-        if axis is not None and type(first) is np.ndarray:
+        if axis is None or not (_is_array(first) or isinstance(first, np.generic)):
+            return
+        self.axis = int(axis) % np.ndim(first)  # ``_placed`` checked the range
+        self.first = None  # the chunk is written below: holding it would keep a second chunk alive
+        if type(first) is np.ndarray:
             shape = list(first.shape)
-            shape[axis] = size
+            shape[self.axis] = size
             self.buffer = np.empty(shape, first.dtype)
 
     def put(self, leaf: Any, start: int, stop: int) -> None:
         if self.axis is None:
-            return  # the same for every example: the first chunk's
-        if self.buffer is not None:
-            self.buffer[(slice(None),) * self.axis + (slice(start, stop),)] = leaf
-        else:
+            return
+        if self.buffer is not None and not self._fits(leaf, stop - start):
+            self._unbuffer(start)
+        if self.buffer is None:
             self.pieces.append(leaf)
+            return
+        self.buffer[(slice(None),) * self.axis + (slice(start, stop),)] = leaf
+
+    def _fits(self, leaf: Any, count: int) -> bool:
+        """Whether ``leaf`` is a plain array this buffer holds as it is (its shape with
+        ``count`` examples, its dtype): a chunk that is not (another dtype, a traced value)
+        is joined as ``np.concatenate`` would, never cast into the first chunk's dtype."""
+        assert self.buffer is not None
+        expected = list(self.buffer.shape)
+        expected[self.axis or 0] = count
+        if np.shape(leaf) != tuple(expected):
+            msg = (
+                f"{self.name}: the result at {self.path} has shape {np.shape(leaf)} in one chunk, where the first "
+                f"chunk's examples gave {tuple(expected)}: its shape must not depend on the example"
+            )
+            raise ShapeError(msg)
+        return type(leaf) is np.ndarray and leaf.dtype == self.buffer.dtype
+
+    def _unbuffer(self, start: int) -> None:
+        assert self.buffer is not None
+        self.pieces = [self.buffer[(slice(None),) * (self.axis or 0) + (slice(0, start),)]]
+        self.buffer = None
 
     def value(self) -> Any:
-        if self.axis is None or not (_is_array(self.first) or isinstance(self.first, np.generic)):
+        if self.axis is None:
             return self.first
         if self.buffer is not None:
             return self.buffer
