@@ -64,8 +64,9 @@ def vmap(
         The number of examples, needed when no argument is batched (the results are then
         repeated), and checked against the batched arguments otherwise.
     chunk_size : int, optional
-        Compute ``chunk_size`` examples at a time and concatenate: the same result with
-        the memory of a chunk.
+        Compute ``chunk_size`` examples at a time, each chunk's results written into the
+        result's arrays along their ``out_axes`` as it is made: the same result, with a
+        peak memory of the result and one chunk's work.
 
     Returns
     -------
