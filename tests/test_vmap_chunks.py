@@ -291,6 +291,7 @@ def _traced_peak(call: Callable[[], Any]) -> tuple[int, int]:
     "fun",
     [
         pytest.param(lambda x: np.outer(np.tanh(x), x), id="the result dominates"),
+        pytest.param(lambda x: {"outer": np.outer(np.tanh(x), x), "x": x}, id="a dict result dominates"),
         pytest.param(lambda x: np.sum(np.outer(np.tanh(x), x) ** 2), id="the work dominates"),
     ],
 )

@@ -319,13 +319,14 @@ def _in_chunks(call: _Call, batches: list[_Batch], size: int, chunk: int) -> Any
     treedef: Any = None
     for start in range(0, size, chunk):
         stop = min(start + chunk, size)
+        # The next chunk's work starts with only the result's arrays and the arguments alive:
+        # the previous chunk's treedef goes too (its template is that chunk's result).
+        treedef = None
         part = [
             _Batch([_sliced(leaf, axis, start, stop) for leaf, axis in zip(b.leaves, b.axes, strict=True)], *b.shape)
             for b in batches
         ]
         treedef = _write_chunk(call, joined, _run(call, part, stop - start), size, start, stop)
-        # Nothing of this chunk outlives the loop body: the next chunk's work starts with
-        # only the result arrays and the arguments alive.
         del part
     made = [j.value() for j in joined]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
