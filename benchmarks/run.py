@@ -264,14 +264,16 @@ def format_traced_memory_row(row: TracedMemoryRow) -> list[str]:
         return f"{n_bytes / MIB:,.2f}" if n_bytes is not None else "n/a"
 
     multiple = f"{row.peak_bytes / row.result_bytes:.2f}x" if row.peak_bytes and row.result_bytes else "n/a"
-    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "n/a"
+    ratio = times(row.ratio) if row.ratio is not None else "n/a"
+    bound = f"<= {mib(row.bound_bytes)} MiB above" if row.bound_bytes is not None else ""
     return [
         display_name(row.library, row.variant),
         mib(row.peak_bytes),
         multiple,
         mib(row.above_result_bytes),
         ratio,
-        *target_cells(row.target, row.met),
+        bound,
+        {None: "n/a" if bound else "", True: "yes", False: "NO"}[row.met],
         row.check,
     ]
 
