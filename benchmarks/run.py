@@ -77,19 +77,26 @@ W9  Per-example gradients: ``ng.vmap(ng.grad(loss), in_axes=(None, 0, 0))(params
     over the rows, ``np.stack``-ed (the baseline), a hand-written numpy batch backward that
     keeps each example's outer products (the floor: the result is 2.15 GB) and
     ``torch.func.vmap(torch.func.grad(loss))``; every row's gradients checked against the
-    loop's. In ms, as a ratio to the loop. Targets: nodegrad <= 0.1x the loop and <= 1.0x
-    PyTorch.
+    loop's. In ms, as a ratio to the loop. Target: nodegrad <= 1.10x PyTorch in the same
+    run; where torch does not import, its row says so and the target is nodegrad <= 1.10x
+    the hand-written numpy floor.
 W10 ``ng.jacobian`` of ``tanh(W @ x) + x * x``, 100 -> 100 (one sweep of batched
     cotangents), against the loop it replaced (one ``ng.vjp`` back call per row of the
     identity, ``np.stack``-ed) and ``torch.func.jacrev``. In ms, as a ratio to the loop.
     Targets: nodegrad <= 0.2x the loop and <= 1.0x PyTorch.
-W11 The memory of ``vmap``'s ``chunk_size=100`` against the unchunked call, on 10,000
-    examples of a smaller MLP (64-32-32-10; W2's would make the result 21.5 GB): W9's
-    per-example gradients, and the squared norm of each example's gradient. Not timed:
-    tracemalloc's peak of one call in this process (after a warm-up call that checks the
-    chunked result against the unchunked one), in MiB, as a multiple of the result, and
-    the peak above the result (the working memory, which is what chunking can bound) as a
-    ratio to the unchunked call's. Target: chunked <= 0.2x unchunked.
+W11 The memory of ``vmap``'s ``chunk_size`` against the unchunked call, in three cases:
+    on 10,000 examples of a smaller MLP (64-32-32-10; W2's would make the result 21.5 GB)
+    with ``chunk_size=100``, W9's per-example gradients (the result dominates) and the
+    squared norm of each example's gradient (the work dominates); and each example's
+    ``np.outer(np.tanh(x), x)`` on 400 x 300 with ``chunk_size=100`` (the result
+    dominates, 275 MiB). Not timed: tracemalloc's peak of one call in this process (after
+    a warm-up call that checks the chunked result against the unchunked one), in MiB, as
+    a multiple of the result, and the peak above the result (the working memory) as a
+    ratio to the unchunked call's. Target: the chunked peak above the result <= the
+    chunk's share (chunk_size / examples) of the unchunked peak above the result plus
+    that share of the result (the chunk's own, alive while it is written into the
+    whole), plus 1 MiB for what does not shrink with the chunk; the bound is printed in
+    MiB, and worked out under the table.
 W12 Row-sparse gradients of a lookup table: one training step (forward, gradient, SGD step,
     learning rate 0.1) of params = {"table": (1,000,000, 64), "mlp": {"w1": (64, 32), "b1",
     "w2": (32, 1), "b2"}} float64 on 1,000 row ids drawn with a fixed seed (repeats
