@@ -51,6 +51,8 @@ def _map(value: Any, spec: Any, leaf: Callable[[Any, Any], Any]) -> Any:
             return type(value)(_map(v, spec, leaf) for v in value)
         if isinstance(value, Pair):
             return Pair(_map(value.a, spec, leaf), _map(value.b, spec, leaf), value.tag)
+        if isinstance(value, Scaled):
+            return Scaled(_map(value.w, spec, leaf), leaf(value.scale, None))  # static: never stacked
         return leaf(value, spec)
     if isinstance(spec, dict):
         assert isinstance(value, dict) and value.keys() == spec.keys()
@@ -155,6 +157,12 @@ def _tuple_result(x: Any, s: Any) -> Any:
     return x * s, np.sum(x), s, 2.5
 
 
+@attrs.frozen
+class Scaled:
+    w: Any
+    scale: Any = ng.field(static=True, factory=lambda: np.array([2.0, -1.0, 3.0]))  # an array, never batched
+
+
 # name -> (function, argument shapes and axes, in_axes, out_axes)
 STRUCTURED: dict[str, tuple[Callable[..., Any], Callable[[], tuple[Any, ...]], tuple[Any, ...], Any]] = {
     "dict, per-leaf out axes": (
@@ -179,6 +187,12 @@ STRUCTURED: dict[str, tuple[Callable[..., Any], Callable[[], tuple[Any, ...]], t
         _record_result,
         lambda: (_batch_of((3,), 0), _batch_of((2,), -1)),
         (0, -1),
+        -1,
+    ),
+    "record with a static array field": (
+        lambda x: Scaled(np.sin(x) * 2),
+        lambda: (_batch_of((3,), 0),),
+        (0,),
         -1,
     ),
     "tuple, per-leaf out axes": (

@@ -338,8 +338,10 @@ def _write_chunk(call: _Call, joined: list[_Joined], result: Any, size: int, sta
     A function of its own, so that no reference to the chunk's leaves survives it."""
     leaves, treedef, paths, axes = _matched(call.name, "out_axes", result, call.out_axes, "the result")
     if not joined:
+        statics = treedef.static_leaves()  # a static field is never batched, whatever out_axes says
         joined.extend(
-            _Joined(call.name, leaf, path, axis, size) for leaf, path, axis in zip(leaves, paths, axes, strict=True)
+            _Joined(call.name, leaf, path, None if static else axis, size)
+            for leaf, path, axis, static in zip(leaves, paths, axes, statics, strict=True)
         )
     for j, leaf in zip(joined, leaves, strict=True):
         j.put(leaf, start, stop)
@@ -362,7 +364,7 @@ class _Joined:
         self.first: Any = first
         self.buffer: np.ndarray | None = None
         self.pieces: list[Any] = []
-        if axis is None or not (_is_array(first) or isinstance(first, np.generic)):
+        if axis is None or not _is_array(first):
             return
         self.axis = int(axis) % np.ndim(first)  # ``_placed`` checked the range
         self.first = None  # the chunk is written below: holding it would keep a second chunk alive
@@ -390,8 +392,8 @@ class _Joined:
         expected[self.axis or 0] = count
         if np.shape(leaf) != tuple(expected):
             msg = (
-                f"{self.name}: the result at {self.path} has shape {np.shape(leaf)} in one chunk, where the first "
-                f"chunk's examples gave {tuple(expected)}: its shape must not depend on the example"
+                f"{self.name}: {self.path} has shape {np.shape(leaf)} in one chunk, where the first chunk's "
+                f"examples gave {tuple(expected)}: its shape must not depend on the example"
             )
             raise ShapeError(msg)
         return type(leaf) is np.ndarray and leaf.dtype == self.buffer.dtype
