@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.plugins",
             "nodegrad.engine.traced",
             "nodegrad.engine.staged",
+            "nodegrad.engine.face",
             "nodegrad.engine.tape",
             "nodegrad.engine.batched",
             "nodegrad.engine.rows",

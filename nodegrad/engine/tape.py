@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+import nodegrad.engine.face  # noqa: F401  (gives staged values their operators, methods and attributes)
 from nodegrad.engine.staged import _BINARY, _UNARY, FOREIGN, Staged, Unreplayable, method_caller, only_staged
 from nodegrad.engine.traced import next_stamp
 from nodegrad.errors import LeakedTracerError, user_location
@@ -76,6 +77,13 @@ GUARDS: dict[str, Callable[[Any], Any]] = {
     "ceil": math.ceil,
     "item": lambda v, *at: v.item(*at),
     "tolist": lambda v: v.tolist(),
+    "format": format,
+    "str": str,
+    "repr": repr,
+    "bytes": bytes,
+    "hash": hash,
+    "attribute": getattr,
+    "method": lambda v, name, *args, **kwargs: getattr(v, name)(*args, **kwargs),
 }
 
 _SYNTAX: dict[Any, str] = {**_BINARY, **_UNARY, operator.getitem: "[]", operator.setitem: "[]="}
@@ -212,13 +220,14 @@ class Tape:
         msg = f"{name} returned a {type(out).__name__}, which a replay cannot hold [at {user_location()}]"
         raise Unreplayable(msg)
 
-    def guard(self, x: Staged, kind: str, *extra: Any) -> Any:
-        """``x`` converted to a Python value (``kind``, one of :data:`GUARDS`; ``extra`` its
-        further arguments), with a guard appended that checks the conversion gives the same
-        on replay."""
+    def guard(self, x: Staged, kind: str, *extra: Any, **options: Any) -> Any:
+        """``x`` converted to a Python value (``kind``, one of :data:`GUARDS`; ``extra`` and
+        ``options`` its further arguments), with a guard appended that checks the conversion
+        gives the same on replay."""
         self._check(x)
-        value = GUARDS[kind](x.now, *extra)
-        self.instructions.append(Instruction(kind, kind, GUARDS[kind], (x, *extra), {}, expected=exact_key(value)))
+        value = GUARDS[kind](x.now, *self._raw(extra), **self._raw(options))
+        step = Instruction(kind, kind, GUARDS[kind], (x, *extra), options, expected=exact_key(value))
+        self.instructions.append(step)
         return value
 
     # -- reading the staged values ----------------------------------------------------------
