@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from nodegrad.engine.traced import ArrayFace, Traced
-from nodegrad.errors import ArenaError, user_location
+from nodegrad.errors import user_location
 
 if TYPE_CHECKING:
     from nodegrad.engine.tape import Tape
@@ -137,7 +137,7 @@ class Staged(ArrayFace):
         return len(self.now)
 
     @property  # type: ignore[misc]  # isinstance() asks __class__ when type() does not answer
-    def __class__(self) -> type:  # noqa: D105
+    def __class__(self) -> type:
         # The type the value has eagerly (an ndarray, a np.float64): part of the signature,
         # so isinstance(x, float) takes the branch it takes eagerly.
         return type(self.now)
