@@ -199,7 +199,10 @@ def _guarded_attribute(name: str) -> property:
 
 def _refused(name: str, *, attribute: bool) -> Any:
     def refuse(self: Staged, *args: Any, **kwargs: Any) -> Any:
-        msg = f"x.{name} of a staged value (its memory, flags, a file or a pickle) [at {user_location()}]"
+        what = "its memory, flags, a file or a pickle"
+        if name.startswith("__array"):  # numpy's probes for an array's memory: np.asarray(x), b[:] = x
+            what = "np.asarray() of it, or a write of it into a plain array, by code numpy's protocols do not reach"
+        msg = f"x.{name} of a staged value ({what}) [at {user_location()}]"
         raise Unreplayable(msg)
 
     refuse.__name__ = name

@@ -167,12 +167,28 @@ class Tape:
         raw_args = self._raw(args)
         raw_kwargs = {k: self._raw(v) for k, v in kwargs.items()} if kwargs else kwargs
         self._note_writes(fn, name, args, kwargs, raw_args, raw_kwargs)
+        locked = _lock_constants((args, kwargs), name, [])
         watch = self.watch
         if watch is not None:
             watch(True)
-        out = fn(*raw_args, **raw_kwargs)
-        if watch is not None:
-            watch(False)
+        try:
+            out = fn(*raw_args, **raw_kwargs)
+        except ValueError as exc:
+            if "read-only" not in str(exc):
+                raise
+            msg = (
+                f"{name} writes into an array made outside the recorded calls (np.zeros(...) in the function, or "
+                f"a view of one), which a replay would share between calls [at {user_location()}]"
+            )
+            raise Unreplayable(msg) from None  # (eagerly, a write into a read-only array fails as it does here)
+        finally:
+            for array in locked:
+                array.flags.writeable = True
+            if watch is not None:
+                watch(False)
+        if locked and type(out) is np.ndarray and any(out is a for a in locked):
+            out = out.view()  # a constant handed back: a write into it must not reach it
+            out.flags.writeable = False
         return self._outputs(fn, name, args, kwargs, out, static or fn in _SHAPE_STATIC or type(fn) is np.ufunc)
 
     def whole(self, fn: Any, args: tuple[Any, ...], name: str) -> Any:
@@ -270,7 +286,7 @@ class Tape:
             outs = out if type(out) is tuple else (out,)
             raws = raw_kwargs["out"] if type(out) is tuple else (raw_kwargs["out"],)
             targets.extend(zip(outs, raws, strict=True))
-        if fn in _WRITES and args:
+        if (fn in _WRITES or _writes_at(fn)) and args:
             targets.append((args[0], raw_args[0]))
         for staged, raw in targets:
             if raw is None:
@@ -315,6 +331,37 @@ _SHAPE_STATIC_METHODS = {
 
 _WRITES.update(method_caller(name) for name in _WRITING_METHODS)
 _SHAPE_STATIC.update(method_caller(name) for name in _SHAPE_STATIC_METHODS)
+
+
+def _writes_at(fn: Any) -> bool:
+    """Whether ``fn`` is a ufunc's ``at`` method (``np.add.at``: unbuffered, in place)."""
+    return getattr(fn, "__name__", None) == "at" and type(getattr(fn, "__self__", None)) is np.ufunc
+
+
+def _lock_constants(value: Any, name: str, locked: list[np.ndarray]) -> list[np.ndarray]:
+    """Make the writeable arrays among a call's arguments that the tape does not hold (its
+    constants) read-only, for the call: a call writing into one would write into the same
+    array on every replay (results piling up from call to call), so it fails, and the
+    recording is given up. A stream (a file, a ``StringIO``) is refused for the same reason.
+    Returns the arrays locked, to unlock after the call."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        for v in value:
+            _lock_constants(v, name, locked)
+    elif kind is dict:
+        for v in value.values():
+            _lock_constants(v, name, locked)
+    elif kind is np.ndarray:
+        if value.flags.writeable:
+            value.flags.writeable = False
+            locked.append(value)
+    elif kind is not Staged and hasattr(value, "write") and not isinstance(value, type):
+        msg = (
+            f"{name} is given a stream ({type(value).__name__}), which a replay would write to or read from again "
+            f"as it is now, not as the function would make it [at {user_location()}]"
+        )
+        raise Unreplayable(msg)
+    return locked
 
 
 def _described(value: Any) -> str:
