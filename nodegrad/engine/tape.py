@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -380,10 +381,21 @@ def _stageable(value: Any) -> bool:
 
 
 def exact_key(value: Any) -> Any:
-    """A key equal for two conversions' results exactly when they are the same value (a
-    float's sign of zero and NaN included): what guards compare."""
-    if type(value) is float or type(value) is complex:
-        return (type(value), repr(value))
-    if type(value) is list:
+    """A key equal for two values exactly when they are the same value of the same type (a
+    float's sign of zero and NaN's bits included; ``1``, ``1.0`` and ``True`` apart): what
+    guards and signatures compare."""
+    kind = type(value)
+    if kind is float:
+        return (float, _DOUBLE.pack(value))
+    if kind is complex:
+        return (complex, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag))
+    if kind is tuple:
+        return (tuple, *(exact_key(v) for v in value))
+    if kind is list:
         return (list, repr(value))
-    return (type(value), value)
+    if isinstance(value, np.generic) and value.dtype.kind in "fc":
+        return (kind, value.tobytes())
+    return (kind, value)
+
+
+_DOUBLE = struct.Struct("<d")
