@@ -152,7 +152,7 @@ def _inside(name: str, value: Any, depth: int, read: set[str]) -> list[tuple[str
         inner = [(var, cell.cell_contents, depth) for var, cell in cells if _filled(cell)]
         inner += [(f"{var} (a global)", value.__globals__[var], depth) for var in names if var in value.__globals__]
         inner += [(f"a default of {value.__name__}", d, depth) for d in value.__defaults__ or ()]
-        return inner + [(name, value.__wrapped__, depth)] if hasattr(value, "__wrapped__") else inner
+        return [*inner, (name, value.__wrapped__, depth)] if hasattr(value, "__wrapped__") else inner
     if isinstance(value, dict):
         return [(f"{name}[{k!r}]", v, depth) for k, v in list(value.items())[:64]]
     if isinstance(value, list | tuple):
