@@ -65,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops.reduce",
             "nodegrad.ops.nn",
             "nodegrad.ops.pipeline",
+            "nodegrad.ops.sealed",
             "nodegrad.ops.table_arithmetic",
             "nodegrad.ops.tables",
             "nodegrad.ops.traced_methods",

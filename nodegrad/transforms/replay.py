@@ -406,12 +406,15 @@ def _rebuild(
 
 def _structure(treedef: TreeDef) -> Any:
     """A hashable summary of ``treedef``: what two calls must share to share a program."""
-    if treedef.handler is None:
+    handler = treedef.handler
+    if handler is None:
         return None
+    meta = None if handler.meta is None else handler.meta(treedef.template)
     if not treedef.has_static and all(c is LEAF for c in treedef.children):  # the commonest container
-        return (type(treedef.template), tuple(treedef.keys))
+        return (type(treedef.template), tuple(treedef.keys), meta)
     return (
         type(treedef.template),
+        meta,
         tuple(treedef.keys),
         tuple(exact_key(v) for v in treedef.static),
         tuple(_structure(c) for c in treedef.children),
