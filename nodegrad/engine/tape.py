@@ -66,7 +66,7 @@ class Instruction:
 
 
 #: Conversions to Python values, and how each is repeated on replay.
-GUARDS: dict[str, Callable[[Any], Any]] = {
+GUARDS: dict[str, Callable[..., Any]] = {
     "bool": bool,
     "int": int,
     "index": operator.index,
@@ -83,7 +83,7 @@ GUARDS: dict[str, Callable[[Any], Any]] = {
     "repr": repr,
     "bytes": bytes,
     "hash": hash,
-    "attribute": getattr,
+    "attribute": lambda v, name: getattr(v, name),
     "method": lambda v, name, *args, **kwargs: getattr(v, name)(*args, **kwargs),
 }
 

@@ -219,8 +219,9 @@ def _entropy_sources(where: str, watch: _Watch) -> list[tuple[Any, str, Any]]:
     unseeded SeedSequence, so every unseeded bit generator, Generator and RandomState),
     Python's (an unseeded ``random.Random``, ``SystemRandom``) and ``os.urandom``."""
     numpy_entropy = "an unseeded numpy generator (RandomState(), PCG64(), SeedSequence(), default_rng(...))"
+    numpy_source = np.random.bit_generator.randbits  # type: ignore[attr-defined]  # (secrets.randbits, held there)
     return [
-        (np.random.bit_generator, "randbits", _entropy(where, watch, numpy_entropy, np.random.bit_generator.randbits)),
+        (np.random.bit_generator, "randbits", _entropy(where, watch, numpy_entropy, numpy_source)),
         (random.Random, "seed", _unseeded_python(where, watch, random.Random.seed)),
         (random, "_urandom", _entropy(where, watch, "random.SystemRandom", random._urandom)),  # type: ignore[attr-defined]
         (os, "urandom", _entropy(where, watch, "os.urandom", os.urandom)),
