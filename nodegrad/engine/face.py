@@ -79,7 +79,7 @@ FACE: dict[str, str] = {
     **dict.fromkeys(
         (
             "__array_ufunc__", "__array_function__", "__getitem__", "__setitem__", "__delitem__", "__iter__",
-            "__contains__", "__divmod__", "__rdivmod__", "__copy__", "__deepcopy__", *_RECORDED_ATTRIBUTES,
+            "__divmod__", "__rdivmod__", "__copy__", "__deepcopy__", *_RECORDED_ATTRIBUTES,
             "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "byteswap", "choose", "clip",
             "compress", "conj", "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot", "fill", "flatten",
             "getfield", "max", "mean", "min", "nonzero", "partition", "prod", "put", "ravel", "repeat", "reshape",
@@ -92,7 +92,7 @@ FACE: dict[str, str] = {
     **dict.fromkeys(
         (
             "__bool__", "__int__", "__index__", "__float__", "__complex__", "__round__", "__trunc__", "__floor__",
-            "__ceil__", "__format__", "__str__", "__repr__", "__bytes__", "__hash__", "__sizeof__", "item", "tolist",
+            "__ceil__", "__format__", "__str__", "__repr__", "__bytes__", "__hash__", "__contains__", "item", "tolist",
             "tobytes", "dumps", "strides", *_NUMBER_METHODS, *_NUMBER_ATTRIBUTES,
         ),
         GUARDED,
@@ -102,7 +102,8 @@ FACE: dict[str, str] = {
         (
             "__array__", "__array_interface__", "__array_struct__", "__array_wrap__", "__array_finalize__",
             "__dlpack__", "__dlpack_device__", "__buffer__", "__reduce__", "__reduce_ex__", "__getstate__",
-            "__setstate__", "__getnewargs__", "base", "data", "ctypes", "flags", "flat", "setflags", "tofile", "dump",
+            "__setstate__", "__getnewargs__", "__sizeof__", "base", "data", "ctypes", "flags", "flat", "setflags",
+            "tofile", "dump",
         ),
         EAGER,
     ),
@@ -226,7 +227,7 @@ def _guarded_dunder(name: str) -> Callable[..., Any] | None:
         "__repr__": lambda self: self.level.guard(self, "repr"),
         "__bytes__": lambda self: self.level.guard(self, "bytes"),
         "__hash__": lambda self: self.level.guard(self, "hash"),  # an array's raises, as eagerly
-        "__sizeof__": lambda self: self.level.guard(self, "method", "__sizeof__"),
+        "__contains__": lambda self, item: bool(self.level.call(operator.contains, (self, item), {}, "in")),
     }
     return guards.get(name)
 
@@ -249,7 +250,6 @@ def _recorded_dunder(name: str) -> Callable[..., Any] | None:
         "__getitem__": _binary(operator.getitem, "x[i]"),
         "__setitem__": lambda self, i, v: self.level.call(operator.setitem, (self, i, v), {}, "x[i] = v"),
         "__delitem__": lambda self, i: self.level.call(operator.delitem, (self, i), {}, "del x[i]"),
-        "__contains__": lambda self, item: bool(self.level.call(operator.contains, (self, item), {}, "in")),
         "__divmod__": _binary(divmod, "divmod"),
         "__rdivmod__": _binary(divmod, "divmod", reflected=True),
         "__copy__": lambda self: self.level.call(np.ndarray.copy, (self,), {}, "copy", static=True),

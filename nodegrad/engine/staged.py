@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nodegrad.engine.traced import ArrayFace, Traced
+from nodegrad.engine.traced import READERS, ArrayFace, Traced
 from nodegrad.errors import user_location
 
 if TYPE_CHECKING:
@@ -220,6 +220,9 @@ class Staged(ArrayFace):
     def tolist(self) -> Any:
         """The value as nested Python lists (guarded: a replay checks they are the same)."""
         return self.level.guard(self, "tolist")
+
+
+READERS[Staged] = lambda staged, fn: staged.level.guard(staged, "apply", fn)  # (see nodegrad.engine.traced.read)
 
 
 def _foreign(values: Any) -> bool:

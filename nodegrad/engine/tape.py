@@ -85,6 +85,7 @@ GUARDS: dict[str, Callable[..., Any]] = {
     "hash": hash,
     "attribute": lambda v, name: getattr(v, name),
     "method": lambda v, name, *args, **kwargs: getattr(v, name)(*args, **kwargs),
+    "apply": lambda v, fn: fn(v),
 }
 
 _SYNTAX: dict[Any, str] = {**_BINARY, **_UNARY, operator.getitem: "[]", operator.setitem: "[]="}
@@ -287,7 +288,7 @@ class Tape:
             outs = out if type(out) is tuple else (out,)
             raws = raw_kwargs["out"] if type(out) is tuple else (raw_kwargs["out"],)
             targets.extend(zip(outs, raws, strict=True))
-        if (fn in _WRITES or _writes_at(fn)) and args:
+        if (fn in _WRITES or _writes_at(fn) or (fn is _BYTESWAP and (args[1:] or kwargs.get("inplace")))) and args:
             targets.append((args[0], raw_args[0]))
         for staged, raw in targets:
             if raw is None:
@@ -321,13 +322,16 @@ _WRITES: set[Any] = {
 
 
 #: Array methods that write into the array.
-_WRITING_METHODS = {"fill", "sort", "put", "partition", "resize", "setfield", "itemset", "setflags", "byteswap"}
+_WRITING_METHODS = {"fill", "sort", "put", "partition", "resize", "setfield", "itemset", "setflags"}
+
+#: ``x.byteswap(inplace=True)`` writes into ``x``; ``x.byteswap()`` makes a copy.
+_BYTESWAP = method_caller("byteswap")
 
 #: Array methods whose result's shape follows from the arguments' shapes.
 _SHAPE_STATIC_METHODS = {
     "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "conj", "conjugate", "copy", "cumprod", "cumsum",
-    "dot", "flatten", "max", "mean", "min", "prod", "ravel", "reshape", "round", "sort", "squeeze", "std", "sum",
-    "swapaxes", "transpose", "var", "view",
+    "dot", "flatten", "byteswap", "max", "mean", "min", "prod", "ravel", "reshape", "round", "sort", "squeeze", "std",
+    "sum", "swapaxes", "transpose", "var", "view",
 }  # fmt: skip
 
 _WRITES.update(method_caller(name) for name in _WRITING_METHODS)

@@ -112,14 +112,23 @@ def _generators(roots: list[Any]) -> dict[int, tuple[str, Any]]:
     """The random states (:data:`_RANDOM_STATES`) reachable from ``roots`` ((name, value)
     pairs) through functions' closures, defaults, globals they name, wrapped functions
     (transforms of transforms), bound objects, the attributes of modules that the code
-    names, and entries and attributes of containers: by id, with the name they were reached
+    names (and of classes), and entries and attributes of containers: by id, with the name they were reached
     by. Breadth first, so each value is reached by its shortest path."""
     found: dict[int, tuple[str, Any]] = {}
     seen: set[int] = set()
     read: set[str] = set()  # the names the functions' code reads: a module's attributes among them
     modules: list[tuple[str, Any, int]] = []
     todo = collections.deque((name, value, _DEPTH) for name, value in roots)
-    while todo:
+    while todo or modules:
+        if not todo:  # the modules last, once every function's names are known
+            todo.extend(
+                (f"{module_name}.{attr}", held, depth - 1)
+                for module_name, module, depth in modules
+                for attr in sorted(read)
+                if isinstance(held := _held(module, attr), _RANDOM_STATES)
+            )
+            modules = []
+            continue
         name, value, depth = todo.popleft()
         if id(value) in seen or depth < 0:
             continue
@@ -127,19 +136,21 @@ def _generators(roots: list[Any]) -> dict[int, tuple[str, Any]]:
         if isinstance(value, _RANDOM_STATES):
             found[id(value)] = (name, value)
             continue
-        if isinstance(value, types.ModuleType):
+        if isinstance(value, types.ModuleType | type):  # (a class's attributes: as a module's)
             modules.append((name, value, depth))
             continue
         todo.extend(_inside(name, value, depth - 1, read))
-        if not todo and modules:  # the modules last, once every function's names are known
-            todo.extend(
-                (f"{module_name}.{attr}", getattr(module, attr), depth - 1)
-                for module_name, module, depth in modules
-                for attr in sorted(read)
-                if isinstance(getattr(module, attr, None), _RANDOM_STATES)
-            )
-            modules = []
     return found
+
+
+def _held(owner: Any, attr: str) -> Any:
+    """What a module or a class holds under ``attr`` (read from its dicts: a module's
+    ``__getattr__`` may warn or import)."""
+    for space in (owner,) if isinstance(owner, types.ModuleType) else owner.__mro__:
+        found = vars(space).get(attr)
+        if found is not None:
+            return found
+    return None
 
 
 def _inside(name: str, value: Any, depth: int, read: set[str]) -> list[tuple[str, Any, int]]:
@@ -233,6 +244,9 @@ def refusing_draws(where: str, fun: Any, args: list[Any], tape: Tape) -> Iterato
     """Raise :class:`~nodegrad.errors.RandomDrawError` if the code run inside draws random
     numbers (see the module's docstring); ``where`` names the replay in messages, ``fun``
     and ``args`` are where generators are looked for."""
+    generators = _generators([("the function", fun), *((f"an argument ({type(a).__name__})", a) for a in args)])
+    before = {k: _state(g) for k, (_, g) in generators.items()}
+    python_before = random.getstate()
     modules = [np.random] + [m for m in (sys.modules.get("nodegrad.numpy.random"),) if m is not None]
     saved: list[tuple[Any, str, Any]] = []
     watch = tape.watch = _Watch(where)
@@ -249,14 +263,11 @@ def refusing_draws(where: str, fun: Any, args: list[Any], tape: Tape) -> Iterato
     for owner, name, stand_in in _entropy_sources(where, watch):
         saved.append((owner, name, getattr(owner, name)))
         setattr(owner, name, stand_in)
-    generators = _generators([("the function", fun), *((f"an argument ({type(a).__name__})", a) for a in args)])
-    before = {k: _state(g) for k, (_, g) in generators.items()}
-    python_before = random.getstate()
     try:
         yield
     finally:
         tape.watch = None
-        for module, name, fn in saved:
+        for module, name, fn in reversed(saved):
             setattr(module, name, fn)
     for k, (name, generator) in generators.items():
         if _state(generator) != before[k]:
