@@ -332,6 +332,16 @@ def _writer(kind: str) -> Callable[[], Callable[..., Any]]:
             "np.put": lambda x: (np.put(b := np.zeros(3), [0, 2], x[:2]), b)[1],
             "a view of it": lambda x: (np.add.at((b := np.zeros(4))[1:], [0, 0], x[:2]), b)[1],
             "sort in place": lambda x: ((b := x * 1.0).sort(), b)[1],
+            "out given by position": lambda x: (np.add(x[:3], 1.0, b := np.zeros(3)), b)[1],
+            "np.clip, out by position": lambda x: (np.clip(x[:3], 0.0, 2.0, b := np.zeros(3)), b)[1],
+            "a view of it, by a computed index": lambda x: (
+                operator.iadd((b := np.zeros(6))[np.argmax(x) :][:2], x[:2]),
+                b,
+            )[1],
+            "itself, handed back by a recorded call": lambda x: (
+                operator.iadd(np.atleast_1d(b := np.zeros(4), x)[0], x),
+                b,
+            )[1],
             "np.add.at into a copy": lambda x: (np.add.at(b := np.zeros_like(x), [0, 0, 1], x[:3]), b)[1],
             "np.add.at, a closure's buffer": lambda x: (
                 np.add.at(closure_buffer, [0, 0, 1], x[:3]), closure_buffer * 1
@@ -348,7 +358,9 @@ def _writer(kind: str) -> Callable[[], Callable[..., Any]]:
 
 WRITES = [
     "np.add.at", "np.maximum.at", "np.multiply.at", "out=", "reduce out=", "np.copyto", "x[...] =",
-    "x[i] = one value", "ndarray.fill", "np.put", "a view of it", "sort in place", "np.add.at into a copy",
+    "x[i] = one value", "ndarray.fill", "np.put", "a view of it", "sort in place", "out given by position",
+    "np.clip, out by position", "a view of it, by a computed index",
+    "itself, handed back by a recorded call", "np.add.at into a copy",
     "np.add.at, a closure's buffer", "np.add.at, a global buffer", "savetxt into a StringIO",
 ]  # fmt: skip
 

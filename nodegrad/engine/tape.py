@@ -188,9 +188,8 @@ class Tape:
                 array.flags.writeable = True
             if watch is not None:
                 watch(False)
-        if locked and type(out) is np.ndarray and any(out is a for a in locked):
-            out = out.view()  # a constant handed back: a write into it must not reach it
-            out.flags.writeable = False
+        if locked:
+            out = _read_only_if_locked(out, locked)
         return self._outputs(fn, name, args, kwargs, out, static or fn in _SHAPE_STATIC or type(fn) is np.ufunc)
 
     def whole(self, fn: Any, args: tuple[Any, ...], name: str) -> Any:
@@ -341,6 +340,18 @@ _SHAPE_STATIC.update(method_caller(name) for name in _SHAPE_STATIC_METHODS)
 def _writes_at(fn: Any) -> bool:
     """Whether ``fn`` is a ufunc's ``at`` method (``np.add.at``: unbuffered, in place)."""
     return getattr(fn, "__name__", None) == "at" and type(getattr(fn, "__self__", None)) is np.ufunc
+
+
+def _read_only_if_locked(out: Any, locked: list[np.ndarray]) -> Any:
+    """``out`` with each constant it hands back as it is (``np.atleast_1d(c, x)``) made a
+    read-only view (views made during the call are read-only already): a write into it
+    must not reach the constant."""
+    if type(out) is tuple or type(out) is list:
+        return type(out)(_read_only_if_locked(o, locked) for o in out)
+    if type(out) is np.ndarray and any(out is a for a in locked):
+        out = out.view()
+        out.flags.writeable = False
+    return out
 
 
 def _lock_constants(value: Any, name: str, locked: list[np.ndarray]) -> list[np.ndarray]:
