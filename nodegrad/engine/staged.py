@@ -11,12 +11,14 @@ the registry given one is handed to the replay interpreter (:mod:`nodegrad.ops.s
 through :data:`nodegrad.engine.record.INTERPRETERS`, which appends the op's forward.
 
 Nothing reads ``now`` behind the tape's back: a conversion to a Python value (``bool`` in
-an ``if``, ``int``, ``float``, an index) gives the value and appends a **guard** (a
+an ``if``, ``int``, ``float``, an index, a text) gives the value and appends a **guard** (a
 replay whose guard comes out differently is a miss, and the function is recorded again for
 that path); a call that would turn it into a plain array outside numpy's protocols
 (``np.asarray`` by a library that cannot see it) makes the recording unreplayable. The
 shape and dtype are the arguments' signature's, so reading them appends nothing, and a
-call whose result's shape could depend on values appends a shape check.
+call whose result's shape could depend on values appends a shape check. Which of these each
+attribute and protocol of an array is, is decided in one table,
+:data:`nodegrad.engine.face.FACE`; ``isinstance`` sees the type of the value it stands for.
 """
 
 from __future__ import annotations

@@ -359,13 +359,15 @@ def _leaf_key(leaf: Any, static: bool) -> Any:
     kind = type(leaf)
     if kind is np.ndarray and leaf.dtype.hasobject:
         return _content_key(leaf)  # strings, say: its bytes would be pointers
+    if kind in HANDLES:
+        return None  # a value of a transform around (a nested replay's recording, say): run eagerly
     if static:
         if isinstance(leaf, np.ndarray):
             return (_STATIC, leaf.shape, leaf.dtype, leaf.tobytes())
         return (_STATIC, exact_key(leaf))
     if kind is np.ndarray:
         return (leaf.shape, leaf.dtype)
-    if kind in HANDLES or isinstance(leaf, np.ndarray):
+    if isinstance(leaf, np.ndarray):
         return None
     if isinstance(leaf, np.generic):
         return (kind, leaf.dtype)
