@@ -618,3 +618,28 @@ def test_what_eager_code_reads_of_an_array_is_read_honestly(name: str, transform
     if transform == "f":  # a strided argument: the layout changes too
         calls.append((np.array([1.0, 7.0, 2.5, 7.0])[::2],))
     check(lambda: TRANSFORMS[transform](READS[name]), calls, f"{name} under {transform}")
+
+
+LAYOUT_LOSSES: dict[str, Callable[[Any], Any]] = {
+    "reshape": lambda x: np.sum(x.reshape(-1) * np.arange(4.0)),
+    "transpose": lambda x: np.sum(x.T @ np.ones((2, 2))),
+    "identity": np.sum,
+    "ravel then view": lambda x: np.sum(np.ravel(x)[::-1] * np.arange(4.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT_LOSSES))
+def test_a_gradient_follows_its_arguments_memory_layout(name: str) -> None:
+    """Arguments of one shape and dtype but another memory layout share a signature: the
+    replayed gradients equal the eager ones, and none is a view of another array."""
+    loss = LAYOUT_LOSSES[name]
+    calls = [
+        (np.arange(4.0).reshape(2, 2),),
+        (np.arange(8.0).reshape(2, 4)[:, ::2],),
+        (np.asfortranarray(np.arange(4.0).reshape(2, 2)),),
+        (np.arange(4.0).reshape(2, 2),),
+    ]
+    seen = check(lambda: ng.grad(loss), calls, name)
+    for (x,) in calls:
+        g = seen.fast(x)
+        assert not np.shares_memory(g, x) and g.flags.writeable and g.base is None, name
