@@ -209,10 +209,27 @@ def _entropy(where: str, watch: _Watch, what: str, fn: Callable[..., Any]) -> Ca
     def refuse(*args: Any, **kwargs: Any) -> Any:
         if watch.inside or threading.get_ident() != watch.thread:
             return fn(*args, **kwargs)
-        msg = f"{where}: {what} draws fresh entropy [at {user_location()}]: {_ADVICE}"
+        msg = f"{where}: {what} draws fresh entropy [at {_caller()}]: {_ADVICE}"
         raise RandomDrawError(msg)
 
     return refuse
+
+
+def _caller() -> str:
+    """``file:line`` of the user's code that asked for entropy: the innermost frame outside
+    nodegrad and the modules ``random`` and ``os`` (``random.Random()`` seeds in random's code)."""
+    skipped = {os.path.abspath(m.__file__) for m in (random, os) if m.__file__}
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if filename not in skipped and not filename.startswith(_PACKAGE + os.sep):
+            return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        frame = frame.f_back
+    return user_location()
+
+
+#: nodegrad's own directory.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _unseeded_python(where: str, watch: _Watch, seed: Callable[..., Any]) -> Callable[..., Any]:
