@@ -179,6 +179,9 @@ class Handler:
         #: Classes whose handlers share a family stand for each other where a structure is
         #: matched (a pandas DataFrame and the Frame it is inside a function); None: none.
         self.family: str | None = None
+        #: What a rebuilt copy takes from the template besides the entries (a pandas
+        #: object's index), as a hashable key: part of a replay's signature. None: nothing.
+        self.meta: Callable[[Any], Hashable] | None = None
 
     def static_mask(self, value: Any, count: int | None = None) -> list[bool]:
         """Which entries are marked static by the class itself (``count``: how many

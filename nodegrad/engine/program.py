@@ -170,6 +170,7 @@ def _lines(writer: _Writer, step: Instruction, k: int) -> list[str]:
             return [f"    if {'not ' if step.expected[1] else ''}{x}: raise MISS"]
         convert = writer.constant(step.fn, "g")
         extra = "".join(f", {writer.expr(a)}" for a in step.args[1:])
+        extra += "".join(f", {k}={writer.expr(v)}" for k, v in step.kwargs.items())
         return [f"    if _key({convert}({x}{extra})) != {writer.constant(step.expected, 'e')}: raise MISS"]
     call = writer.call(step)
     if not step.outs:

@@ -11,12 +11,14 @@ the registry given one is handed to the replay interpreter (:mod:`nodegrad.ops.s
 through :data:`nodegrad.engine.record.INTERPRETERS`, which appends the op's forward.
 
 Nothing reads ``now`` behind the tape's back: a conversion to a Python value (``bool`` in
-an ``if``, ``int``, ``float``, an index) gives the value and appends a **guard** (a
+an ``if``, ``int``, ``float``, an index, a text) gives the value and appends a **guard** (a
 replay whose guard comes out differently is a miss, and the function is recorded again for
 that path); a call that would turn it into a plain array outside numpy's protocols
 (``np.asarray`` by a library that cannot see it) makes the recording unreplayable. The
 shape and dtype are the arguments' signature's, so reading them appends nothing, and a
-call whose result's shape could depend on values appends a shape check.
+call whose result's shape could depend on values appends a shape check. Which of these each
+attribute and protocol of an array is, is decided in one table,
+:data:`nodegrad.engine.face.FACE`; ``isinstance`` sees the type of the value it stands for.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nodegrad.engine.traced import ArrayFace, Traced
-from nodegrad.errors import ArenaError, user_location
+from nodegrad.engine.traced import READERS, ArrayFace, Traced
+from nodegrad.errors import user_location
 
 if TYPE_CHECKING:
     from nodegrad.engine.tape import Tape
@@ -95,7 +97,6 @@ class Staged(ArrayFace):
 
     __slots__ = ("level", "now", "slot")
     __array_priority__ = 1000
-    __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
     def __init__(self, level: Tape, slot: int, now: Any) -> None:
         self.level = level
@@ -137,15 +138,28 @@ class Staged(ArrayFace):
     def __len__(self) -> int:
         return len(self.now)
 
+    @property  # type: ignore[misc]  # isinstance() asks __class__ when type() does not answer
+    def __class__(self) -> type:
+        # The type the value has eagerly (an ndarray, a np.float64): part of the signature,
+        # so isinstance(x, float) takes the branch it takes eagerly.
+        return type(self.now)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only names that the face (nodegrad.engine.face) does not give a staged value arrive
+        # here: a name its value has is one nothing decided about, so it is not read.
+        try:
+            now = object.__getattribute__(self, "now")
+        except AttributeError:
+            now = None
+        if name.startswith("__") or not hasattr(now, name):
+            msg = f"{type(now).__name__!r} object has no attribute {name!r}"
+            raise AttributeError(msg)
+        msg = f"x.{name} of a staged value, an attribute replay does not know [at {user_location()}]"
+        raise Unreplayable(msg)
+
     def __iter__(self) -> Any:
         for i in range(len(self)):
             yield self[i]
-
-    def __repr__(self) -> str:
-        return f"Staged(slot {self.slot} of {self.level.name}: {self.now!r})"
-
-    def __format__(self, spec: str) -> str:
-        return format(self.now, spec)  # reading, for a log line: printed when recorded only
 
     # -- numpy's protocols: numpy's own code on the values, appended --------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -209,18 +223,8 @@ class Staged(ArrayFace):
         """The value as nested Python lists (guarded: a replay checks they are the same)."""
         return self.level.guard(self, "tolist")
 
-    def __contains__(self, item: Any) -> bool:
-        return bool(self.level.call(operator.contains, (self, item), {}, "in"))
 
-    def __reduce__(self) -> Any:
-        msg = "a staged value cannot be pickled: it exists only while replay records the function"
-        raise ArenaError(msg)
-
-    def __copy__(self) -> Any:
-        return self.level.call(np.ndarray.copy, (self,), {}, "copy", static=True)
-
-    def __deepcopy__(self, memo: Any) -> Any:
-        return self.__copy__()
+READERS[Staged] = lambda staged, fn: staged.level.guard(staged, "apply", fn)  # (see nodegrad.engine.traced.read)
 
 
 def _foreign(values: Any) -> bool:
@@ -234,40 +238,6 @@ def _foreign(values: Any) -> bool:
 #: numpy functions that read only shapes and dtypes (fixed by the signature): answered
 #: without a trace.
 _ABOUT_SHAPES = {np.shape, np.ndim, np.size, np.iscomplexobj, np.isrealobj, np.result_type}
-
-
-def _operator(fn: Callable[..., Any], name: str, reflected: bool = False) -> Callable[..., Any]:
-    if reflected:
-
-        def reflected_op(self: Staged, other: Any) -> Any:
-            if _foreign(other):
-                return NotImplemented
-            return self.level.call(fn, (other, self), {}, name)
-
-        return reflected_op
-
-    def op(self: Staged, other: Any) -> Any:
-        if _foreign(other):
-            return NotImplemented
-        return self.level.call(fn, (self, other), {}, name)
-
-    return op
-
-
-def _unary(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-    def op(self: Staged) -> Any:
-        return self.level.call(fn, (self,), {}, name)
-
-    return op
-
-
-def _method(name: str) -> Callable[..., Any]:
-    def method(self: Staged, *args: Any, **kwargs: Any) -> Any:
-        return self.level.call(method_caller(name), (self, *args), kwargs, f"x.{name}")
-
-    method.__name__ = name
-    method.__doc__ = f"``ndarray.{name}``, recorded."
-    return method
 
 
 _BOUND: dict[str, Callable[..., Any]] = {}
@@ -289,66 +259,6 @@ def _caller(name: str) -> Callable[..., Any]:
     call.__name__ = f"x.{name}"
     call.method = name  # type: ignore[attr-defined]
     return call
-
-
-class _Reader:
-    """Reads attribute ``attribute`` of its argument (compiled as ``v.T``)."""
-
-    __slots__ = ("attribute",)
-
-    def __init__(self, attribute: str) -> None:
-        self.attribute = attribute
-
-    def __call__(self, value: Any) -> Any:
-        return getattr(value, self.attribute)
-
-
-def _attribute(name: str) -> property:
-    reader = _Reader(name)
-
-    def read(self: Staged) -> Any:
-        return self.level.call(reader, (self,), {}, f"x.{name}", static=True)
-
-    return property(read, doc=f"``ndarray.{name}``, recorded.")
-
-
-def _face() -> None:
-    """Give :class:`Staged` the operators and methods of an array, each recorded."""
-    names = {
-        "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-        "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow, "matmul": operator.matmul,
-        "and": operator.and_, "or": operator.or_, "xor": operator.xor, "lshift": operator.lshift,
-        "rshift": operator.rshift,
-    }  # fmt: skip
-    for name, fn in names.items():
-        setattr(Staged, f"__{name}__", _operator(fn, f"x {_BINARY[fn]} y"))
-        setattr(Staged, f"__r{name}__", _operator(fn, f"y {_BINARY[fn]} x", reflected=True))
-        inplace = getattr(operator, f"i{name}")
-        setattr(Staged, f"__i{name}__", _operator(inplace, f"x {_BINARY[fn]}= y"))
-    for name, fn in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge)):
-        setattr(Staged, f"__{name}__", _operator(fn, f"x {_BINARY[fn]} y"))
-    Staged.__eq__ = _operator(operator.eq, "x == y")  # type: ignore[method-assign]
-    Staged.__ne__ = _operator(operator.ne, "x != y")  # type: ignore[method-assign]
-    Staged.__hash__ = None  # type: ignore[assignment]
-    unary: dict[str, Callable[..., Any]] = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
-    for name, one in {**unary, "abs": abs}.items():
-        setattr(Staged, f"__{name}__", _unary(one, name))
-    Staged.__getitem__ = _operator(operator.getitem, "x[i]")  # type: ignore[method-assign]
-
-    def setitem(self: Staged, index: Any, value: Any) -> None:
-        self.level.call(operator.setitem, (self, index, value), {}, "x[i] = v")
-
-    setattr(Staged, "__setitem__", setitem)  # noqa: B010  (a method defined here, not a name known to type checkers)
-    for name in ("T", "mT", "real", "imag"):
-        setattr(Staged, name, _attribute(name))
-    own = set(vars(Staged))
-    for name in dir(np.ndarray):
-        if name.startswith("_") or name in own or not callable(getattr(np.ndarray, name)):
-            continue
-        setattr(Staged, name, _method(name))
-
-
-_face()
 
 
 def call_on(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

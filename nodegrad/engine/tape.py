@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+import nodegrad.engine.face  # noqa: F401  (gives staged values their operators, methods and attributes)
 from nodegrad.engine.staged import _BINARY, _UNARY, FOREIGN, Staged, Unreplayable, method_caller, only_staged
 from nodegrad.engine.traced import next_stamp
 from nodegrad.errors import LeakedTracerError, user_location
@@ -64,7 +66,7 @@ class Instruction:
 
 
 #: Conversions to Python values, and how each is repeated on replay.
-GUARDS: dict[str, Callable[[Any], Any]] = {
+GUARDS: dict[str, Callable[..., Any]] = {
     "bool": bool,
     "int": int,
     "index": operator.index,
@@ -76,6 +78,14 @@ GUARDS: dict[str, Callable[[Any], Any]] = {
     "ceil": math.ceil,
     "item": lambda v, *at: v.item(*at),
     "tolist": lambda v: v.tolist(),
+    "format": format,
+    "str": str,
+    "repr": repr,
+    "bytes": bytes,
+    "hash": hash,
+    "attribute": lambda v, name: getattr(v, name),
+    "method": lambda v, name, *args, **kwargs: getattr(v, name)(*args, **kwargs),
+    "apply": lambda v, fn: fn(v),
 }
 
 _SYNTAX: dict[Any, str] = {**_BINARY, **_UNARY, operator.getitem: "[]", operator.setitem: "[]="}
@@ -159,12 +169,27 @@ class Tape:
         raw_args = self._raw(args)
         raw_kwargs = {k: self._raw(v) for k, v in kwargs.items()} if kwargs else kwargs
         self._note_writes(fn, name, args, kwargs, raw_args, raw_kwargs)
+        locked = _lock_constants((args, kwargs), name, [])
         watch = self.watch
         if watch is not None:
             watch(True)
-        out = fn(*raw_args, **raw_kwargs)
-        if watch is not None:
-            watch(False)
+        try:
+            out = fn(*raw_args, **raw_kwargs)
+        except ValueError as exc:
+            if "read-only" not in str(exc):
+                raise
+            msg = (
+                f"{name} writes into an array made outside the recorded calls (np.zeros(...) in the function, or "
+                f"a view of one), which a replay would share between calls [at {user_location()}]"
+            )
+            raise Unreplayable(msg) from None  # (eagerly, a write into a read-only array fails as it does here)
+        finally:
+            for array in locked:
+                array.flags.writeable = True
+            if watch is not None:
+                watch(False)
+        if locked:
+            out = _read_only_if_locked(out, locked)
         return self._outputs(fn, name, args, kwargs, out, static or fn in _SHAPE_STATIC or type(fn) is np.ufunc)
 
     def whole(self, fn: Any, args: tuple[Any, ...], name: str) -> Any:
@@ -212,13 +237,14 @@ class Tape:
         msg = f"{name} returned a {type(out).__name__}, which a replay cannot hold [at {user_location()}]"
         raise Unreplayable(msg)
 
-    def guard(self, x: Staged, kind: str, *extra: Any) -> Any:
-        """``x`` converted to a Python value (``kind``, one of :data:`GUARDS`; ``extra`` its
-        further arguments), with a guard appended that checks the conversion gives the same
-        on replay."""
+    def guard(self, x: Staged, kind: str, *extra: Any, **options: Any) -> Any:
+        """``x`` converted to a Python value (``kind``, one of :data:`GUARDS`; ``extra`` and
+        ``options`` its further arguments), with a guard appended that checks the conversion
+        gives the same on replay."""
         self._check(x)
-        value = GUARDS[kind](x.now, *extra)
-        self.instructions.append(Instruction(kind, kind, GUARDS[kind], (x, *extra), {}, expected=exact_key(value)))
+        value = GUARDS[kind](x.now, *self._raw(extra), **self._raw(options))
+        step = Instruction(kind, kind, GUARDS[kind], (x, *extra), options, expected=exact_key(value))
+        self.instructions.append(step)
         return value
 
     # -- reading the staged values ----------------------------------------------------------
@@ -261,7 +287,7 @@ class Tape:
             outs = out if type(out) is tuple else (out,)
             raws = raw_kwargs["out"] if type(out) is tuple else (raw_kwargs["out"],)
             targets.extend(zip(outs, raws, strict=True))
-        if fn in _WRITES and args:
+        if (fn in _WRITES or _writes_at(fn) or (fn is _BYTESWAP and (args[1:] or kwargs.get("inplace")))) and args:
             targets.append((args[0], raw_args[0]))
         for staged, raw in targets:
             if raw is None:
@@ -295,17 +321,63 @@ _WRITES: set[Any] = {
 
 
 #: Array methods that write into the array.
-_WRITING_METHODS = {"fill", "sort", "put", "partition", "resize", "setfield", "itemset", "setflags", "byteswap"}
+_WRITING_METHODS = {"fill", "sort", "put", "partition", "resize", "setfield", "itemset", "setflags"}
+
+#: ``x.byteswap(inplace=True)`` writes into ``x``; ``x.byteswap()`` makes a copy.
+_BYTESWAP = method_caller("byteswap")
 
 #: Array methods whose result's shape follows from the arguments' shapes.
 _SHAPE_STATIC_METHODS = {
     "all", "any", "argmax", "argmin", "argsort", "astype", "clip", "conj", "conjugate", "copy", "cumprod", "cumsum",
-    "dot", "flatten", "max", "mean", "min", "prod", "ravel", "reshape", "round", "sort", "squeeze", "std", "sum",
-    "swapaxes", "transpose", "var", "view",
+    "dot", "flatten", "byteswap", "max", "mean", "min", "prod", "ravel", "reshape", "round", "sort", "squeeze", "std",
+    "sum", "swapaxes", "transpose", "var", "view",
 }  # fmt: skip
 
 _WRITES.update(method_caller(name) for name in _WRITING_METHODS)
 _SHAPE_STATIC.update(method_caller(name) for name in _SHAPE_STATIC_METHODS)
+
+
+def _writes_at(fn: Any) -> bool:
+    """Whether ``fn`` is a ufunc's ``at`` method (``np.add.at``: unbuffered, in place)."""
+    return getattr(fn, "__name__", None) == "at" and type(getattr(fn, "__self__", None)) is np.ufunc
+
+
+def _read_only_if_locked(out: Any, locked: list[np.ndarray]) -> Any:
+    """``out`` with each constant it hands back as it is (``np.atleast_1d(c, x)``) made a
+    read-only view (views made during the call are read-only already): a write into it
+    must not reach the constant."""
+    if type(out) is tuple or type(out) is list:
+        return type(out)(_read_only_if_locked(o, locked) for o in out)
+    if type(out) is np.ndarray and any(out is a for a in locked):
+        out = out.view()
+        out.flags.writeable = False
+    return out
+
+
+def _lock_constants(value: Any, name: str, locked: list[np.ndarray]) -> list[np.ndarray]:
+    """Make the writeable arrays among a call's arguments that the tape does not hold (its
+    constants) read-only, for the call: a call writing into one would write into the same
+    array on every replay (results piling up from call to call), so it fails, and the
+    recording is given up. A stream (a file, a ``StringIO``) is refused for the same reason.
+    Returns the arrays locked, to unlock after the call."""
+    kind = type(value)
+    if kind is tuple or kind is list:
+        for v in value:
+            _lock_constants(v, name, locked)
+    elif kind is dict:
+        for v in value.values():
+            _lock_constants(v, name, locked)
+    elif kind is np.ndarray:
+        if value.flags.writeable:
+            value.flags.writeable = False
+            locked.append(value)
+    elif kind is not Staged and hasattr(value, "write") and not isinstance(value, type):
+        msg = (
+            f"{name} is given a stream ({type(value).__name__}), which a replay would write to or read from again "
+            f"as it is now, not as the function would make it [at {user_location()}]"
+        )
+        raise Unreplayable(msg)
+    return locked
 
 
 def _described(value: Any) -> str:
@@ -324,10 +396,21 @@ def _stageable(value: Any) -> bool:
 
 
 def exact_key(value: Any) -> Any:
-    """A key equal for two conversions' results exactly when they are the same value (a
-    float's sign of zero and NaN included): what guards compare."""
-    if type(value) is float or type(value) is complex:
-        return (type(value), repr(value))
-    if type(value) is list:
+    """A key equal for two values exactly when they are the same value of the same type (a
+    float's sign of zero and NaN's bits included; ``1``, ``1.0`` and ``True`` apart): what
+    guards and signatures compare."""
+    kind = type(value)
+    if kind is float:
+        return (float, _DOUBLE.pack(value))
+    if kind is complex:
+        return (complex, _DOUBLE.pack(value.real), _DOUBLE.pack(value.imag))
+    if kind is tuple:
+        return (tuple, *(exact_key(v) for v in value))
+    if kind is list:
         return (list, repr(value))
-    return (type(value), value)
+    if isinstance(value, np.generic) and value.dtype.kind in "fc":
+        return (kind, value.tobytes())
+    return (kind, value)
+
+
+_DOUBLE = struct.Struct("<d")

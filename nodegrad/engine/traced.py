@@ -16,6 +16,7 @@ import os
 import site
 import sys
 import sysconfig
+from collections.abc import Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["DETACH", "ArrayFace", "Traced", "describe", "next_stamp", "unwrap"]
+__all__ = ["DETACH", "READERS", "ArrayFace", "Traced", "describe", "next_stamp", "read", "unwrap"]
 
 
 _STAMPS = itertools.count()
@@ -38,6 +39,18 @@ def next_stamp() -> int:
     replay's recording was made. Transforms nest, so of two that are running, the later
     one is the inner one."""
     return next(_STAMPS)
+
+
+#: How a Python value is read out of a value of an interpreter below the arena (a value
+#: staged by replay: through a guard, so a replay checks it reads the same), by its type.
+READERS: dict[type, Callable[[Any, Callable[[Any], Any]], Any]] = {}
+
+
+def read(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """``fn`` of the plain value ``value`` stands for (a text for a display, say): what
+    ``fn(value)`` is for a plain value; for a staged one, read through a guard."""
+    reader = READERS.get(type(value))
+    return fn(value) if reader is None else reader(value, fn)
 
 
 def unwrap(value: Any) -> Any:
@@ -108,6 +121,10 @@ def _instead_of(call: str) -> str:
     if call.startswith("math.") and isinstance(getattr(np, name, None), np.ufunc):
         return f"use np.{name}(x), which records an op, instead of {call}(x)"
     return f"use a nodegrad op or a numpy function instead of {call}"
+
+
+def _shown(value: Any) -> str:
+    return np.array2string(np.asarray(value), threshold=6)
 
 
 class ArrayFace:
@@ -212,8 +229,8 @@ class Traced(ArrayFace):
 
     def __repr__(self) -> str:
         value = unwrap(self.value)
-        value = getattr(value, "now", value)  # a value staged by replay: what it holds in this recording
-        return f"Traced(node {self.index}, {describe(value)}: {np.array2string(np.asarray(value), threshold=6)})"
+        text = read(value, _shown)
+        return f"Traced(node {self.index}, {describe(value)}: {text})"
 
     def __bool__(self) -> bool:
         return bool(unwrap(self.value))

@@ -35,6 +35,7 @@ from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, StructureError, user_location
 from nodegrad.ops.pipeline.segments import segment_max as _segment_max
 from nodegrad.ops.pipeline.segments import segment_sum as _segment_sum
+from nodegrad.ops.sealed import Sealed, index_key
 from nodegrad.ops.table_arithmetic import TableArithmetic
 
 __all__ = ["Frame"]
@@ -484,6 +485,8 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     child is None: a gradient's static entries; None where every child is); a
     :class:`Frame` where a child is traced."""
     labels = list(template.columns)
+    if _staged_only(children):
+        return Sealed(template, labels, children)  # a replayed function's argument: see nodegrad.ops.sealed
     if _has_handles(children):  # a gradient's static columns (None) left out
         return Frame({k: v for k, v in zip(labels, children, strict=True) if v is not None}, index=template.index)
     # A column read by row gathers only has a RowSparse gradient (sparse_rows=True): a
@@ -513,9 +516,18 @@ def _series_column(series: Any, label: Hashable) -> Any:
 
 def _series_build(template: Any, children: list[Any]) -> Any:
     (child,) = children
+    if _staged_only(children):
+        return Sealed(template, [template.name], children)  # a replayed function's argument
     if child is None or type(child) in HANDLES:
         return child  # inside a function, a Series is its values
     return _pandas().Series(_dense(child), index=template.index, name=template.name)
+
+
+def _staged_only(children: list[Any]) -> bool:
+    """Whether the values in ``children`` that stand for arrays are all staged by replay (so
+    the pandas object is an argument the recording hands the function), and some are."""
+    kinds = {type(c) for c in children if type(c) in HANDLES}
+    return kinds == {Staged}
 
 
 def _check_columns(data: dict[Hashable, Any]) -> None:
@@ -538,10 +550,13 @@ def _handler_for(cls: type) -> Handler | None:
     subclasses); ``None`` (a leaf) for any other."""
     pd = importlib.import_module("pandas")
     if issubclass(cls, pd.DataFrame):
-        return _map_handler(_frame_labels, _frame_column, _frame_build)
-    if issubclass(cls, pd.Series):
-        return _map_handler(_series_labels, _series_column, _series_build, family=None)
-    return None
+        handler = _map_handler(_frame_labels, _frame_column, _frame_build)
+    elif issubclass(cls, pd.Series):
+        handler = _map_handler(_series_labels, _series_column, _series_build, family=None)
+    else:
+        return None
+    handler.meta = index_key  # the rows' labels: a replay's signature holds them
+    return handler
 
 
 def _map_handler(labels: Any, column: Any, build: Any, family: str | None = "table") -> Handler:

@@ -26,7 +26,7 @@ from nodegrad.engine.program import NonFinite, Program, compile_tape
 from nodegrad.engine.record import interpreting
 from nodegrad.engine.staged import RECORDING, Miss, Staged, Unreplayable
 from nodegrad.engine.structure import LEAF, TreeDef, UnwalkableError, flatten
-from nodegrad.engine.tape import Instruction, Tape
+from nodegrad.engine.tape import Instruction, Tape, exact_key
 from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
 from nodegrad.ops import staging as staging  # the replay interpreter of ops, registered on import
 from nodegrad.transforms.common import Transformed, check_callable, name_of, normalize_argnums
@@ -220,8 +220,9 @@ class Replayed(Transformed[P, Any]):
         layout to rebuild the dynamic arguments from the leaves (a TreeDef per argument,
         ``None`` for an array); ``None`` when the call must run eagerly (a traced, batched
         or staged argument, or one no signature can hold)."""
-        static_pos = tuple(args[k] for k in self._static_argnums if k < len(args))
-        static_kw = tuple((k, kwargs[k]) for k in self._static_argnames if k in kwargs)
+        # By value and exactly (0.0 and -0.0, 1 and 1.0 apart); the value itself must hash.
+        static_pos = tuple((args[k], exact_key(args[k])) for k in self._static_argnums if k < len(args))
+        static_kw = tuple((k, kwargs[k], exact_key(kwargs[k])) for k in self._static_argnames if k in kwargs)
         values = [a for k, a in enumerate(args) if k not in self._static_argnums]
         names = [k for k in kwargs if k not in self._static_argnames]
         values += [kwargs[k] for k in names]
@@ -358,19 +359,21 @@ def _leaf_key(leaf: Any, static: bool) -> Any:
     kind = type(leaf)
     if kind is np.ndarray and leaf.dtype.hasobject:
         return _content_key(leaf)  # strings, say: its bytes would be pointers
+    if kind in HANDLES:
+        return None  # a value of a transform around (a nested replay's recording, say): run eagerly
     if static:
         if isinstance(leaf, np.ndarray):
             return (_STATIC, leaf.shape, leaf.dtype, leaf.tobytes())
-        return (_STATIC, kind, leaf)
+        return (_STATIC, exact_key(leaf))
     if kind is np.ndarray:
         return (leaf.shape, leaf.dtype)
-    if kind in HANDLES or isinstance(leaf, np.ndarray):
+    if isinstance(leaf, np.ndarray):
         return None
     if isinstance(leaf, np.generic):
         return (kind, leaf.dtype)
     if getattr(leaf, "__hash__", None) is None and hasattr(leaf, "dtype") and hasattr(leaf, "tolist"):
         return _content_key(leaf)  # another library's array (a pandas string or categorical column)
-    return (_STATIC, kind, leaf)
+    return (_STATIC, exact_key(leaf))
 
 
 def _content_key(leaf: Any) -> Any:
@@ -405,14 +408,17 @@ def _rebuild(
 
 def _structure(treedef: TreeDef) -> Any:
     """A hashable summary of ``treedef``: what two calls must share to share a program."""
-    if treedef.handler is None:
+    handler = treedef.handler
+    if handler is None:
         return None
+    meta = None if handler.meta is None else handler.meta(treedef.template)
     if not treedef.has_static and all(c is LEAF for c in treedef.children):  # the commonest container
-        return (type(treedef.template), tuple(treedef.keys))
+        return (type(treedef.template), tuple(treedef.keys), meta)
     return (
         type(treedef.template),
+        meta,
         tuple(treedef.keys),
-        tuple(treedef.static),
+        tuple(exact_key(v) for v in treedef.static),
         tuple(_structure(c) for c in treedef.children),
     )
 
