@@ -21,7 +21,17 @@ from nodegrad.engine.staged import FOREIGN, Staged, call_on
 from nodegrad.engine.traced import ArrayFace, Traced, describe, next_stamp, unwrap
 from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError
 
-__all__ = ["HANDLES", "BatchLevel", "Batched", "BatchingError", "all_values", "next_stamp", "plain", "plain_map"]
+__all__ = [
+    "HANDLES",
+    "BatchLevel",
+    "Batched",
+    "BatchingError",
+    "ExampleValueError",
+    "all_values",
+    "next_stamp",
+    "plain",
+    "plain_map",
+]
 
 
 class BatchLevel:
@@ -38,6 +48,18 @@ class BatchLevel:
 
     def __repr__(self) -> str:
         return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"
+
+
+class ExampleValueError(BatchingError):
+    """A batched value was asked for its value (a plain array, a ``bool``, a number, an
+    index), which each example has its own. A function that reads its arguments' values
+    (a numpy function written here, a public op, a distribution) meets this one and runs
+    once per example instead (:func:`nodegrad.ops.batching.per_example_where_read`):
+    ``level`` is the level whose examples it loops over."""
+
+    def __init__(self, msg: str, level: BatchLevel) -> None:
+        super().__init__(msg)
+        self.level = level
 
 
 class Batched(ArrayFace):
@@ -110,7 +132,7 @@ class Batched(ArrayFace):
             f"{what} of a batched value ({self.level.size} examples of {describe(self.like_example())}, inside "
             f"{self.level.name}) has one answer per example, where Python needs one: {instead}"
         )
-        return BatchingError(msg)
+        return ExampleValueError(msg, self.level)
 
     def _refuse_if_leaked(self, what: str) -> None:
         if not self.level.active:
@@ -157,7 +179,9 @@ class Batched(ArrayFace):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._refuse(
-            "np.asarray()", "use numpy functions (which nodegrad batches) on it, or return it from the function"
+            "np.asarray() (or numpy's own indexing of a plain array by it, t[i] or np.take(t, i))",
+            "use numpy functions (which nodegrad batches) on it, or return it from the function; to index a plain "
+            "array t by it write ng.gather(t, i, axis)",
         )
 
     def __setitem__(self, index: Any, value: Any) -> None:

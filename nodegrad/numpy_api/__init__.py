@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import Batched, ExampleValueError
 from nodegrad.engine.traced import Traced
 from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
 from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
-from nodegrad.ops.batching import value_function, value_ufunc
+from nodegrad.ops.batching import per_example_call, per_example_where_read, value_function, value_ufunc
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
@@ -49,7 +49,10 @@ def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any)
 def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method != "__call__":
         return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
-    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    try:
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    except ExampleValueError as exc:  # its rule here reads values (a NaN test, an exponent)
+        return per_example_where_read(ufunc, inputs, kwargs, exc)
 
 
 # ufuncs of integers and booleans only (masks combined with & and |): plain values, batched.
@@ -61,7 +64,15 @@ _INTEGER_UFUNCS = {
 def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     if func in VALUE_FUNCTIONS:
         return value_function(func, args, kwargs)  # a shape, an index, a mask, batched
-    return dispatch_function(func, args, kwargs)
+    if func not in FUNCTIONS:
+        # numpy's own (np.any, np.isin, np.bincount), which grad meets only on plain values:
+        # run once per example (each example's values traced by a transform outside are
+        # refused there as grad refuses them).
+        return per_example_call(func, args, kwargs)
+    try:
+        return dispatch_function(func, args, kwargs)
+    except ExampleValueError as exc:  # written here reading values (an order, a mask, bins)
+        return per_example_where_read(func, args, kwargs, exc)
 
 
 # numpy's protocols, attached to the engine's handles from here: np.exp(x) and np.sum(x) of a

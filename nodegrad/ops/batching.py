@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
-from nodegrad.engine.record import record, register_interpreter
+from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel, ExampleValueError
+from nodegrad.engine.record import RERUNS, record, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced, unwrap
@@ -42,6 +42,7 @@ __all__ = [
     "made_of_ops",
     "per_example",
     "per_example_call",
+    "per_example_where_read",
     "reduction",
     "shift_axis",
     "to_batched",
@@ -309,6 +310,18 @@ def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     return _stacked_structures(getattr(func, "__name__", repr(func)), results, level)
 
 
+def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: ExampleValueError) -> Any:
+    """``func``, which raised ``exc`` reading the value of a batched argument (a plain array,
+    a ``bool``, an index), run once per example of the innermost level among its arguments:
+    the result the loop over examples gives, for a function that reads values (a numpy
+    function written here, a public op, a distribution). ``exc`` is raised again where the
+    value read is none of the arguments' (a closure's, say): no loop over them would help."""
+    found, _ = flatten((args, kwargs))
+    if not any(type(leaf) is Batched and leaf.level is exc.level for leaf in found):
+        raise exc
+    return per_example_call(func, args, kwargs)
+
+
 def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any:
     """The results of one call per example, as one result whose array leaves are batched
     (other leaves, the same for every example, as they are)."""
@@ -324,7 +337,8 @@ def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any
 
 
 def _is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray | np.generic | float | complex) or type(value) is Traced
+    # Python numbers too (a bool or an int, which np.stack of the loop's results stacks).
+    return isinstance(value, np.ndarray | np.generic | float | complex | int) or type(value) is Traced
 
 
 def _holds_level(a: Any, level: BatchLevel) -> bool:
@@ -386,3 +400,4 @@ def comparison(ufunc: np.ufunc) -> Callable[[Any, Any], Any]:
 
 
 register_interpreter(Batched, interpret)
+RERUNS[ExampleValueError] = per_example_where_read

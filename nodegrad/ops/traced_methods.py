@@ -85,11 +85,11 @@ class _ArrayMethods:
         """The complex conjugate, as ``ndarray.conjugate``."""
         return conj(self)
 
-    def reshape(self, *shape: Any) -> Any:
+    def reshape(self, *shape: Any, order: str = "C") -> Any:
         """Reshape, as ``ndarray.reshape``."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return reshape(self, shape)
+        return reshape(self, shape) if order == "C" else np.reshape(self, shape, order=order)
 
     def transpose(self, *axes: Any) -> Any:
         """Permute axes, as ``ndarray.transpose``."""
@@ -133,14 +133,14 @@ class _ArrayMethods:
         """Cumulative product, as ``ndarray.cumprod``."""
         return cumprod(self, axis)
 
-    def ravel(self) -> Any:
+    def ravel(self, order: str = "C") -> Any:
         """The flattened array, as ``ndarray.ravel``."""
-        return ravel(self)
+        return ravel(self) if order == "C" else np.ravel(self, order=order)
 
-    def flatten(self) -> Any:
+    def flatten(self, order: str = "C") -> Any:
         """The flattened array, as ``ndarray.flatten`` (values are never written in place,
         so a copy and a view are the same thing here)."""
-        return ravel(self)
+        return ravel(self) if order == "C" else np.ravel(self, order=order)
 
     def squeeze(self, axis: Any = None) -> Any:
         """Drop axes of length one, as ``ndarray.squeeze``."""
