@@ -39,11 +39,17 @@ __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_f
 
 
 def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    try:
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    except ExampleValueError as exc:  # traced inside vmap, and its rule here reads values
+        return per_example_where_read(ufunc, inputs, kwargs, exc)
 
 
 def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-    return dispatch_function(func, args, kwargs)
+    try:
+        return dispatch_function(func, args, kwargs)
+    except ExampleValueError as exc:  # traced inside vmap, and written here reading values
+        return per_example_where_read(func, args, kwargs, exc)
 
 
 def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel, ExampleValueError
-from nodegrad.engine.record import RERUNS, record, register_interpreter
-from nodegrad.engine.registry import Op
+from nodegrad.engine.record import RERUNS, append_node, record, register_interpreter
+from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
@@ -138,6 +138,11 @@ def _at(item: Any, b: int, level: BatchLevel | None) -> Any:
 def _stacked(name: str, results: list[Any]) -> Any:
     if results and type(results[0]) is tuple:
         return tuple(_stacked(name, [r[k] for r in results]) for k in range(len(results[0])))
+    _check_same_shapes(name, results)
+    return np.stack(results)
+
+
+def _check_same_shapes(name: str, results: list[Any]) -> None:
     shapes = {np.shape(r) for r in results}
     if len(shapes) > 1:
         msg = (
@@ -149,7 +154,6 @@ def _stacked(name: str, results: list[Any]) -> Any:
     if not results:
         msg = f"{name}: vmap over zero examples cannot tell the shape of a result computed once per example"
         raise ShapeError(msg)
-    return np.stack(results)
 
 
 # -- helpers for rules ------------------------------------------------------------------------
@@ -296,18 +300,40 @@ def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     """``func``, a function of one example that cannot see batched values (a library's,
     say), run once per example of the innermost level among ``args`` (at any key path) and
     its results (any structure) stacked and batched again. Each example is taken from its
-    batched value with an op, so values traced by an enclosing transform stay traced."""
+    batched value with an op, so values traced by an enclosing transform stay traced, and
+    so do values traced by a transform inside the level (``vmap(grad(f))``), through
+    :data:`EXAMPLE` and :data:`STACK_EXAMPLES`, whose rules carry their gradients."""
     found, treedef = flatten((args, kwargs))
-    level = innermost(found)
+    level = _innermost_below(found)
     assert level is not None
-    batched = [type(leaf) is Batched and leaf.level is level for leaf in found]
     results = []
     for b in range(level.size):
-        example_args, example_kwargs = treedef.unflatten(
-            [leaf.value[b] if is_batched else leaf for leaf, is_batched in zip(found, batched, strict=True)]
-        )
+        example_args, example_kwargs = treedef.unflatten([_example_of(leaf, b, level) for leaf in found])
         results.append(func(*example_args, **example_kwargs))
     return _stacked_structures(getattr(func, "__name__", repr(func)), results, level)
+
+
+def _batched_below(leaf: Any) -> Batched | None:
+    """The batched value at the top of ``leaf`` or under its traced levels, if any."""
+    while type(leaf) is Traced:
+        leaf = leaf.value
+    return leaf if type(leaf) is Batched else None
+
+
+def _innermost_below(found: list[Any]) -> BatchLevel | None:
+    """The innermost batch level among ``found``, under traced levels too."""
+    batched = [b for b in map(_batched_below, found) if b is not None]
+    return innermost(batched) if batched else None
+
+
+def _example_of(leaf: Any, b: int, level: BatchLevel) -> Any:
+    """Example ``b`` of ``leaf`` at ``level``: a batched value's entry, a traced one's
+    through :data:`EXAMPLE` (so its gradient reaches the batched value), else ``leaf``."""
+    if type(leaf) is Batched:
+        return leaf.value[b] if leaf.level is level else leaf
+    if type(leaf) is Traced and (below := _batched_below(leaf)) is not None and below.level is level:
+        return _through(EXAMPLE, level, leaf, b, level)
+    return leaf
 
 
 def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: ExampleValueError) -> Any:
@@ -317,7 +343,7 @@ def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
     function written here, a public op, a distribution). ``exc`` is raised again where the
     value read is none of the arguments' (a closure's, say): no loop over them would help."""
     found, _ = flatten((args, kwargs))
-    if not any(type(leaf) is Batched and leaf.level is exc.level for leaf in found):
+    if not any((below := _batched_below(leaf)) is not None and below.level is exc.level for leaf in found):
         raise exc
     return per_example_call(func, args, kwargs)
 
@@ -326,14 +352,109 @@ def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any
     """The results of one call per example, as one result whose array leaves are batched
     (other leaves, the same for every example, as they are)."""
     parts, treedef = flatten(results[0])
-    if treedef is LEAF:
-        return wrap(_stacked(name, results), level)
     columns = zip(*(flatten(r)[0] for r in results), strict=True)
     made = [
-        Batched(_stacked(name, list(column)), level) if _is_array(first) else first
+        _stacked_column(name, list(column), level) if _is_array(first) else first
         for first, column in zip(parts, columns, strict=True)
     ]
-    return treedef.unflatten(made)
+    return made[0] if treedef is LEAF else treedef.unflatten(made)
+
+
+def _stacked_column(name: str, column: list[Any], level: BatchLevel) -> Any:
+    """One result leaf of every example, batched at ``level``: traced by a transform inside
+    the level, through :data:`STACK_EXAMPLES` (a node of that transform's arena)."""
+    _check_same_shapes(name, column)
+    if any(type(v) is Traced and v.arena.stamp > level.stamp for v in column):
+        return _through(STACK_EXAMPLES, level, level, *column)
+    return Batched(np.stack(column), level)  # (a traced value here is one of an enclosing arena)
+
+
+# -- examples of a value traced inside the level: vmap(grad(f)) of a function that reads values --
+# A value traced by a transform inside the level holds every example (its value is batched):
+# EXAMPLE takes one out as a node of that arena, STACK_EXAMPLES puts them back, and the rule
+# of each is the other (INTO_EXAMPLE places one example's cotangent, zeros elsewhere), so
+# gradients of any order flow through the loop over examples. They run on the batched values
+# themselves (made_of_ops), not once per example, and are not in the registry: no user calls them.
+
+
+def _example(x: Any, b: int, level: BatchLevel) -> Any:
+    if type(x) is Batched:
+        if x.level is level:
+            return x.value[b]
+        if x.level.stamp > level.stamp:  # batched inside the level too: each of its examples holds them all
+            return Batched(_through(EXAMPLE, level, x.value, b, level), x.level)
+    return x  # the same for every example
+
+
+def _into_example(g: Any, b: int, level: BatchLevel) -> Batched:
+    if type(g) is Batched and g.level.stamp > level.stamp:
+        return Batched(_through(INTO_EXAMPLE, level, g.value, b, level), g.level)
+    zero = np.zeros_like(g)
+    return Batched(np.stack([g if k == b else zero for k in range(level.size)]), level)
+
+
+def _stack_examples(level: BatchLevel, *examples: Any) -> Batched:
+    inside = [e.level for e in examples if type(e) is Batched and e.level.stamp > level.stamp]
+    if inside:  # batched inside the level too: stacked under that level's batch axis
+        inner = max(inside, key=lambda found: found.stamp)
+        values = [to_batched(e.value if _is_at(e, inner) else e, _is_at(e, inner), inner.size) for e in examples]
+        return Batched(_through(STACK_EXAMPLES, level, level, *values), inner)
+    return Batched(np.stack(examples), level)
+
+
+def _is_at(x: Any, level: BatchLevel) -> bool:
+    return type(x) is Batched and x.level is level
+
+
+def _stack_rule(k: int, g: Any, ans: Any, level: BatchLevel, *examples: Any) -> Any:
+    return _through(EXAMPLE, level, g, k - 1, level)
+
+
+def _through(op: Op, level: BatchLevel, *args: Any) -> Any:
+    """``op`` on ``args``: a node of the arena of a transform inside ``level`` that traces
+    one of them, else the forward itself. Never a node of an arena outside the level: its
+    sweep may run after the level has returned, where no batched value of it may remain
+    (values that arena traces are recorded there by the ops the forward runs on them)."""
+    inside = [a.arena for a in args if type(a) is Traced and a.arena.stamp > level.stamp]
+    if not inside:
+        return op.forward(*args)
+    arena = max(inside, key=lambda found: found.stamp)
+    values = list(args)
+    parents, argnums = [], []
+    for k, a in enumerate(args):
+        if type(a) is Traced and a.arena is arena:
+            parents.append(a.index)
+            argnums.append(k)
+            values[k] = a.value
+    # (Not record: it would hand values traced outside the level to their arena as this op.)
+    out = _through(op, level, *values)
+    return append_node(arena, op, tuple(parents), tuple(argnums), tuple(values), out)
+
+
+EXAMPLE = Op(
+    "example",
+    _example,
+    (lambda g, ans, x, b, level: _through(INTO_EXAMPLE, level, g, b, level), None, None),
+    "batching",
+    doc="one example of a value traced inside a batch level",
+    batch=made_of_ops,
+)
+INTO_EXAMPLE = Op(
+    "into_example",
+    _into_example,
+    (lambda g, ans, x, b, level: _through(EXAMPLE, level, g, b, level), None, None),
+    "batching",
+    doc="one example's value placed in a batched value, zeros elsewhere",
+    batch=made_of_ops,
+)
+STACK_EXAMPLES = Op(
+    "stack_examples",
+    _stack_examples,
+    same_rule_for_all(_stack_rule),
+    "batching",
+    doc="the examples of a value, batched",
+    batch=made_of_ops,
+)
 
 
 def _is_array(value: Any) -> bool:
