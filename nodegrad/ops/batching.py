@@ -431,7 +431,7 @@ def _through(op: Op, level: BatchLevel, *args: Any) -> Any:
     return append_node(arena, op, tuple(parents), tuple(argnums), tuple(values), out)
 
 
-EXAMPLE = Op(
+EXAMPLE: Op = Op(
     "example",
     _example,
     (lambda g, ans, x, b, level: _through(INTO_EXAMPLE, level, g, b, level), None, None),
@@ -439,7 +439,7 @@ EXAMPLE = Op(
     doc="one example of a value traced inside a batch level",
     batch=made_of_ops,
 )
-INTO_EXAMPLE = Op(
+INTO_EXAMPLE: Op = Op(
     "into_example",
     _into_example,
     (lambda g, ans, x, b, level: _through(EXAMPLE, level, g, b, level), None, None),
@@ -447,7 +447,7 @@ INTO_EXAMPLE = Op(
     doc="one example's value placed in a batched value, zeros elsewhere",
     batch=made_of_ops,
 )
-STACK_EXAMPLES = Op(
+STACK_EXAMPLES: Op = Op(
     "stack_examples",
     _stack_examples,
     same_rule_for_all(_stack_rule),
@@ -503,11 +503,10 @@ def _values_per_example(func: Any, level: BatchLevel, args: tuple[Any, ...], kwa
         results.append(func(*example[: len(args)], **dict(zip(names, example[len(args) :], strict=True))))
     name = f"np.{getattr(func, '__name__', repr(func))}"
     if results and isinstance(results[0], tuple):
-        msg = (
-            f"{name} of a batched value gives a tuple whose arrays' lengths depend on each example's values: it cannot "
-            f"be batched (use a mask with np.where instead) [at {user_location()}]"
-        )
-        raise BatchingError(msg)
+        # np.nonzero's index arrays, say: stacked position by position, where the examples
+        # have as many entries (np.stack of the loop's results would refuse them otherwise).
+        parts = [Batched(_stacked(name, [r[k] for r in results]), level) for k in range(len(results[0]))]
+        return type(results[0])(*parts) if hasattr(results[0], "_fields") else tuple(parts)
     return Batched(_stacked(name, results), level)
 
 

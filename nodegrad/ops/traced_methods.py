@@ -85,7 +85,7 @@ class _ArrayMethods:
         """The complex conjugate, as ``ndarray.conjugate``."""
         return conj(self)
 
-    def reshape(self, *shape: Any, order: str = "C") -> Any:
+    def reshape(self, *shape: Any, order: Any = "C") -> Any:
         """Reshape, as ``ndarray.reshape``."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
@@ -133,11 +133,11 @@ class _ArrayMethods:
         """Cumulative product, as ``ndarray.cumprod``."""
         return cumprod(self, axis)
 
-    def ravel(self, order: str = "C") -> Any:
+    def ravel(self, order: Any = "C") -> Any:
         """The flattened array, as ``ndarray.ravel``."""
         return ravel(self) if order == "C" else np.ravel(self, order=order)
 
-    def flatten(self, order: str = "C") -> Any:
+    def flatten(self, order: Any = "C") -> Any:
         """The flattened array, as ``ndarray.flatten`` (values are never written in place,
         so a copy and a view are the same thing here)."""
         return ravel(self) if order == "C" else np.ravel(self, order=order)
@@ -354,7 +354,8 @@ class _BatchedValues:
         return value_function(np.all, (self,), {"axis": axis, "keepdims": keepdims})
 
     def nonzero(self) -> Any:
-        """Refused (the number of entries depends on each example), as ``np.nonzero``."""
+        """Indices of the nonzero entries, per example, as ``np.nonzero`` (where every
+        example has as many)."""
         return value_function(np.nonzero, (self,), {})
 
     def argmax(self, axis: Any = None) -> Any:
