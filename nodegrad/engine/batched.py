@@ -26,11 +26,11 @@ __all__ = [
     "BatchLevel",
     "Batched",
     "BatchingError",
-    "ExampleValueError",
     "all_values",
     "next_stamp",
     "plain",
     "plain_map",
+    "read_level",
 ]
 
 
@@ -50,16 +50,13 @@ class BatchLevel:
         return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"
 
 
-class ExampleValueError(BatchingError):
-    """A batched value was asked for its value (a plain array, a ``bool``, a number, an
-    index), which each example has its own. A function that reads its arguments' values
-    (a numpy function written here, a public op, a distribution) meets this one and runs
-    once per example instead (:func:`nodegrad.ops.batching.per_example_where_read`):
-    ``level`` is the level whose examples it loops over."""
-
-    def __init__(self, msg: str, level: BatchLevel) -> None:
-        super().__init__(msg)
-        self.level = level
+def read_level(exc: BaseException) -> BatchLevel | None:
+    """The level whose batched value ``exc`` refused to give one value of (a plain array,
+    a ``bool``, a number, an index), or ``None``. A function that reads its arguments'
+    values (a numpy function written here, a public op, a distribution) meets this refusal
+    and runs once per example of that level instead
+    (:func:`nodegrad.ops.batching.per_example_where_read`)."""
+    return getattr(exc, "read_level", None)
 
 
 class Batched(ArrayFace):
@@ -132,7 +129,9 @@ class Batched(ArrayFace):
             f"{what} of a batched value ({self.level.size} examples of {describe(self.like_example())}, inside "
             f"{self.level.name}) has one answer per example, where Python needs one: {instead}"
         )
-        return ExampleValueError(msg, self.level)
+        exc = BatchingError(msg)
+        exc.read_level = self.level  # type: ignore[attr-defined]  # see read_level
+        return exc
 
     def _refuse_if_leaked(self, what: str) -> None:
         if not self.level.active:

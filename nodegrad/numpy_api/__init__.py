@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, ExampleValueError
+from nodegrad.engine.batched import Batched, BatchingError
 from nodegrad.engine.traced import Traced
 from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
@@ -41,14 +41,14 @@ __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_f
 def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     try:
         return dispatch_ufunc(ufunc, method, inputs, kwargs)
-    except ExampleValueError as exc:  # traced inside vmap, and its rule here reads values
+    except BatchingError as exc:  # traced inside vmap, and its rule here reads values
         return per_example_where_read(ufunc, inputs, kwargs, exc)
 
 
 def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     try:
         return dispatch_function(func, args, kwargs)
-    except ExampleValueError as exc:  # traced inside vmap, and written here reading values
+    except BatchingError as exc:  # traced inside vmap, and written here reading values
         return per_example_where_read(func, args, kwargs, exc)
 
 
@@ -57,7 +57,7 @@ def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **
         return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
     try:
         return dispatch_ufunc(ufunc, method, inputs, kwargs)
-    except ExampleValueError as exc:  # its rule here reads values (a NaN test, an exponent)
+    except BatchingError as exc:  # its rule here reads values (a NaN test, an exponent)
         return per_example_where_read(ufunc, inputs, kwargs, exc)
 
 
@@ -77,7 +77,7 @@ def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: A
         return per_example_call(func, args, kwargs)
     try:
         return dispatch_function(func, args, kwargs)
-    except ExampleValueError as exc:  # written here reading values (an order, a mask, bins)
+    except BatchingError as exc:  # written here reading values (an order, a mask, bins)
         return per_example_where_read(func, args, kwargs, exc)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel, ExampleValueError
+from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel, read_level
 from nodegrad.engine.record import RERUNS, append_node, record, register_interpreter
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import LEAF, flatten
@@ -336,14 +336,15 @@ def _example_of(leaf: Any, b: int, level: BatchLevel) -> Any:
     return leaf
 
 
-def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: ExampleValueError) -> Any:
+def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: BatchingError) -> Any:
     """``func``, which raised ``exc`` reading the value of a batched argument (a plain array,
     a ``bool``, an index), run once per example of the innermost level among its arguments:
     the result the loop over examples gives, for a function that reads values (a numpy
     function written here, a public op, a distribution). ``exc`` is raised again where the
     value read is none of the arguments' (a closure's, say): no loop over them would help."""
+    level = read_level(exc)
     found, _ = flatten((args, kwargs))
-    if not any((below := _batched_below(leaf)) is not None and below.level is exc.level for leaf in found):
+    if level is None or not any((below := _batched_below(leaf)) is not None and below.level is level for leaf in found):
         raise exc
     return per_example_call(func, args, kwargs)
 
@@ -520,4 +521,4 @@ def comparison(ufunc: np.ufunc) -> Callable[[Any, Any], Any]:
 
 
 register_interpreter(Batched, interpret)
-RERUNS[ExampleValueError] = per_example_where_read
+RERUNS[BatchingError] = per_example_where_read
