@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import nodegrad as ng
 from nodegrad.errors import BatchingError
+from nodegrad.numpy_api import catalog
 from tests.test_numpy_api import FUNCTION_SPECS, UFUNC_SPECS, VALUE_CALLS, Case
 
 stats = pytest.importorskip("nodegrad.scipy.stats")
@@ -209,9 +210,10 @@ def test_value_function_under_vmap_is_the_loop(func: Any) -> None:
     check_batched(_name(func), VALUE_CALLS[func], (_X, _Y), (True, True))
 
 
-# numpy's functions that grad meets on plain values only (a mask, indices, integers): under vmap
-# they are batched values, each example's own.
+# numpy's functions that grad meets on plain values only (a mask, indices, integers: the
+# catalogue's "not differentiable" ones): under vmap they are batched values, each example's own.
 _INDICES = np.array([[3, 1, 0, 1], [2, 2, 0, 3], [1, 0, 3, 3]])
+_BOUNDS = [(-3.0, 3.0), (-3.0, 3.0)]
 PLAIN_CALLS: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "np.any": (lambda m: np.any(m > 0), (_X,)),
     "np.all": (lambda m: np.all(m > -3.0, axis=0), (_X,)),
@@ -220,11 +222,84 @@ PLAIN_CALLS: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "np.searchsorted": (lambda a, v: np.searchsorted(np.sort(a.ravel()), v), (_X, _Y)),
     "np.digitize": (lambda x: np.digitize(x, [-1.0, 0.0, 1.0]), (_X,)),
     "np.argpartition": (lambda x: np.argpartition(x, 1, axis=-1), (_X,)),
+    "np.lexsort": (lambda x, y: np.lexsort((x, y)), (_X, _Y)),
+    "np.argwhere": (lambda x: np.argwhere(x > 0), (_X,)),
+    "np.flatnonzero": (lambda x: np.flatnonzero(x > 0), (_X,)),
+    "np.nanargmax": (lambda x: np.nanargmax(np.where(x > 2.5, np.nan, x)), (_X,)),
+    "np.nanargmin": (lambda x: np.nanargmin(x), (_X,)),
+    "np.unravel_index": (lambda i: np.unravel_index(i, (2, 2)), (_INDICES,)),
+    "np.ravel_multi_index": (lambda i, j: np.ravel_multi_index((i, j), (4, 4)), (_INDICES, _INDICES[::-1])),
+    "np.diag_indices_from": (lambda x: np.diag_indices_from(x.reshape(2, 2)), (_X,)),
+    "np.tril_indices_from": (lambda x: np.tril_indices_from(x.reshape(2, 2)), (_X,)),
+    "np.triu_indices_from": (lambda x: np.triu_indices_from(x.reshape(2, 2), 1), (_X,)),
+    "np.ix_": (lambda i, j: np.ix_(i, j), (_INDICES, _INDICES[::-1])),
     "np.isposinf": (lambda x: np.isposinf(np.where(x > 0, np.inf, x)), (_X,)),
+    "np.isneginf": (lambda x: np.isneginf(np.where(x > 0, -np.inf, x)), (_X,)),
     "np.array_equiv": (lambda a, b: np.array_equiv(a, b), (_X, _X)),
+    "np.may_share_memory": (lambda a, b: np.may_share_memory(a, b), (_X, _Y)),
+    "np.shares_memory": (lambda a, b: np.shares_memory(a, b), (_X, _Y)),
     "np.unique": (lambda i: np.unique(i), (_INDICES,)),
+    "np.unique_all": (lambda i: tuple(np.unique_all(i)), (_INDICES,)),
+    "np.unique_counts": (lambda i: tuple(np.unique_counts(i)), (_INDICES,)),
+    "np.unique_inverse": (lambda i: tuple(np.unique_inverse(i)), (_INDICES,)),
+    "np.unique_values": (lambda i: np.unique_values(i), (_INDICES,)),
+    "np.union1d": (lambda i, j: np.union1d(i, j), (_INDICES, _INDICES[::-1])),
+    "np.intersect1d": (lambda i, j: np.intersect1d(i, j), (_INDICES, _INDICES[::-1])),
+    "np.setdiff1d": (lambda i, j: np.setdiff1d(i, j), (_INDICES, _INDICES[::-1])),
+    "np.setxor1d": (lambda i, j: np.setxor1d(i, j), (_INDICES, _INDICES[::-1])),
+    "np.histogram": (lambda x: np.histogram(x, bins=3, range=(-3.0, 3.0)), (_X,)),
+    "np.histogram2d": (lambda x, y: np.histogram2d(x, y, bins=2, range=_BOUNDS), (_X, _Y)),
+    "np.histogramdd": (lambda x: np.histogramdd(x.reshape(2, 2), bins=2, range=_BOUNDS), (_X,)),
+    "np.histogram_bin_edges": (lambda x: np.histogram_bin_edges(x, bins=3), (_X,)),
+    "np.fix": (lambda x: np.fix(x), (_X,)),
+    "np.packbits": (lambda x: np.packbits(x > 0), (_X,)),
+    "np.unpackbits": (lambda i: np.unpackbits(i.astype(np.uint8)), (_INDICES,)),
+    "np.einsum_path": (lambda x: np.einsum_path("i,i->", x, x)[1], (_X,)),
+    "np.linalg.matrix_rank": (lambda x: np.linalg.matrix_rank(x.reshape(2, 2)), (_X,)),
+    "np.array2string": (lambda x: np.array2string(x), (_X,)),
+    "np.array_repr": (lambda x: np.array_repr(x), (_X,)),
+    "np.array_str": (lambda x: np.array_str(x), (_X,)),
     "np.nonzero": (lambda x: np.nonzero(x > 0), (_X,)),
 }
+#: The catalogue's refused functions that take no batched value to loop over, by reason.
+NOT_APPLICABLE = {
+    "answers a question about dtypes": ("np.can_cast", "np.min_scalar_type", "np.common_type"),
+    "works on dates and business days": ("np.busday_offset", "np.busday_count", "np.is_busday"),
+    "formats dates": ("np.datetime_as_string",),
+    "reads raw memory or an iterator": ("np.frombuffer", "np.fromiter", "np.from_dlpack", "np.nested_iters"),
+    "builds the np.matrix subclass, refused everywhere": ("np.asmatrix", "np.bmat"),
+    "reads the memory layout, which a traced value has none of either": ("np.isfortran",),
+}
+
+
+def test_every_refused_numpy_function_is_tried_under_vmap() -> None:
+    """Each function the catalogue refuses on traced values (grad meets it on plain values
+    only) is run under vmap here, refused as a writer, or takes no batched value."""
+    skipped = {name for names in NOT_APPLICABLE.values() for name in names}
+    untried = set(catalog.NOT_DIFFERENTIABLE) - set(PLAIN_CALLS) - set(catalog.writers()) - skipped
+    assert untried == set(), f"add them to PLAIN_CALLS in {Path(__file__).name}"
+
+
+_WRITES = {
+    "np.copyto": lambda v: np.copyto(np.zeros(4), v),
+    "np.put": lambda v: np.put(np.zeros(4), [0, 1], v[:2]),
+    "np.place": lambda v: np.place(np.zeros(4), np.ones(4, bool), v),
+    "np.putmask": lambda v: np.putmask(np.zeros(4), np.ones(4, bool), v),
+    "np.put_along_axis": lambda v: np.put_along_axis(np.zeros(4), np.arange(4), v, axis=0),
+    "np.fill_diagonal": lambda v: np.fill_diagonal(v.reshape(2, 2), 1.0),
+    "np.save": lambda v: np.save("unused.npy", v),
+    "np.savez": lambda v: np.savez("unused.npz", v),
+    "np.savez_compressed": lambda v: np.savez_compressed("unused.npz", v),
+    "np.savetxt": lambda v: np.savetxt("unused.txt", v),
+}
+
+
+@pytest.mark.parametrize("name", sorted(catalog.writers()))
+def test_a_writer_of_batched_values_is_refused_as_documented(name: str) -> None:
+    """Run once per example, each example would overwrite the last one's array or file."""
+    _, refusal = _vmapped(_WRITES[name], 0, (_X,))
+    assert refusal is not None, f"{name} wrote a batched value in place"
+    _refused_as_documented(refusal, name)
 
 
 @pytest.mark.parametrize("name", list(PLAIN_CALLS))

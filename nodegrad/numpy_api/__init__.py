@@ -30,7 +30,10 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchingError
 from nodegrad.engine.traced import Traced
+from nodegrad.errors import user_location
+from nodegrad.numpy_api import catalog
 from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
+from nodegrad.numpy_api.arguments import public_name
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
 from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
 from nodegrad.ops.batching import per_example_call, per_example_where_read, value_function, value_ufunc
@@ -73,12 +76,29 @@ def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: A
     if func not in FUNCTIONS:
         # numpy's own (np.any, np.isin, np.bincount), which grad meets only on plain values:
         # run once per example (each example's values traced by a transform outside are
-        # refused there as grad refuses them).
+        # refused there as grad refuses them), unless it writes in place.
+        if func in _WRITERS or kwargs.get("out") is not None:
+            raise _writes_in_place(_WRITERS.get(func) or public_name(func))
         return per_example_call(func, args, kwargs)
     try:
         return dispatch_function(func, args, kwargs)
     except BatchingError as exc:  # written here reading values (an order, a mask, bins)
         return per_example_where_read(func, args, kwargs, exc)
+
+
+#: numpy's functions that write into an array or a file, by the name a user spells.
+_WRITERS = {func: name for name, func in catalog.writers().items()}
+
+
+def _writes_in_place(name: str) -> BatchingError:
+    # numpy's np.full and np.full_like of a plain array fill it by np.copyto: say so.
+    called_by = " (np.full and np.full_like call it to fill a plain array)" if name == "np.copyto" else ""
+    msg = (
+        f"{name}{called_by} of a batched value writes into one array (or file) in place, where each example would "
+        f"overwrite the last one's: build a new array (ng.at(x)[index].set(value), np.where, np.zeros_like(a) + "
+        f"value) and return it [called at {user_location()}]"
+    )
+    return BatchingError(msg)
 
 
 # numpy's protocols, attached to the engine's handles from here: np.exp(x) and np.sum(x) of a

@@ -351,14 +351,40 @@ def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
 
 def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any:
     """The results of one call per example, as one result whose array leaves are batched
-    (other leaves, the same for every example, as they are)."""
+    (other leaves as they are where every example has the same: a label, ``None``)."""
     parts, treedef = flatten(results[0])
     columns = zip(*(flatten(r)[0] for r in results), strict=True)
     made = [
-        _stacked_column(name, list(column), level) if _is_array(first) else first
+        _stacked_column(name, list(column), level) if _is_array(first) else _same_or_stacked(name, list(column), level)
         for first, column in zip(parts, columns, strict=True)
     ]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
+
+
+def _same_or_stacked(name: str, column: list[Any], level: BatchLevel) -> Any:
+    """A leaf that is no array (a string, ``None``), as it is where every example gives the
+    same, else stacked as ``np.stack`` of the loop's results stacks it (text, say)."""
+    first = column[0]
+    if all(v is first or (type(v) is type(first) and _equal(v, first)) for v in column):
+        return first
+    try:
+        stacked = np.stack(column)
+    except (TypeError, ValueError):
+        stacked = None
+    if stacked is None or stacked.dtype == object:
+        msg = (
+            f"{name}: under vmap the examples give {type(first).__name__} results that differ, which cannot be "
+            f"stacked into an array [at {user_location()}]"
+        )
+        raise BatchingError(msg)
+    return Batched(stacked, level)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # an object whose == is no truth value: compared by identity above
+        return False
 
 
 def _stacked_column(name: str, column: list[Any], level: BatchLevel) -> Any:
