@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel, read_level
-from nodegrad.engine.record import RERUNS, append_node, record, register_interpreter
+from nodegrad.engine.record import RERUNS, record, register_interpreter
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced, unwrap
@@ -306,11 +306,12 @@ def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     found, treedef = flatten((args, kwargs))
     level = _innermost_below(found)
     assert level is not None
+    mark = _mark(level)
     results = []
     for b in range(level.size):
-        example_args, example_kwargs = treedef.unflatten([_example_of(leaf, b, level) for leaf in found])
+        example_args, example_kwargs = treedef.unflatten([_example_of(leaf, b, mark) for leaf in found])
         results.append(func(*example_args, **example_kwargs))
-    return _stacked_structures(getattr(func, "__name__", repr(func)), results, level)
+    return _stacked_structures(getattr(func, "__name__", repr(func)), results, mark)
 
 
 def _batched_below(leaf: Any) -> Batched | None:
@@ -326,13 +327,13 @@ def _innermost_below(found: list[Any]) -> BatchLevel | None:
     return innermost(batched) if batched else None
 
 
-def _example_of(leaf: Any, b: int, level: BatchLevel) -> Any:
-    """Example ``b`` of ``leaf`` at ``level``: a batched value's entry, a traced one's
-    through :data:`EXAMPLE` (so its gradient reaches the batched value), else ``leaf``."""
+def _example_of(leaf: Any, b: int, mark: Batched) -> Any:
+    """Example ``b`` of ``leaf`` at ``mark``'s level: a batched value's entry, a traced
+    one's through :data:`EXAMPLE` (so its gradient reaches the batched value), else ``leaf``."""
     if type(leaf) is Batched:
-        return leaf.value[b] if leaf.level is level else leaf
-    if type(leaf) is Traced and (below := _batched_below(leaf)) is not None and below.level is level:
-        return _through(EXAMPLE, level, leaf, b, level)
+        return leaf.value[b] if leaf.level is mark.level else leaf
+    if type(leaf) is Traced and (below := _batched_below(leaf)) is not None and below.level is mark.level:
+        return record(EXAMPLE, leaf, b, mark)
     return leaf
 
 
@@ -349,19 +350,19 @@ def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, A
     return per_example_call(func, args, kwargs)
 
 
-def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any:
+def _stacked_structures(name: str, results: list[Any], mark: Batched) -> Any:
     """The results of one call per example, as one result whose array leaves are batched
     (other leaves as they are where every example has the same: a label, ``None``)."""
     parts, treedef = flatten(results[0])
     columns = zip(*(flatten(r)[0] for r in results), strict=True)
     made = [
-        _stacked_column(name, list(column), level) if _is_array(first) else _same_or_stacked(name, list(column), level)
+        _stacked_column(name, list(column), mark) if _is_array(first) else _same_or_stacked(name, list(column), mark)
         for first, column in zip(parts, columns, strict=True)
     ]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
 
 
-def _same_or_stacked(name: str, column: list[Any], level: BatchLevel) -> Any:
+def _same_or_stacked(name: str, column: list[Any], mark: Batched) -> Any:
     """A leaf that is no array (a string, ``None``), as it is where every example gives the
     same, else stacked as ``np.stack`` of the loop's results stacks it (text, say)."""
     first = column[0]
@@ -377,7 +378,7 @@ def _same_or_stacked(name: str, column: list[Any], level: BatchLevel) -> Any:
             f"stacked into an array [at {user_location()}]"
         )
         raise BatchingError(msg)
-    return Batched(stacked, level)
+    return Batched(stacked, mark.level)
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -387,45 +388,56 @@ def _equal(a: Any, b: Any) -> bool:
         return False
 
 
-def _stacked_column(name: str, column: list[Any], level: BatchLevel) -> Any:
-    """One result leaf of every example, batched at ``level``: traced by a transform inside
-    the level, through :data:`STACK_EXAMPLES` (a node of that transform's arena)."""
+def _stacked_column(name: str, column: list[Any], mark: Batched) -> Any:
+    """One result leaf of every example, batched at ``mark``'s level: traced by a transform
+    inside the level, through :data:`STACK_EXAMPLES` (a node of that transform's arena)."""
     _check_same_shapes(name, column)
-    if any(type(v) is Traced and v.arena.stamp > level.stamp for v in column):
-        return _through(STACK_EXAMPLES, level, level, *column)
-    return Batched(np.stack(column), level)  # (a traced value here is one of an enclosing arena)
+    if any(type(v) is Traced and v.arena.stamp > mark.level.stamp for v in column):
+        return record(STACK_EXAMPLES, mark, *column)
+    return Batched(np.stack(column), mark.level)  # (a traced value here is one of an enclosing arena)
 
 
 # -- examples of a value traced inside the level: vmap(grad(f)) of a function that reads values --
 # A value traced by a transform inside the level holds every example (its value is batched):
 # EXAMPLE takes one out as a node of that arena, STACK_EXAMPLES puts them back, and the rule
 # of each is the other (INTO_EXAMPLE places one example's cotangent, zeros elsewhere), so
-# gradients of any order flow through the loop over examples. They run on the batched values
-# themselves (made_of_ops), not once per example, and are not in the registry: no user calls them.
+# gradients of any order flow through the loop over examples. Each is given the level as a
+# batched value of it (a ``mark``), so the recording path orders it among the arenas as any
+# batched op: recorded by arenas inside the level, run by the level's interpreter before any
+# arena outside it (whose nodes then hold its plain ops, never a value batched by the level).
+# They run on the batched values themselves (made_of_ops), and are not in the registry: no
+# user calls them.
 
 
-def _example(x: Any, b: int, level: BatchLevel) -> Any:
+def _mark(level: BatchLevel) -> Batched:
+    """A batched value of ``level`` that stands for it among an op's arguments."""
+    return Batched(np.zeros(level.size, bool), level)
+
+
+def _example(x: Any, b: int, mark: Batched) -> Any:
     if type(x) is Batched:
-        if x.level is level:
+        if x.level is mark.level:
             return x.value[b]
-        if x.level.stamp > level.stamp:  # batched inside the level too: each of its examples holds them all
-            return Batched(_through(EXAMPLE, level, x.value, b, level), x.level)
+        if x.level.stamp > mark.level.stamp:  # batched inside the level too: each of its examples holds them all
+            return Batched(record(EXAMPLE, x.value, b, mark), x.level)
     return x  # the same for every example
 
 
-def _into_example(g: Any, b: int, level: BatchLevel) -> Batched:
+def _into_example(g: Any, b: int, mark: Batched) -> Batched:
+    level = mark.level
     if type(g) is Batched and g.level.stamp > level.stamp:
-        return Batched(_through(INTO_EXAMPLE, level, g.value, b, level), g.level)
+        return Batched(record(INTO_EXAMPLE, g.value, b, mark), g.level)
     zero = np.zeros_like(g)
     return Batched(np.stack([g if k == b else zero for k in range(level.size)]), level)
 
 
-def _stack_examples(level: BatchLevel, *examples: Any) -> Batched:
+def _stack_examples(mark: Batched, *examples: Any) -> Batched:
+    level = mark.level
     inside = [e.level for e in examples if type(e) is Batched and e.level.stamp > level.stamp]
     if inside:  # batched inside the level too: stacked under that level's batch axis
         inner = max(inside, key=lambda found: found.stamp)
         values = [to_batched(e.value if _is_at(e, inner) else e, _is_at(e, inner), inner.size) for e in examples]
-        return Batched(_through(STACK_EXAMPLES, level, level, *values), inner)
+        return Batched(record(STACK_EXAMPLES, mark, *values), inner)
     return Batched(np.stack(examples), level)
 
 
@@ -433,35 +445,14 @@ def _is_at(x: Any, level: BatchLevel) -> bool:
     return type(x) is Batched and x.level is level
 
 
-def _stack_rule(k: int, g: Any, ans: Any, level: BatchLevel, *examples: Any) -> Any:
-    return _through(EXAMPLE, level, g, k - 1, level)
-
-
-def _through(op: Op, level: BatchLevel, *args: Any) -> Any:
-    """``op`` on ``args``: a node of the arena of a transform inside ``level`` that traces
-    one of them, else the forward itself. Never a node of an arena outside the level: its
-    sweep may run after the level has returned, where no batched value of it may remain
-    (values that arena traces are recorded there by the ops the forward runs on them)."""
-    inside = [a.arena for a in args if type(a) is Traced and a.arena.stamp > level.stamp]
-    if not inside:
-        return op.forward(*args)
-    arena = max(inside, key=lambda found: found.stamp)
-    values = list(args)
-    parents, argnums = [], []
-    for k, a in enumerate(args):
-        if type(a) is Traced and a.arena is arena:
-            parents.append(a.index)
-            argnums.append(k)
-            values[k] = a.value
-    # (Not record: it would hand values traced outside the level to their arena as this op.)
-    out = _through(op, level, *values)
-    return append_node(arena, op, tuple(parents), tuple(argnums), tuple(values), out)
+def _stack_rule(k: int, g: Any, ans: Any, mark: Batched, *examples: Any) -> Any:
+    return record(EXAMPLE, g, k - 1, mark)
 
 
 EXAMPLE: Op = Op(
     "example",
     _example,
-    (lambda g, ans, x, b, level: _through(INTO_EXAMPLE, level, g, b, level), None, None),
+    (lambda g, ans, x, b, mark: record(INTO_EXAMPLE, g, b, mark), None, None),
     "batching",
     doc="one example of a value traced inside a batch level",
     batch=made_of_ops,
@@ -469,7 +460,7 @@ EXAMPLE: Op = Op(
 INTO_EXAMPLE: Op = Op(
     "into_example",
     _into_example,
-    (lambda g, ans, x, b, level: _through(EXAMPLE, level, g, b, level), None, None),
+    (lambda g, ans, x, b, mark: record(EXAMPLE, g, b, mark), None, None),
     "batching",
     doc="one example's value placed in a batched value, zeros elsewhere",
     batch=made_of_ops,
