@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 import nodegrad as ng
 from nodegrad.errors import BatchingError
 from nodegrad.numpy_api import catalog
+from nodegrad.ops.traced_methods import _ArrayMethods, _BatchedValues
 from tests.test_numpy_api import FUNCTION_SPECS, UFUNC_SPECS, VALUE_CALLS, Case
 
 stats = pytest.importorskip("nodegrad.scipy.stats")
@@ -360,9 +361,22 @@ METHOD_CALLS: dict[str, Callable[[Any], Any]] = {
     "argsort": lambda x: x.argsort(),
     "conj": lambda x: x.conj(),
     "real": lambda x: x.real,
+    "conjugate": lambda x: x.conjugate(),
+    "imag": lambda x: x.imag,
+    "mT": lambda x: x.reshape(2, 2).mT,
+    "min": lambda x: x.min(axis=-1),
+    "nonzero": lambda x: (x > 10.0).nonzero(),
+    "transpose": lambda x: x.reshape(2, 1, 2).transpose(2, 0, 1),
+    "reshape": lambda x: x.reshape(2, 2),
     "getitem slice": lambda x: x[1:3],
     "getitem mask": lambda x: np.where(x > 0, x, 0.0)[::2],
 }
+
+
+def test_every_array_method_is_tried_under_vmap() -> None:
+    methods = {name for face in (_ArrayMethods, _BatchedValues) for name in vars(face) if not name.startswith("_")}
+    tried = {re.match(r"\w+", call).group() for call in METHOD_CALLS}  # type: ignore[union-attr]
+    assert methods - tried == set(), f"add them to METHOD_CALLS in {Path(__file__).name}"
 
 
 @pytest.mark.parametrize("method", list(METHOD_CALLS))
