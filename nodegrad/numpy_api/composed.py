@@ -16,7 +16,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.batched import HANDLES
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import no_extras, read_keepdims
 from nodegrad.ops.arguments import normalize_axis
@@ -310,7 +310,7 @@ def kron(a: Any, b: Any) -> Any:
 
 def polyval(p: Any, x: Any) -> Any:
     # Horner's rule from zeros, p[0] the highest power: numpy's own steps, so the same values.
-    coefficients = p if type(p) is Traced else np.asarray(p)
+    coefficients = p if type(p) in HANDLES else np.asarray(p)
     y: Any = np.zeros_like(unwrap(x))
     for k in range(np.shape(unwrap(coefficients))[0]):
         y = y * x + coefficients[k]

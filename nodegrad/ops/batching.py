@@ -307,11 +307,29 @@ def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     level = _innermost_below(found)
     assert level is not None
     mark = _mark(level)
+    name = _name_of(func)
     results = []
     for b in range(level.size):
         example_args, example_kwargs = treedef.unflatten([_example_of(leaf, b, mark) for leaf in found])
-        results.append(func(*example_args, **example_kwargs))
-    return _stacked_structures(getattr(func, "__name__", repr(func)), results, mark)
+        try:
+            results.append(func(*example_args, **example_kwargs))
+        except BatchingError as exc:
+            if read_level(exc) is not level:
+                raise
+            msg = (
+                f"{name} runs once per example inside {level.name} (it reads its arguments' values), but a value "
+                f"batched by the same vmap reached it another way (a closure of a function given to it, say), "
+                f"which no example can take its own part of: pass that value as an argument [at {user_location()}]"
+            )
+            raise BatchingError(msg) from exc
+    return _stacked_structures(name, results, mark)
+
+
+def _name_of(func: Any) -> str:
+    """How a user spells ``func``: ``np.median``, ``logpdf``."""
+    name = getattr(func, "__name__", repr(func))
+    numpy = isinstance(func, np.ufunc) or str(getattr(func, "__module__", "")).startswith("numpy")
+    return f"np.{name}" if numpy else name
 
 
 def _batched_below(leaf: Any) -> Batched | None:
