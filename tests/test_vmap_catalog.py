@@ -503,3 +503,25 @@ def test_vmap_of_grad_is_a_loop_of_grad(name: str) -> None:
     _assert_equal(ng.vmap(ng.hessian(f))(xs), hessians, f"vmap(hessian({name}))")
     total = ng.grad(lambda xs: np.sum(ng.vmap(f)(xs)))(xs)
     _assert_equal(total, expected, f"grad(vmap({name}))")
+
+
+# -- functions given functions: closures over batched values ------------------------------------------
+
+
+def test_a_callback_may_close_over_a_batched_value_where_the_function_is_batched_whole() -> None:
+    xs, ys = _X[:, :2], _Y[:, 0]
+
+    def f(x: Any, y: Any) -> Any:
+        return np.apply_along_axis(lambda r: r * y + np.sum(r), 0, x[:, None])
+
+    _assert_equal(ng.vmap(f)(xs, ys), np.stack([f(x, y) for x, y in zip(xs, ys, strict=True)]), "apply_along_axis")
+
+
+def test_a_callback_closing_over_a_batched_value_where_the_function_loops_is_refused_naming_it() -> None:
+    xs, ys = _X[:, :2], _Y[:, 0]
+    closure = lambda x, y: np.piecewise(x, [x > 0.4], [lambda v: v * y, lambda v: v])
+    _, refusal = _vmapped(closure, 0, (xs, ys))
+    assert isinstance(refusal, BatchingError) and "np.piecewise" in str(refusal), refusal
+    # The same values passed on as arguments, as the refusal advises, are each example's own.
+    passed = lambda x, y: np.piecewise(x, [x > 0.4], [lambda v, y: v * y, lambda v, y: v], y)
+    _assert_equal(ng.vmap(passed)(xs, ys), np.stack([closure(x, y) for x, y in zip(xs, ys, strict=True)]), "piecewise")
