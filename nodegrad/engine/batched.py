@@ -55,7 +55,7 @@ def read_level(exc: BaseException) -> BatchLevel | None:
     a ``bool``, a number, an index), or ``None``. A function that reads its arguments'
     values (a numpy function written here, a public op, a distribution) meets this refusal
     and runs once per example of that level instead
-    (:func:`nodegrad.ops.batching.per_example_where_read`)."""
+    (:func:`nodegrad.ops.examples.per_example_where_read`)."""
     return getattr(exc, "read_level", None)
 
 

@@ -36,7 +36,8 @@ from nodegrad.numpy_api import conversions as conversions  # the advice of error
 from nodegrad.numpy_api.arguments import public_name
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
 from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
-from nodegrad.ops.batching import per_example_call, per_example_where_read, value_function, value_ufunc
+from nodegrad.ops.batching import value_function, value_ufunc
+from nodegrad.ops.examples import per_example_call, per_example_where_read
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
