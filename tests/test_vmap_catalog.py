@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import nodegrad as ng
 from nodegrad.errors import BatchingError
-from nodegrad.numpy_api import catalog
+from nodegrad.numpy_api import UFUNCS, catalog
 from nodegrad.ops.traced_methods import _ArrayMethods, _BatchedValues
 from tests.test_numpy_api import FUNCTION_SPECS, UFUNC_SPECS, VALUE_CALLS, Case
 
@@ -51,9 +51,12 @@ BEGIN, END = "<!-- refused under vmap -->", "<!-- end refused under vmap -->"
 
 
 def _documented_refusals() -> set[str]:
+    """The names each bullet of the refusal list in docs/vmap.md opens with (in backticks,
+    before its first colon)."""
     text = DOCS.read_text(encoding="utf-8")
     section = text[text.index(BEGIN) + len(BEGIN) : text.index(END)]
-    return set(re.findall(r"`([^`]+)`", section))
+    bullets = [" ".join(b.split()) for b in section.split("\n- ") if b.strip()]
+    return {name for bullet in bullets for name in re.findall(r"`([^`]+)`", bullet.split(": ")[0])}
 
 
 REFUSALS = _documented_refusals()
@@ -525,3 +528,31 @@ def test_a_callback_closing_over_a_batched_value_where_the_function_loops_is_ref
     # The same values passed on as arguments, as the refusal advises, are each example's own.
     passed = lambda x, y: np.piecewise(x, [x > 0.4], [lambda v, y: v * y, lambda v, y: v], y)
     _assert_equal(ng.vmap(passed)(xs, ys), np.stack([closure(x, y) for x, y in zip(xs, ys, strict=True)]), "piecewise")
+
+
+# -- ufuncs' methods ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["reduce", "accumulate", "outer"])
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.maximum, np.logaddexp, np.logical_and], ids=_name)
+def test_ufunc_method_under_vmap_is_the_loop_and_grad_of_it_is_grads(ufunc: np.ufunc, method: str) -> None:
+    """Under vmap equal to the loop; under grad(vmap(f)) the gradient grad gives, or the
+    refusal grad gives (never a zero gradient from values read as plain)."""
+    bound = getattr(ufunc, method)
+    f = (lambda x: bound(x, x)) if method == "outer" else bound
+    check_batched(f"np.{ufunc.__name__}.{method}", f, (_X[0],), (True,))
+    if ufunc not in UFUNCS:
+        return  # its values are plain (booleans): no gradient to compare
+    loss = lambda x: np.sum(f(x * 1.5))
+    try:
+        expected: Any = np.stack([ng.grad(loss)(x) for x in _X])
+    except ng.errors.NoGradientError as exc:
+        expected = exc
+    try:
+        got: Any = ng.grad(lambda xs: np.sum(ng.vmap(loss)(xs)))(_X)
+    except ng.errors.NoGradientError as exc:
+        got = exc
+    if isinstance(expected, Exception):
+        assert isinstance(got, ng.errors.NoGradientError), f"grad refuses it, grad(vmap) gave {got!r}"
+    else:
+        _assert_equal(got, expected, f"grad(vmap(np.{ufunc.__name__}.{method}))")

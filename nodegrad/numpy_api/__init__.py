@@ -57,8 +57,12 @@ def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any)
 
 
 def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method != "__call__":
+    if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method == "at":
         return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
+    if method != "__call__":
+        # np.add.reduce, np.multiply.outer: once per example, where each example's values
+        # traced by a transform outside meet the refusal grad gives them.
+        return per_example_call(getattr(ufunc, method), inputs, kwargs)
     try:
         return dispatch_ufunc(ufunc, method, inputs, kwargs)
     except BatchingError as exc:  # its rule here reads values (a NaN test, an exponent)
