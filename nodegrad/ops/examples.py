@@ -53,7 +53,8 @@ def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
             if read_level(exc) is not level:
                 raise
             msg = (
-                f"{name} runs once per example inside {level.name} (it reads its arguments' values), but a value "
+                f"{name} runs once per example inside {level.name} (it reads its arguments' values, or cannot see "
+                f"batched ones), but a value "
                 f"batched by the same vmap reached it another way (a closure of a function given to it, say), "
                 f"which no example can take its own part of: pass that value as an argument [at {user_location()}]"
             )
