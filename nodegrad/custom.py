@@ -26,7 +26,8 @@ from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
 from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
-from nodegrad.ops.batching import made_of_ops, per_example_call
+from nodegrad.ops.batching import made_of_ops
+from nodegrad.ops.examples import per_example_call
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
 from nodegrad.transforms.common import lower, reachable_name, rebuild

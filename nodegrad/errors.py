@@ -80,7 +80,11 @@ class LeakedTracerError(ArenaError):
 
 class BatchingError(ArenaError):
     """Inside ``vmap``, a batched value was asked for one answer where each example has its
-    own: a Python ``bool`` (an ``if``), a number, or a plain array."""
+    own: a Python ``bool`` (an ``if``), a number, or a plain array.
+
+    numpy's own indexing of a plain array by a batched index asks for a plain array too;
+    and a batched value written in place into one array or file (``np.put``, ``out=``) is
+    refused, as every example would overwrite the last one's."""
 
 
 class RandomDrawError(NodegradError, RuntimeError):

@@ -38,7 +38,8 @@ from nodegrad.custom import custom_vjp, stop_gradient
 from nodegrad.engine.structure import leaves
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
-from nodegrad.ops.batching import innermost, per_example_call
+from nodegrad.ops.batching import innermost
+from nodegrad.ops.examples import per_example_call
 from nodegrad.transforms import vjp
 from nodegrad.tree import zeros_like
 

@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "nodegrad.ops.arguments",
             "nodegrad.ops.batching",
+            "nodegrad.ops.examples",
             "nodegrad.ops.staging",
             "nodegrad.ops.structured",
             "nodegrad.ops.elementwise",

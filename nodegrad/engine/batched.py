@@ -21,7 +21,17 @@ from nodegrad.engine.staged import FOREIGN, Staged, call_on
 from nodegrad.engine.traced import ArrayFace, Traced, describe, next_stamp, unwrap
 from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError
 
-__all__ = ["HANDLES", "BatchLevel", "Batched", "BatchingError", "all_values", "next_stamp", "plain", "plain_map"]
+__all__ = [
+    "HANDLES",
+    "BatchLevel",
+    "Batched",
+    "BatchingError",
+    "all_values",
+    "next_stamp",
+    "plain",
+    "plain_map",
+    "read_level",
+]
 
 
 class BatchLevel:
@@ -38,6 +48,15 @@ class BatchLevel:
 
     def __repr__(self) -> str:
         return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"
+
+
+def read_level(exc: BaseException) -> BatchLevel | None:
+    """The level whose batched value ``exc`` refused to give one value of (a plain array,
+    a ``bool``, a number, an index), or ``None``. A function that reads its arguments'
+    values (a numpy function written here, a public op, a distribution) meets this refusal
+    and runs once per example of that level instead
+    (:func:`nodegrad.ops.examples.per_example_where_read`)."""
+    return getattr(exc, "read_level", None)
 
 
 class Batched(ArrayFace):
@@ -110,7 +129,9 @@ class Batched(ArrayFace):
             f"{what} of a batched value ({self.level.size} examples of {describe(self.like_example())}, inside "
             f"{self.level.name}) has one answer per example, where Python needs one: {instead}"
         )
-        return BatchingError(msg)
+        exc = BatchingError(msg)
+        exc.read_level = self.level  # type: ignore[attr-defined]  # see read_level
+        return exc
 
     def _refuse_if_leaked(self, what: str) -> None:
         if not self.level.active:
@@ -157,7 +178,9 @@ class Batched(ArrayFace):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise self._refuse(
-            "np.asarray()", "use numpy functions (which nodegrad batches) on it, or return it from the function"
+            "np.asarray() (or numpy's own indexing of a plain array by it, t[i] or np.take(t, i))",
+            "use numpy functions (which nodegrad batches) on it, or return it from the function; to index a plain "
+            "array t by it write ng.gather(t, i, axis)",
         )
 
     def __setitem__(self, index: Any, value: Any) -> None:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERPRETERS",
     "LEAN_BYTES",
+    "RERUNS",
     "SealedNodes",
     "append_leaves",
     "append_node",
@@ -428,6 +429,12 @@ def _arenas_in(values: Any) -> list[Arena]:
     return list(found.values())
 
 
+#: How a guarded function that read the value of an interpreter's handle runs instead, by
+#: the type of the error the handle raised: ``rerun(fn, args, kwargs, error)`` (the
+#: batching interpreter runs it once per example). It re-raises ``error`` where it cannot.
+RERUNS: dict[type[BaseException], Callable[..., Any]] = {}
+
+
 def guarded(fn: F) -> F:
     """Make ``fn``, a public function that reads its arguments before it records (axes,
     shapes, index lists, options), raise nodegrad errors only: a builtin exception that
@@ -449,6 +456,9 @@ def guarded(fn: F) -> F:
             msg = f"{name}: an argument is nested too deeply, or contains itself [called at {user_location()}]"
             raise StructureError(msg) from exc
         except Exception as exc:
+            rerun = RERUNS.get(type(exc))
+            if rerun is not None:  # it read an interpreter's value: that interpreter runs it its own way
+                return rerun(checked, args, kwargs, exc)
             if isinstance(exc, Warning):  # see nodegrad.errors.rerun_reporting_warnings
                 return rerun_reporting_warnings(fn, *args, **kwargs)
             kind = error_like(exc)

@@ -28,28 +28,45 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.batched import Batched, BatchingError
 from nodegrad.engine.traced import Traced
+from nodegrad.errors import user_location
+from nodegrad.numpy_api import catalog
 from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
+from nodegrad.numpy_api.arguments import public_name
 from nodegrad.numpy_api.functions import FUNCTIONS, VALUE_FUNCTIONS, dispatch_function
 from nodegrad.numpy_api.ufuncs import UFUNCS, VALUE_UFUNCS, dispatch_ufunc
 from nodegrad.ops.batching import value_function, value_ufunc
+from nodegrad.ops.examples import per_example_call, per_example_where_read
 
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
 
 def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    try:
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    except BatchingError as exc:  # traced inside vmap, and its rule here reads values
+        return per_example_where_read(ufunc, inputs, kwargs, exc)
 
 
 def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-    return dispatch_function(func, args, kwargs)
+    try:
+        return dispatch_function(func, args, kwargs)
+    except BatchingError as exc:  # traced inside vmap, and written here reading values
+        return per_example_where_read(func, args, kwargs, exc)
 
 
 def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method != "__call__":
+    if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method == "at":
         return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
-    return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    if method != "__call__":
+        # np.add.reduce, np.multiply.outer: once per example, where each example's values
+        # traced by a transform outside meet the refusal grad gives them.
+        return per_example_call(getattr(ufunc, method), inputs, kwargs)
+    try:
+        return dispatch_ufunc(ufunc, method, inputs, kwargs)
+    except BatchingError as exc:  # its rule here reads values (a NaN test, an exponent)
+        return per_example_where_read(ufunc, inputs, kwargs, exc)
 
 
 # ufuncs of integers and booleans only (masks combined with & and |): plain values, batched.
@@ -61,7 +78,32 @@ _INTEGER_UFUNCS = {
 def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     if func in VALUE_FUNCTIONS:
         return value_function(func, args, kwargs)  # a shape, an index, a mask, batched
-    return dispatch_function(func, args, kwargs)
+    if func not in FUNCTIONS:
+        # numpy's own (np.any, np.isin, np.bincount), which grad meets only on plain values:
+        # run once per example (each example's values traced by a transform outside are
+        # refused there as grad refuses them), unless it writes in place.
+        if func in _WRITERS or kwargs.get("out") is not None:
+            raise _writes_in_place(_WRITERS.get(func) or public_name(func))
+        return per_example_call(func, args, kwargs)
+    try:
+        return dispatch_function(func, args, kwargs)
+    except BatchingError as exc:  # written here reading values (an order, a mask, bins)
+        return per_example_where_read(func, args, kwargs, exc)
+
+
+#: numpy's functions that write into an array or a file, by the name a user spells.
+_WRITERS = {func: name for name, func in catalog.writers().items()}
+
+
+def _writes_in_place(name: str) -> BatchingError:
+    # numpy's np.full and np.full_like of a plain array fill it by np.copyto: say so.
+    called_by = " (np.full and np.full_like call it to fill a plain array)" if name == "np.copyto" else ""
+    msg = (
+        f"{name}{called_by} of a batched value writes into one array (or file) in place, where each example would "
+        f"overwrite the last one's: build a new array (ng.at(x)[index].set(value), np.where, np.zeros_like(a) + "
+        f"value) and return it [called at {user_location()}]"
+    )
+    return BatchingError(msg)
 
 
 # numpy's protocols, attached to the engine's handles from here: np.exp(x) and np.sum(x) of a

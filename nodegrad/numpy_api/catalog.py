@@ -51,6 +51,7 @@ __all__ = [
     "public_callables",
     "stale_entries",
     "unknown_entries",
+    "writers",
 ]
 
 CATEGORIES = ("differentiable", "plain", "not differentiable", "not yet")
@@ -166,6 +167,13 @@ def public_callables() -> dict[str, Any]:
             if callable(obj) and not inspect.isclass(obj) and not isinstance(obj, types.ModuleType):
                 found[f"{prefix}.{name}"] = obj
     return found | _DATA_MODULES
+
+
+def writers() -> dict[str, Any]:
+    """The callables that write into an array in place or into a file, by qualified name:
+    inside ``vmap``, run once per example, each example would overwrite the last one's."""
+    callables = public_callables()
+    return {name: callables[name] for name, why in NOT_DIFFERENTIABLE.items() if why in (_WRITES, _SAVES)}
 
 
 def is_dispatched(obj: Any) -> bool:

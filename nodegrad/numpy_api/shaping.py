@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.batched import HANDLES, plain_map
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, user_location, user_stacklevel
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import atleast_3d
@@ -116,7 +117,7 @@ def append(arr: Any, values: Any, axis: Any = None) -> Any:
 
 def _weak(value: Any) -> Any:
     """``value`` as numpy's select reads it: Python numbers stay weak, traced values stay traced."""
-    return value if type(value) in (int, float, complex) or type(value) is Traced else np.asarray(value)
+    return value if type(value) in (int, float, complex) or type(value) in HANDLES else np.asarray(value)
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
@@ -131,7 +132,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     except TypeError as exc:
         msg = f"np.select: choicelist and default value do not have a common dtype: {exc} [called at {user_location()}]"
         raise DtypeError(msg) from None
-    conditions = [np.asarray(unwrap(c)) for c in condlist]
+    conditions = [plain_map(np.asarray, c) for c in condlist]  # a batched mask stays batched
     for i, condition in enumerate(conditions):
         if condition.dtype != np.bool_:
             msg = f"np.select: invalid entry {i} in condlist: should be boolean ndarray [called at {user_location()}]"
@@ -142,7 +143,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         )
     except ValueError as exc:
         raise refusal("select", str(exc)) from None
-    if type(fallback) is Traced:
+    if type(fallback) in HANDLES:
         result = ops.broadcast_to(ops.astype(fallback, dtype) if fallback.dtype != dtype else fallback, shape)
     else:
         result = np.full(shape, fallback, dtype)

@@ -28,20 +28,19 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
 from nodegrad.engine.record import record, register_interpreter
 from nodegrad.engine.registry import Op
-from nodegrad.engine.structure import LEAF, flatten
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
 
 __all__ = [
     "BatchRule",
     "along_axis",
+    "check_same_shapes",
     "elementwise",
     "example_ndim",
     "innermost",
     "interpret",
     "made_of_ops",
     "per_example",
-    "per_example_call",
     "reduction",
     "shift_axis",
     "to_batched",
@@ -137,6 +136,13 @@ def _at(item: Any, b: int, level: BatchLevel | None) -> Any:
 def _stacked(name: str, results: list[Any]) -> Any:
     if results and type(results[0]) is tuple:
         return tuple(_stacked(name, [r[k] for r in results]) for k in range(len(results[0])))
+    check_same_shapes(name, results)
+    return np.stack(results)
+
+
+def check_same_shapes(name: str, results: list[Any]) -> None:
+    """Refuse the results of one call per example that differ in shape (or are none),
+    naming the function that gave them."""
     shapes = {np.shape(r) for r in results}
     if len(shapes) > 1:
         msg = (
@@ -148,7 +154,6 @@ def _stacked(name: str, results: list[Any]) -> Any:
     if not results:
         msg = f"{name}: vmap over zero examples cannot tell the shape of a result computed once per example"
         raise ShapeError(msg)
-    return np.stack(results)
 
 
 # -- helpers for rules ------------------------------------------------------------------------
@@ -291,42 +296,6 @@ def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     return _values_per_example(func, level, args, kwargs)
 
 
-def per_example_call(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``func``, a function of one example that cannot see batched values (a library's,
-    say), run once per example of the innermost level among ``args`` (at any key path) and
-    its results (any structure) stacked and batched again. Each example is taken from its
-    batched value with an op, so values traced by an enclosing transform stay traced."""
-    found, treedef = flatten((args, kwargs))
-    level = innermost(found)
-    assert level is not None
-    batched = [type(leaf) is Batched and leaf.level is level for leaf in found]
-    results = []
-    for b in range(level.size):
-        example_args, example_kwargs = treedef.unflatten(
-            [leaf.value[b] if is_batched else leaf for leaf, is_batched in zip(found, batched, strict=True)]
-        )
-        results.append(func(*example_args, **example_kwargs))
-    return _stacked_structures(getattr(func, "__name__", repr(func)), results, level)
-
-
-def _stacked_structures(name: str, results: list[Any], level: BatchLevel) -> Any:
-    """The results of one call per example, as one result whose array leaves are batched
-    (other leaves, the same for every example, as they are)."""
-    parts, treedef = flatten(results[0])
-    if treedef is LEAF:
-        return wrap(_stacked(name, results), level)
-    columns = zip(*(flatten(r)[0] for r in results), strict=True)
-    made = [
-        Batched(_stacked(name, list(column)), level) if _is_array(first) else first
-        for first, column in zip(parts, columns, strict=True)
-    ]
-    return treedef.unflatten(made)
-
-
-def _is_array(value: Any) -> bool:
-    return isinstance(value, np.ndarray | np.generic | float | complex) or type(value) is Traced
-
-
 def _holds_level(a: Any, level: BatchLevel) -> bool:
     """Whether ``a`` is batched at ``level``, or is a tuple or list holding such a value."""
     if type(a) is Batched:
@@ -368,11 +337,10 @@ def _values_per_example(func: Any, level: BatchLevel, args: tuple[Any, ...], kwa
         results.append(func(*example[: len(args)], **dict(zip(names, example[len(args) :], strict=True))))
     name = f"np.{getattr(func, '__name__', repr(func))}"
     if results and isinstance(results[0], tuple):
-        msg = (
-            f"{name} of a batched value gives a tuple whose arrays' lengths depend on each example's values: it cannot "
-            f"be batched (use a mask with np.where instead) [at {user_location()}]"
-        )
-        raise BatchingError(msg)
+        # np.nonzero's index arrays, say: stacked position by position, where the examples
+        # have as many entries (np.stack of the loop's results would refuse them otherwise).
+        parts = [Batched(_stacked(name, [r[k] for r in results]), level) for k in range(len(results[0]))]
+        return type(results[0])(*parts) if hasattr(results[0], "_fields") else tuple(parts)
     return Batched(_stacked(name, results), level)
 
 

@@ -85,11 +85,11 @@ class _ArrayMethods:
         """The complex conjugate, as ``ndarray.conjugate``."""
         return conj(self)
 
-    def reshape(self, *shape: Any) -> Any:
+    def reshape(self, *shape: Any, order: Any = "C") -> Any:
         """Reshape, as ``ndarray.reshape``."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return reshape(self, shape)
+        return reshape(self, shape) if order == "C" else np.reshape(self, shape, order=order)
 
     def transpose(self, *axes: Any) -> Any:
         """Permute axes, as ``ndarray.transpose``."""
@@ -133,14 +133,14 @@ class _ArrayMethods:
         """Cumulative product, as ``ndarray.cumprod``."""
         return cumprod(self, axis)
 
-    def ravel(self) -> Any:
+    def ravel(self, order: Any = "C") -> Any:
         """The flattened array, as ``ndarray.ravel``."""
-        return ravel(self)
+        return ravel(self) if order == "C" else np.ravel(self, order=order)
 
-    def flatten(self) -> Any:
+    def flatten(self, order: Any = "C") -> Any:
         """The flattened array, as ``ndarray.flatten`` (values are never written in place,
         so a copy and a view are the same thing here)."""
-        return ravel(self)
+        return ravel(self) if order == "C" else np.ravel(self, order=order)
 
     def squeeze(self, axis: Any = None) -> Any:
         """Drop axes of length one, as ``ndarray.squeeze``."""
@@ -354,7 +354,8 @@ class _BatchedValues:
         return value_function(np.all, (self,), {"axis": axis, "keepdims": keepdims})
 
     def nonzero(self) -> Any:
-        """Refused (the number of entries depends on each example), as ``np.nonzero``."""
+        """Indices of the nonzero entries, per example, as ``np.nonzero`` (where every
+        example has as many)."""
         return value_function(np.nonzero, (self,), {})
 
     def argmax(self, axis: Any = None) -> Any:

@@ -39,7 +39,8 @@ from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cat, reshape, stack
 from nodegrad.ops import sum as total
-from nodegrad.ops.batching import innermost, per_example_call
+from nodegrad.ops.batching import innermost
+from nodegrad.ops.examples import per_example_call
 from nodegrad.transforms import vjp
 from nodegrad.tree import ravel
 
