@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
-from nodegrad.engine.record import record, register_interpreter
+from nodegrad.engine.record import append_node, record, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced, unwrap
@@ -37,9 +37,12 @@ __all__ = [
     "along_axis",
     "elementwise",
     "example_ndim",
+    "examples_batched",
+    "examples_stacked",
     "innermost",
     "interpret",
     "made_of_ops",
+    "newest_level",
     "per_example",
     "per_example_call",
     "reduction",
@@ -176,6 +179,81 @@ def to_batched(value: Any, is_batched: bool, size: int) -> Any:
     if is_batched:
         return value
     return np.broadcast_to(value, (size, *np.shape(value)))
+
+
+# -- crossing a level: code written for stacks, run on values a newer transform traces ------------
+# A rule written for stacks of plain values (see nodegrad.ops.linalg.batching.on_stacks) runs
+# on the stacked examples of a level; an argument traced by a transform that began inside that
+# level (forward mode's cotangent, under ``vmap(jvp)``) holds the level's values *under* its
+# handle, and the result must too, or that transform's sweep never sees it. These two ops move
+# a value across the level inside every such transform's arena, each the other's transpose: in
+# the stack form every example reads only its own block, so a cotangent of the stack is the
+# stack of the examples' cotangents.
+
+
+def newest_level(args: Sequence[Any]) -> BatchLevel | None:
+    """The innermost batch level among ``args`` at any depth (under traced handles and other
+    batch levels too, and inside tuple or list arguments)."""
+    found: BatchLevel | None = None
+    for a in args:
+        for item in a if type(a) is tuple or type(a) is list else (a,):
+            while type(item) is Traced or type(item) is Batched:
+                if type(item) is Batched and (found is None or item.level.stamp > found.stamp):
+                    found = item.level
+                item = item.value
+    return found
+
+
+def _inside(x: Any, level: BatchLevel) -> bool:
+    """Whether ``x`` is a handle of a transform (an arena, a batch level) that began inside
+    ``level``."""
+    if type(x) is Traced:
+        return x.arena.stamp > level.stamp
+    return type(x) is Batched and x.level.stamp > level.stamp
+
+
+def examples_stacked(x: Any, level: BatchLevel, axis: int = 0) -> Any:
+    """``x``, a value of one example of ``level``, as the stack of every example's along
+    ``axis``: recorded in each arena that began inside the level, so that it
+    differentiates, and batched by each level that did."""
+    if _inside(x, level):
+        inner = examples_stacked(x.value, level, axis + (type(x) is Batched))
+        if type(x) is Batched:
+            return Batched(inner, x.level)
+        return append_node(x.arena, _STACKED, (x.index,), (0,), (x.value, level, axis), inner)
+    if type(x) is Batched and x.level is level:
+        return x.value if axis == 0 else np.moveaxis(x.value, 0, axis)
+    shape = np.shape(x)
+    return np.broadcast_to(np.expand_dims(x, axis), (*shape[:axis], level.size, *shape[axis:]))
+
+
+def examples_batched(x: Any, level: BatchLevel, axis: int = 0) -> Any:
+    """A stack of every example's value of ``level`` along ``axis``, as the value of one
+    example: the inverse of :func:`examples_stacked`."""
+    if _inside(x, level):
+        inner = examples_batched(x.value, level, axis + (type(x) is Batched))
+        if type(x) is Batched:
+            return Batched(inner, x.level)
+        return append_node(x.arena, _BATCHED, (x.index,), (0,), (x.value, level, axis), inner)
+    if type(x) is Batched and x.level is level:  # a stack that differs by example: each takes its own block
+        return Batched(np.moveaxis(np.diagonal(x.value, 0, 0, axis + 1), -1, 0), level)
+    return Batched(x if axis == 0 else np.moveaxis(x, axis, 0), level)
+
+
+_STACKED = Op(
+    "examples_stacked",
+    examples_stacked,
+    (lambda g, ans, x, level, axis: examples_batched(g, level, axis), None, None),
+    "batching",
+    doc="a value of one example of a vmap, as the stack of every example's",
+)
+_BATCHED = Op(
+    "examples_batched",
+    examples_batched,
+    (lambda g, ans, x, level, axis: examples_stacked(g, level, axis), None, None),
+    "batching",
+    doc="a stack of every example's value of a vmap, as one example's",
+)
 
 
 _OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, *HANDLES)
