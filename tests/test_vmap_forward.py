@@ -37,8 +37,8 @@ from nodegrad.ops import REGISTRY
 from tests.ops.harness import Case
 from tests.ops.test_ops import ALL_SPECS
 from tests.ops.test_vmap_linalg import SPECS as LINALG_SPECS
-from tests.ops.test_vmap_registry import LAZY_MODULES
 from tests.ops.test_vmap_linalg import _specs_on_batched_values  # noqa: F401  (an autouse fixture)
+from tests.ops.test_vmap_registry import LAZY_MODULES
 from tests.ops.vmap_harness import Batch, assert_same, batches, example_loss, shrinking, stacked
 
 for _module in LAZY_MODULES:

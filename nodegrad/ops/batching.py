@@ -19,7 +19,6 @@ docs). Functions that give plain values (masks, indices, shapes) are batched her
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +30,7 @@ from nodegrad.engine.registry import Op
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
+from nodegrad.ops.arguments import axis_index
 
 __all__ = [
     "BatchRule",
@@ -163,14 +163,16 @@ def example_ndim(value: Any, is_batched: bool) -> int:
     return ndim - 1 if is_batched else ndim
 
 
-def shift_axis(axis: Any, ndim: int) -> Any:
+def shift_axis(op_name: str, axis: Any, ndim: int) -> Any:
     """An example's ``axis`` (an int, a tuple of them or ``None`` for all) as an axis of
-    the batched value, whose axis 0 holds the examples: every axis one further on."""
+    the batched value, whose axis 0 holds the examples: every axis one further on. Checked
+    against the example's ``ndim`` (:func:`~nodegrad.ops.arguments.axis_index`): an axis
+    out of range raises where numpy would, rather than reaching the batch axis."""
     if axis is None:
         return tuple(range(1, ndim + 1))
     if isinstance(axis, tuple | list):
-        return tuple(operator.index(a) % max(ndim, 1) + 1 for a in axis)
-    return operator.index(axis) % max(ndim, 1) + 1
+        return tuple(axis_index(op_name, a, ndim, "an example") + 1 for a in axis)
+    return axis_index(op_name, axis, ndim, "an example") + 1
 
 
 def to_batched(value: Any, is_batched: bool, size: int) -> Any:
@@ -284,7 +286,7 @@ def elementwise(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any
 
 def reduction(op: Op, batched: tuple[bool, ...], size: int, x: Any, axis: Any, *rest: Any) -> Any:
     """The rule of an op ``f(x, axis, ...)`` that works along ``axis`` (``None``: all)."""
-    return record(op, x, shift_axis(axis, np.ndim(x) - 1), *rest)
+    return record(op, x, shift_axis(op.name, axis, np.ndim(x) - 1), *rest)
 
 
 def along_axis(position: int, data: Sequence[int] = (0,)) -> BatchRule:
@@ -296,7 +298,7 @@ def along_axis(position: int, data: Sequence[int] = (0,)) -> BatchRule:
         ndim = example_ndim(args[data[0]], batched[data[0]])
         for k in data:
             found[k] = to_batched(args[k], batched[k], size)
-        found[position] = shift_axis(args[position], ndim)
+        found[position] = shift_axis(op.name, args[position], ndim)
         return record(op, *found)
 
     return rule
@@ -361,11 +363,11 @@ def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     assert level is not None
     if func in _ELEMENTWISE_VALUES:
         return _elementwise_values(func, level, args, kwargs)
-    if func in _AXIS_VALUES and len(args) == 1 and type(args[0]) is Batched:
-        axis = kwargs.get("axis")
-        if axis is not None:
-            x = args[0]
-            return Batched(func(_plain(x.value), **{**kwargs, "axis": shift_axis(axis, x.ndim)}), level)
+    if func in _AXIS_VALUES and len(args) == 1 and type(args[0]) is Batched and args[0].level is level:
+        axis, x = kwargs.get("axis"), args[0]
+        if axis is not None and x.ndim > 0:  # (numpy reads a 0-d array's axis 0 its own way: once per example)
+            moved = shift_axis(f"np.{func.__name__}", axis, x.ndim)
+            return Batched(func(_plain(x.value), **{**kwargs, "axis": moved}), level)
     return _values_per_example(func, level, args, kwargs)
 
 
