@@ -45,7 +45,6 @@ for _module in LAZY_MODULES:
     importlib.import_module(_module)  # they register ops when imported
 
 TOLERANCE = {"rtol": 1e-10, "atol": 1e-10, "equal_nan": True}
-FEW = settings(max_examples=2, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 #: The most entries of the differentiated operands whose full per-example Hessian is checked.
 SMALL = 6
 ONCE = settings(max_examples=1, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -177,7 +176,7 @@ def _draw(data: st.DataObject, name: str) -> tuple[Case, Batch]:
 
 
 @pytest.mark.parametrize("name", LINALG)
-@FEW
+@ONCE
 @given(data=st.data())
 def test_forward_mode_inside_vmap_equals_a_loop(name: str, data: st.DataObject) -> None:
     case, batch = _draw(data, name)
