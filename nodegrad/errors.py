@@ -23,6 +23,7 @@ import numpy as np
 __all__ = [
     "ArenaError",
     "ArgumentError",
+    "AxisError",
     "BatchingError",
     "DtypeError",
     "LeakedTracerError",
@@ -50,6 +51,12 @@ class NodegradError(Exception):
 
 class ShapeError(NodegradError, ValueError):
     """An op's inputs have shapes that do not fit together."""
+
+
+class AxisError(ShapeError, np.exceptions.AxisError):
+    """An ``axis`` out of range for an array's dimensions (inside ``vmap``, one example's).
+    Also a ``numpy.exceptions.AxisError``, the error numpy raises there, so code that
+    catches numpy's catches it."""
 
 
 class _CotangentShapeError(ShapeError):
@@ -123,6 +130,8 @@ def error_like(exc: BaseException) -> type[NodegradError] | None:
     custom rule, say), which is left as it is."""
     if isinstance(exc, NodegradError):
         return None
+    if isinstance(exc, np.exceptions.AxisError):
+        return AxisError
     if isinstance(exc, LookupError):  # an index out of range, or a key an array does not take
         return OpIndexError
     if isinstance(exc, TypeError | AttributeError):

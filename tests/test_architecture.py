@@ -357,7 +357,10 @@ WALKER, HANDLER_LOOKUP = "nodegrad.engine.structure", "handler_for"
 #: call it (the recording path, and the arena for its leaves); the one function allowed to
 #: append to a node list otherwise (merging copies nodes another arena recorded).
 RECORDER, APPEND = "nodegrad.engine.record", "append_node"
-APPEND_CALLERS = {"nodegrad.engine.record", "nodegrad.engine.arena"}
+#: The batching interpreter appends the two nodes that move a value across a vmap level
+#: (examples_stacked, examples_batched) in the arenas that began inside it, and only there:
+#: record would re-record them in every enclosing arena too, where they are no ops at all.
+APPEND_CALLERS = {"nodegrad.engine.record", "nodegrad.engine.arena", "nodegrad.ops.batching"}
 COPIES_NODES = {("nodegrad.engine.arena", "merge")}
 ENGINE = "nodegrad.engine"
 

@@ -425,7 +425,9 @@ def _owned(g: Any, like: Any, taken: set[int]) -> Any:
     if type(g) is Traced:
         return g  # traced by an enclosing transform: the enclosing sweep differentiates it
     if type(g) in INTERPRETERS and type(g) is not Staged:  # batched (inside vmap): its interpreter holds the arrays
-        return np.real(g) if _dtype_of(like).kind == "f" and g.dtype.kind == "c" else g
+        dtype = _dtype_of(like)  # typed like the leaf, as below: float32 stays float32
+        g = np.real(g) if dtype.kind == "f" and g.dtype.kind == "c" else g
+        return g if g.dtype == dtype else g.astype(dtype)
     dtype = like.dtype if type(like) is np.ndarray else _dtype_of(like)
     plain = now(g)  # (under replay: what this recording holds, whose copies the tape makes again)
     if np.shape(plain) != np.shape(like):

@@ -26,7 +26,7 @@ from nodegrad import ops
 from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.engine.traced import unwrap as _value
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.along_axis import linspace
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import convolve, diag
@@ -60,7 +60,10 @@ __all__ = [
 
 
 def _fail(name: str, exc: Exception) -> Exception:
-    """numpy's own complaint, naming the function and the caller's line."""
+    """numpy's own complaint, naming the function and the caller's line, as the nodegrad
+    error of its kind (an ``AxisError`` one too)."""
+    if isinstance(exc, np.exceptions.AxisError):
+        return refusal(name, str(exc), AxisError)
     return refusal(name, str(exc), DtypeError if isinstance(exc, TypeError) else ShapeError)
 
 
@@ -197,7 +200,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
         except (TypeError, ZeroDivisionError):
             raise ArgumentError(f"np.trim_zeros: invalid axis {axis!r} [called at {user_location()}]") from None
         if len(picked) != len(given) or any(operator.index(ax) >= value.ndim for ax in given):
-            raise ShapeError(f"np.trim_zeros: axis {axis!r} is out of bounds [called at {user_location()}]")
+            raise AxisError(f"np.trim_zeros: axis {axis!r} is out of bounds [called at {user_location()}]")
     if not picked:
         return filt
     nonzero = np.argwhere(value)
@@ -320,7 +323,7 @@ def _cumulative(name: str, scan: Callable[..., Any], start: float) -> Callable[.
             raise ShapeError(f"np.{name}: the input must have at least one dimension [called at {user_location()}]")
         axis = operator.index(axis)
         if not -len(shape) <= axis < len(shape):
-            raise ShapeError(f"np.{name}: axis {axis} is out of bounds [called at {user_location()}]")
+            raise AxisError(f"np.{name}: axis {axis} is out of bounds [called at {user_location()}]")
         result = scan(x, axis)
         if include_initial:
             ax = axis % len(shape)

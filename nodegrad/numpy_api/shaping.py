@@ -19,7 +19,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.batched import HANDLES, plain_map
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import DtypeError, user_location, user_stacklevel
+from nodegrad.errors import AxisError, DtypeError, user_location, user_stacklevel
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import atleast_3d
 
@@ -51,7 +51,7 @@ def _axis(name: str, axis: Any, ndim: int, what: str = "axis") -> int:
     except TypeError:
         raise refusal(name, f"{what} must be an int, got {axis!r}") from None
     if not -ndim <= value < ndim:
-        raise refusal(name, f"{what} {value} is out of bounds for an array of dimension {ndim}")
+        raise refusal(name, f"{what} {value} is out of bounds for an array of dimension {ndim}", AxisError)
     return value % ndim
 
 
@@ -164,7 +164,7 @@ def rot90(m: Any, k: Any = 1, axes: Any = (0, 1)) -> Any:
     if axes[0] == axes[1] or abs(axes[0] - axes[1]) == ndim:
         raise refusal("rot90", "Axes must be different.")
     if not (-ndim <= axes[0] < ndim and -ndim <= axes[1] < ndim):
-        raise refusal("rot90", f"Axes={axes} out of range for array of ndim={ndim}.")
+        raise refusal("rot90", f"Axes={axes} out of range for array of ndim={ndim}.", AxisError)
     k %= 4
     if k == 0:
         return m

@@ -13,9 +13,18 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.errors import BatchingError, OpIndexError, ShapeError, user_location
+from nodegrad.errors import AxisError, BatchingError, OpIndexError, ShapeError, user_location
 
-__all__ = ["Each", "as_ints", "axes_of", "batched_index", "holds_batched", "index_items", "normalize_axis"]
+__all__ = [
+    "Each",
+    "as_ints",
+    "axes_of",
+    "axis_index",
+    "batched_index",
+    "holds_batched",
+    "index_items",
+    "normalize_axis",
+]
 
 
 def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
@@ -33,10 +42,25 @@ def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
         raise ShapeError(msg) from None
 
 
+def axis_index(op_name: str, axis: Any, ndim: int, what: str = "an array") -> int:
+    """One ``axis`` of an array of ``ndim`` dimensions as a non-negative int (a 0-d array's
+    axis 0 or -1 as 0, as numpy's reductions take it): the one place every op and every
+    batching rule checks an axis. Raises :class:`~nodegrad.errors.AxisError` naming the op
+    where numpy raises its ``AxisError``; ``what`` says what has the ``ndim`` dimensions."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        msg = f"{op_name}: axis must be an int or a tuple of ints, got {axis!r} [called at {user_location()}]"
+        raise ShapeError(msg)
+    if not -max(ndim, 1) <= axis < max(ndim, 1):
+        msg = f"{op_name}: axis {axis} is out of range for {what} of {ndim} dimensions [called at {user_location()}]"
+        raise AxisError(msg)
+    return int(axis) % max(ndim, 1)
+
+
 def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None:
     """Turn ``axis`` (None, int or sequence) into a sorted tuple of non-negative axes.
 
-    Raises a :class:`ShapeError` naming the op when an axis is out of range or repeated.
+    Raises :class:`~nodegrad.errors.AxisError` naming the op when an axis is out of range,
+    a :class:`~nodegrad.errors.ShapeError` when one is repeated.
     """
     if axis is None:
         return None
@@ -49,15 +73,7 @@ def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None
         raise ShapeError(msg)
     if ndim == 0 and all(isinstance(a, (int, np.integer)) and a in (0, -1) for a in axes):
         return ()  # numpy lets a 0-d array be reduced over "axis 0": nothing to reduce
-    out = []
-    for a in axes:
-        if not isinstance(a, (int, np.integer)) or not -ndim <= a < max(ndim, 1):
-            msg = (
-                f"{op_name}: axis {axis!r} is out of range for an array of {ndim} dimensions [called at "
-                f"{user_location()}]"
-            )
-            raise ShapeError(msg)
-        out.append(int(a) % max(ndim, 1))
+    out = [axis_index(op_name, a, ndim) for a in axes]
     if len(set(out)) != len(out):
         msg = f"{op_name}: repeated axis in {axis!r} [called at {user_location()}]"
         raise ShapeError(msg)

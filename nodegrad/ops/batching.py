@@ -19,17 +19,17 @@ docs). Functions that give plain values (masks, indices, shapes) are batched her
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
-from nodegrad.engine.record import record, register_interpreter
+from nodegrad.engine.record import append_node, record, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
+from nodegrad.ops.arguments import axis_index
 
 __all__ = [
     "BatchRule",
@@ -37,9 +37,12 @@ __all__ = [
     "check_same_shapes",
     "elementwise",
     "example_ndim",
+    "examples_batched",
+    "examples_stacked",
     "innermost",
     "interpret",
     "made_of_ops",
+    "newest_level",
     "per_example",
     "reduction",
     "shift_axis",
@@ -165,14 +168,16 @@ def example_ndim(value: Any, is_batched: bool) -> int:
     return ndim - 1 if is_batched else ndim
 
 
-def shift_axis(axis: Any, ndim: int) -> Any:
+def shift_axis(op_name: str, axis: Any, ndim: int) -> Any:
     """An example's ``axis`` (an int, a tuple of them or ``None`` for all) as an axis of
-    the batched value, whose axis 0 holds the examples: every axis one further on."""
+    the batched value, whose axis 0 holds the examples: every axis one further on. Checked
+    against the example's ``ndim`` (:func:`~nodegrad.ops.arguments.axis_index`): an axis
+    out of range raises where numpy would, rather than reaching the batch axis."""
     if axis is None:
         return tuple(range(1, ndim + 1))
     if isinstance(axis, tuple | list):
-        return tuple(operator.index(a) % max(ndim, 1) + 1 for a in axis)
-    return operator.index(axis) % max(ndim, 1) + 1
+        return tuple(axis_index(op_name, a, ndim, "an example") + 1 for a in axis)
+    return axis_index(op_name, axis, ndim, "an example") + 1
 
 
 def to_batched(value: Any, is_batched: bool, size: int) -> Any:
@@ -181,6 +186,81 @@ def to_batched(value: Any, is_batched: bool, size: int) -> Any:
     if is_batched:
         return value
     return np.broadcast_to(value, (size, *np.shape(value)))
+
+
+# -- crossing a level: code written for stacks, run on values a newer transform traces ------------
+# A rule written for stacks of plain values (see nodegrad.ops.linalg.batching.on_stacks) runs
+# on the stacked examples of a level; an argument traced by a transform that began inside that
+# level (forward mode's cotangent, under ``vmap(jvp)``) holds the level's values *under* its
+# handle, and the result must too, or that transform's sweep never sees it. These two ops move
+# a value across the level inside every such transform's arena, each the other's transpose: in
+# the stack form every example reads only its own block, so a cotangent of the stack is the
+# stack of the examples' cotangents.
+
+
+def newest_level(args: Sequence[Any]) -> BatchLevel | None:
+    """The innermost batch level among ``args`` at any depth (under traced handles and other
+    batch levels too, and inside tuple or list arguments)."""
+    found: BatchLevel | None = None
+    for a in args:
+        for item in a if type(a) is tuple or type(a) is list else (a,):
+            while type(item) is Traced or type(item) is Batched:
+                if type(item) is Batched and (found is None or item.level.stamp > found.stamp):
+                    found = item.level
+                item = item.value
+    return found
+
+
+def _inside(x: Any, level: BatchLevel) -> bool:
+    """Whether ``x`` is a handle of a transform (an arena, a batch level) that began inside
+    ``level``."""
+    if type(x) is Traced:
+        return x.arena.stamp > level.stamp
+    return type(x) is Batched and x.level.stamp > level.stamp
+
+
+def examples_stacked(x: Any, level: BatchLevel, axis: int = 0) -> Any:
+    """``x``, a value of one example of ``level``, as the stack of every example's along
+    ``axis``: recorded in each arena that began inside the level, so that it
+    differentiates, and batched by each level that did."""
+    if _inside(x, level):
+        inner = examples_stacked(x.value, level, axis + (type(x) is Batched))
+        if type(x) is Batched:
+            return Batched(inner, x.level)
+        return append_node(x.arena, _STACKED, (x.index,), (0,), (x.value, level, axis), inner)
+    if type(x) is Batched and x.level is level:
+        return x.value if axis == 0 else np.moveaxis(x.value, 0, axis)
+    shape = np.shape(x)
+    return np.broadcast_to(np.expand_dims(x, axis), (*shape[:axis], level.size, *shape[axis:]))
+
+
+def examples_batched(x: Any, level: BatchLevel, axis: int = 0) -> Any:
+    """A stack of every example's value of ``level`` along ``axis``, as the value of one
+    example: the inverse of :func:`examples_stacked`."""
+    if _inside(x, level):
+        inner = examples_batched(x.value, level, axis + (type(x) is Batched))
+        if type(x) is Batched:
+            return Batched(inner, x.level)
+        return append_node(x.arena, _BATCHED, (x.index,), (0,), (x.value, level, axis), inner)
+    if type(x) is Batched and x.level is level:  # a stack that differs by example: each takes its own block
+        return Batched(np.moveaxis(np.diagonal(x.value, 0, 0, axis + 1), -1, 0), level)
+    return Batched(x if axis == 0 else np.moveaxis(x, axis, 0), level)
+
+
+_STACKED = Op(
+    "examples_stacked",
+    examples_stacked,
+    (lambda g, ans, x, level, axis: examples_batched(g, level, axis), None, None),
+    "batching",
+    doc="a value of one example of a vmap, as the stack of every example's",
+)
+_BATCHED = Op(
+    "examples_batched",
+    examples_batched,
+    (lambda g, ans, x, level, axis: examples_stacked(g, level, axis), None, None),
+    "batching",
+    doc="a stack of every example's value of a vmap, as one example's",
+)
 
 
 _OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, *HANDLES)
@@ -211,7 +291,7 @@ def elementwise(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any
 
 def reduction(op: Op, batched: tuple[bool, ...], size: int, x: Any, axis: Any, *rest: Any) -> Any:
     """The rule of an op ``f(x, axis, ...)`` that works along ``axis`` (``None``: all)."""
-    return record(op, x, shift_axis(axis, np.ndim(x) - 1), *rest)
+    return record(op, x, shift_axis(op.name, axis, np.ndim(x) - 1), *rest)
 
 
 def along_axis(position: int, data: Sequence[int] = (0,)) -> BatchRule:
@@ -223,7 +303,7 @@ def along_axis(position: int, data: Sequence[int] = (0,)) -> BatchRule:
         ndim = example_ndim(args[data[0]], batched[data[0]])
         for k in data:
             found[k] = to_batched(args[k], batched[k], size)
-        found[position] = shift_axis(args[position], ndim)
+        found[position] = shift_axis(op.name, args[position], ndim)
         return record(op, *found)
 
     return rule
@@ -288,11 +368,11 @@ def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     assert level is not None
     if func in _ELEMENTWISE_VALUES:
         return _elementwise_values(func, level, args, kwargs)
-    if func in _AXIS_VALUES and len(args) == 1 and type(args[0]) is Batched:
-        axis = kwargs.get("axis")
-        if axis is not None:
-            x = args[0]
-            return Batched(func(_plain(x.value), **{**kwargs, "axis": shift_axis(axis, x.ndim)}), level)
+    if func in _AXIS_VALUES and len(args) == 1 and type(args[0]) is Batched and args[0].level is level:
+        axis, x = kwargs.get("axis"), args[0]
+        if axis is not None and x.ndim > 0:  # (numpy reads a 0-d array's axis 0 its own way: once per example)
+            moved = shift_axis(f"np.{func.__name__}", axis, x.ndim)
+            return Batched(func(_plain(x.value), **{**kwargs, "axis": moved}), level)
     return _values_per_example(func, level, args, kwargs)
 
 

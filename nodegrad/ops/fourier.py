@@ -33,7 +33,16 @@ import numpy as np
 from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import Op, defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError, user_location, user_stacklevel
+from nodegrad.errors import (
+    ArgumentError,
+    AxisError,
+    DtypeError,
+    NodegradError,
+    ShapeError,
+    user_location,
+    user_stacklevel,
+)
+from nodegrad.ops.arguments import axis_index
 from nodegrad.ops.batching import along_axis
 from nodegrad.ops.elementwise import conj, multiply, real
 from nodegrad.ops.index import getitem
@@ -177,9 +186,9 @@ def _int(name: str, what: str, value: Any) -> int:
 
 def _axis(name: str, shape: tuple[int, ...], axis: Any) -> int:
     k = _int(name, "axis", axis)
-    if not -len(shape) <= k < len(shape):
-        raise _fail(ShapeError, name, f"axis {k} is out of range for an array of shape {shape}")
-    return k % len(shape)
+    if not shape:
+        raise _fail(AxisError, name, f"axis {k} is out of range for an array of shape {shape}")
+    return axis_index(f"np.fft.{name}", k, len(shape), f"an array of shape {shape},")
 
 
 def _points(name: str, n: Any, default: int) -> int:

@@ -16,8 +16,8 @@ from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1, record2
 from nodegrad.engine.registry import defop, defrows
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import OpIndexError, ShapeError, user_location
-from nodegrad.ops.arguments import Each, as_ints, axes_of, batched_index, holds_batched, index_items
+from nodegrad.errors import AxisError, OpIndexError, ShapeError, user_location
+from nodegrad.ops.arguments import Each, as_ints, axes_of, axis_index, batched_index, holds_batched, index_items
 from nodegrad.ops.batching import per_example, to_batched
 from nodegrad.ops.shape import RESHAPE, TRANSPOSE, ravel
 
@@ -477,10 +477,11 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
         return gather(ravel(x), indices, 0)
     ndim = np.ndim(unwrap(x))
     given = as_ints("gather", "axis", axis) if not isinstance(axis, (tuple, list)) else ()
-    if len(given) != 1 or not -ndim <= given[0] < ndim:
+    if len(given) != 1 or ndim == 0:
         msg = f"gather: axis {axis} is out of range for shape {np.shape(unwrap(x))} [called at {user_location()}]"
-        raise ShapeError(msg)
-    return (record if type(indices) is Batched else record1)(GATHER, x, indices, given[0] % ndim)
+        raise (ShapeError if len(given) != 1 else AxisError)(msg)
+    found = axis_index("gather", given[0], ndim, f"an array of shape {np.shape(unwrap(x))},")
+    return (record if type(indices) is Batched else record1)(GATHER, x, indices, found)
 
 
 @guarded

@@ -12,7 +12,7 @@ from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
-from nodegrad.ops.arguments import as_ints, axes_of
+from nodegrad.ops.arguments import as_ints, axes_of, axis_index
 from nodegrad.ops.batching import to_batched
 
 __all__ = [
@@ -209,13 +209,11 @@ def _joined(op_name: str, xs: Any, axis: int, new_axis: bool) -> tuple[list[Any]
         msg = f"{op_name}: needs at least one array [called at {user_location()}]"
         raise ShapeError(msg)
     ndim = np.ndim(unwrap(xs[0])) + (1 if new_axis else 0)
-    if ndim == 0 or not -ndim <= axis < ndim:
-        msg = (
-            f"{op_name}: axis {axis} is out of range for arrays of shape {np.shape(unwrap(xs[0]))} [called at "
-            f"{user_location()}]"
-        )
+    if ndim == 0:  # numpy: 0-d arrays cannot be joined at all
+        msg = f"{op_name}: arrays of shape () cannot be joined along an axis [called at {user_location()}]"
         raise ShapeError(msg)
-    return xs, int(axis) % ndim
+    joined = f"{'the stack of ' if new_axis else ''}arrays of shape {np.shape(unwrap(xs[0]))},"
+    return xs, axis_index(op_name, axis, ndim, joined)
 
 
 @guarded

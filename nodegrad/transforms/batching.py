@@ -302,8 +302,10 @@ def _placed(name: str, leaf: Any, path: str, axis: int | None, level: BatchLevel
             msg = f"{name}: out_axes {axis} is out of range for {path}, whose examples have shape {leaf.shape}"
             raise ShapeError(msg)
         return value if axis % ndim == 0 else np.moveaxis(value, 0, axis)
-    if not (_is_array(leaf) or isinstance(leaf, float | complex | int | np.generic)) or isinstance(leaf, bool):
+    if not (_is_array(leaf) or isinstance(leaf, float | complex | int | np.generic)):
         return leaf  # a string, None, a static value: the same for every example
+    # A number or an array the same for every example (True, 3, np.float32(2)...): repeated
+    # along the batch axis, in numpy's dtype for it, as stacking a loop's results gives.
     ndim = np.ndim(leaf) + 1
     if not -ndim <= axis < ndim:
         msg = f"{name}: out_axes {axis} is out of range for {path}, of shape {np.shape(leaf)}"

@@ -22,7 +22,7 @@ from nodegrad.engine.batched import HANDLES, Batched, BatchLevel
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import Traced
-from nodegrad.ops.batching import example_ndim, innermost, to_batched
+from nodegrad.ops.batching import example_ndim, examples_batched, examples_stacked, newest_level, to_batched
 
 __all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
 
@@ -42,49 +42,49 @@ def holds_traced(x: Any) -> bool:
     return type(x) is Traced
 
 
-def _wrap(out: Any, level: BatchLevel) -> Any:
+def _batched(out: Any, level: BatchLevel) -> Any:
+    """A rule's result on stacks (``None``, an array or a tuple of them) as one example's."""
     if out is None:
         return None
     if type(out) is tuple:
-        return tuple(_wrap(o, level) for o in out)
-    return Batched(out, level)
+        return tuple(_batched(o, level) for o in out)
+    return examples_batched(out, level)
 
 
 def on_stacks(rule: Callable[..., Any], *args: Any) -> Any:
     """``rule(*args)`` of a VJP rule written for stacks of matrices, where some of ``args``
     are batched: the examples of the innermost level become a leading stack axis (arrays not
     batched there repeated), level by level, and the results are batched again. The rule
-    then reads plain values where it tests them, as it does for any stack."""
-    level = innermost(args)
+    then reads plain values where it tests them, as it does for any stack. A value traced by
+    a transform inside the level (forward mode's cotangent) is stacked and batched again in
+    that transform's arena (:func:`~nodegrad.ops.batching.examples_stacked`)."""
+    level = newest_level(args)
     if level is None:
         return rule(*args)
-    found = []
-    for a in args:
-        if type(a) is Batched and a.level is level:
-            found.append(a.value)
-        elif isinstance(a, _ARRAYS):
-            found.append(to_batched(a, False, level.size))
-        else:
-            found.append(a)  # an option: a flag, a triangle, None
-    return _wrap(on_stacks(rule, *found), level)
+    found = [examples_stacked(a, level) if isinstance(a, _ARRAYS) else a for a in args]  # else an option
+    return _batched(on_stacks(rule, *found), level)
 
 
 def per_example_rule(rule: Callable[..., Any], *args: Any) -> Any:
     """``rule(*args)`` once per example of the innermost level of ``args``, the results
     stacked: for a VJP rule that takes one operand, not a stack (``roots``)."""
-    level = innermost(args)
+    level = newest_level(args)
     if level is None:
         return rule(*args)
+    # Traced ones too: a value traced inside the level must cross it (its cotangent is one per
+    # example), and one traced outside it gets the same in every example.
+    holding = [type(a) is Batched or type(a) is Traced for a in args]
+    stacks = [examples_stacked(a, level) if held else a for a, held in zip(args, holding, strict=True)]
     results = []
     for b in range(level.size):
-        example = [a.value[b] if type(a) is Batched and a.level is level else a for a in args]
+        example = [s[b] if held else s for s, held in zip(stacks, holding, strict=True)]
         results.append(per_example_rule(rule, *example))
     first = results[0] if results else None
     if first is None:
         return None
     if type(first) is tuple:
-        return tuple(_wrap(np.stack([r[k] for r in results]), level) for k in range(len(first)))
-    return _wrap(np.stack(results), level)
+        return tuple(_batched(np.stack([r[k] for r in results]), level) for k in range(len(first)))
+    return _batched(np.stack(results), level)
 
 
 def stacked(cores: Mapping[int, int], vector: int | None = None) -> Callable[..., Any]:

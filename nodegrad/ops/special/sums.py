@@ -106,7 +106,7 @@ def _batch(op: Any, batched: tuple[bool, ...], size: int, a: Any, b: Any, axes: 
     ndim = max(example_ndim(a, batched[0]), 0 if b is None else example_ndim(b, batched[1]), 1)
     lined = [v if v is None or not k else np.expand_dims(v, tuple(range(1, 1 + ndim - example_ndim(v, True))))
              for v, k in zip((a, b), batched[:2], strict=True)]  # fmt: skip
-    return record(op, *lined, shift_axis(axes, ndim), signed)
+    return record(op, *lined, shift_axis(op.name, axes, ndim), signed)
 
 
 defbatch(WEIGHTED_LOGSUMEXP, _batch)
