@@ -27,7 +27,7 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
 from nodegrad.engine.record import append_node, record, register_interpreter
 from nodegrad.engine.registry import Op
-from nodegrad.engine.traced import unwrap
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
 from nodegrad.ops.arguments import axis_index
 
