@@ -25,7 +25,14 @@ from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
 from nodegrad.engine.traced import Traced, describe, unwrap
-from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
+from nodegrad.errors import (
+    ArgumentError,
+    DtypeError,
+    LeakedTracerError,
+    NoGradientError,
+    StructureError,
+    _CotangentShapeError,
+)
 from nodegrad.ops.batching import made_of_ops, per_example_call
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
@@ -192,7 +199,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         broadcast = False
     if not broadcast:
         msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
-        raise ShapeError(msg)
+        raise _CotangentShapeError(msg)  # (check_grads names the rule)
     fitted = unbroadcast(ct, shape)
     return fitted if type(fitted) in HANDLES else fit_cotangent(fitted, _array(value))
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import refusal
 from nodegrad.numpy_api.composed import diff
 
@@ -106,7 +106,7 @@ def _axes(axis: Any, ndim: int) -> tuple[int, ...]:
         except TypeError:
             raise refusal("gradient", f"axis must be an int or a tuple of ints, got {axis!r}") from None
         if not -ndim <= a < ndim:
-            raise refusal("gradient", f"axis {a} is out of bounds for an array of dimension {ndim}")
+            raise refusal("gradient", f"axis {a} is out of bounds for an array of dimension {ndim}", AxisError)
         out.append(a % ndim)
     if len(set(out)) != len(out):
         raise refusal("gradient", f"repeated axis in {axis!r}")

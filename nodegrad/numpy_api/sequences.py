@@ -25,7 +25,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.engine.traced import unwrap as _value
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, error_like, user_location
 from nodegrad.numpy_api.along_axis import linspace
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import convolve, diag
@@ -59,8 +59,9 @@ __all__ = [
 
 
 def _fail(name: str, exc: Exception) -> Exception:
-    """numpy's own complaint, naming the function and the caller's line."""
-    return refusal(name, str(exc), DtypeError if isinstance(exc, TypeError) else ShapeError)
+    """numpy's own complaint, naming the function and the caller's line, as the nodegrad
+    error of its kind (numpy's AxisError as :class:`~nodegrad.errors.AxisError`, ...)."""
+    return refusal(name, str(exc), error_like(exc) or ShapeError)
 
 
 def _ids(a: Any, first: int = 0) -> np.ndarray:
@@ -196,7 +197,7 @@ def trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
         except (TypeError, ZeroDivisionError):
             raise ArgumentError(f"np.trim_zeros: invalid axis {axis!r} [called at {user_location()}]") from None
         if len(picked) != len(given) or any(operator.index(ax) >= value.ndim for ax in given):
-            raise ShapeError(f"np.trim_zeros: axis {axis!r} is out of bounds [called at {user_location()}]")
+            raise AxisError(f"np.trim_zeros: axis {axis!r} is out of bounds [called at {user_location()}]")
     if not picked:
         return filt
     nonzero = np.argwhere(value)
@@ -319,7 +320,7 @@ def _cumulative(name: str, scan: Callable[..., Any], start: float) -> Callable[.
             raise ShapeError(f"np.{name}: the input must have at least one dimension [called at {user_location()}]")
         axis = operator.index(axis)
         if not -len(shape) <= axis < len(shape):
-            raise ShapeError(f"np.{name}: axis {axis} is out of bounds [called at {user_location()}]")
+            raise AxisError(f"np.{name}: axis {axis} is out of bounds [called at {user_location()}]")
         result = scan(x, axis)
         if include_initial:
             ax = axis % len(shape)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.errors import BatchingError, OpIndexError, ShapeError, user_location
+from nodegrad.errors import AxisError, BatchingError, OpIndexError, ShapeError, user_location
 
 __all__ = ["Each", "as_ints", "axes_of", "batched_index", "holds_batched", "index_items", "normalize_axis"]
 
@@ -56,7 +56,7 @@ def normalize_axis(op_name: str, axis: Any, ndim: int) -> tuple[int, ...] | None
                 f"{op_name}: axis {axis!r} is out of range for an array of {ndim} dimensions [called at "
                 f"{user_location()}]"
             )
-            raise ShapeError(msg)
+            raise AxisError(msg)
         out.append(int(a) % max(ndim, 1))
     if len(set(out)) != len(out):
         msg = f"{op_name}: repeated axis in {axis!r} [called at {user_location()}]"

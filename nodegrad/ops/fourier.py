@@ -33,7 +33,15 @@ import numpy as np
 from nodegrad.engine.record import composite, guarded, record1
 from nodegrad.engine.registry import Op, defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, DtypeError, NodegradError, ShapeError, user_location, user_stacklevel
+from nodegrad.errors import (
+    ArgumentError,
+    AxisError,
+    DtypeError,
+    NodegradError,
+    ShapeError,
+    user_location,
+    user_stacklevel,
+)
 from nodegrad.ops.batching import along_axis
 from nodegrad.ops.elementwise import conj, multiply, real
 from nodegrad.ops.index import getitem
@@ -178,7 +186,7 @@ def _int(name: str, what: str, value: Any) -> int:
 def _axis(name: str, shape: tuple[int, ...], axis: Any) -> int:
     k = _int(name, "axis", axis)
     if not -len(shape) <= k < len(shape):
-        raise _fail(ShapeError, name, f"axis {k} is out of range for an array of shape {shape}")
+        raise _fail(AxisError, name, f"axis {k} is out of range for an array of shape {shape}")
     return k % len(shape)
 
 

@@ -11,7 +11,7 @@ from nodegrad.engine.batched import plain_map
 from nodegrad.engine.record import composite, guarded, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
+from nodegrad.errors import AxisError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, axes_of
 from nodegrad.ops.batching import to_batched
 
@@ -214,7 +214,7 @@ def _joined(op_name: str, xs: Any, axis: int, new_axis: bool) -> tuple[list[Any]
             f"{op_name}: axis {axis} is out of range for arrays of shape {np.shape(unwrap(xs[0]))} [called at "
             f"{user_location()}]"
         )
-        raise ShapeError(msg)
+        raise AxisError(msg)
     return xs, int(axis) % ndim
 
 

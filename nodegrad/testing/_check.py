@@ -28,8 +28,10 @@ __all__ = ["check_grads"]
 
 _MODES = ("rev", "fwd")
 
-# Default (rtol, atol) by the narrowest float dtype among the differentiated arguments and the
+# Default (rtol, floor) by the narrowest float dtype among the differentiated arguments and the
 # output (float64 otherwise): the numeric side is always float64, only the analytic side varies.
+# The floor is relative too: to the largest directional derivative one check compares, for the
+# rounding a cancellation leaves in a smaller one.
 _TOLERANCES = {"float16": (3e-2, 1e-2), "float32": (2e-3, 1e-4), "float64": (1e-5, 1e-7)}
 # The same for the derivatives of derivatives (order 2): the analytic side then runs a recorded
 # backward sweep, twice the rounding of the first-order one, which float32 and float16 feel.
@@ -375,9 +377,20 @@ class _Check:
                 return along[group[1]]
 
             kind, formula = "the forward derivative along", "<v, jvp(u)>"
-        rtol, atol = self.tolerances(out, xs, level)
+        rtol, floor = self.tolerances(out, xs, level)
+        atol = 0.0 if self.atol is None else self.atol
         if self.complex_step is not None:
             self.complex_step.scan(f64, point, directions(groups[0]), header)
+        largest: list[float] = []
+
+        def scale_of_check() -> float:
+            # The largest directional derivative this check compares: the floor is relative
+            # to it, so that scaling f scales every tolerance (no absolute one hides a rule
+            # off by a factor where the gradient is small).
+            if not largest:
+                sizes = [(analytic(v, us)[1], numeric.estimate(v, us)[0]) for us in map(directions, groups)]
+                largest.append(max((max(terms, abs(e)) for terms, e in sizes), default=0.0))
+            return largest[0]
 
         def failure(v_: Any, us: list[Any]) -> str | None:
             value, terms = analytic(v_, us)
@@ -386,16 +399,26 @@ class _Check:
             tolerance = atol + rtol * size + noise
             if abs(value - expected) <= tolerance:  # a NaN fails this comparison too
                 return None
+            # Before a difference counts: what cancellation leaves relative to the check's
+            # scale, and the central difference's own truncation (measured, not assumed).
+            relative = floor * scale_of_check()
+            truncation = numeric.truncation(v_, us)
+            tolerance += relative + truncation
+            if abs(value - expected) <= tolerance:
+                return None
             if numeric.complex_step:
-                if numeric.explains(v_, us, value, terms, rtol, atol):
+                if numeric.explains(v_, us, value, terms, rtol, atol + relative):
                     return None
                 label += f"; central difference, eps={self.eps:g}: {numeric.central(v_, us)!r}"
             rounding = f" + rounding of the evaluations {noise:.3g}" if not numeric.complex_step else ""
+            if truncation:
+                rounding += f" + truncation {truncation:.3g}"
             return (
                 f"  analytic {formula} = {value!r}\n"
                 f"  numeric  ({label}) = {expected!r}\n"
                 f"  |difference| = {abs(value - expected):.3g} > tolerance {tolerance:.3g} "
-                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g}{rounding})"
+                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g} + {floor:g} * the check's scale "
+                f"{scale_of_check():.3g}{rounding})"
             )
 
         for group in groups:
@@ -446,7 +469,7 @@ class _Check:
             along_u, along_iu = difference(u), difference(iu)
             tangents = [u if j == k else _zeros(xj) for j, xj in enumerate(xs)]
             out, tangent = jvp(f, xs, tangents)
-            rtol, atol = self.tolerances(out, xs, 1)
+            rtol, floor = self.tolerances(out, xs, 1)
             for what, got, expected in (
                 ("the central difference along 1j * u", along_iu, map_floats(lambda d: d * 1j, along_u)),
                 ("the forward derivative along u", map_floats(lambda t: t * 2 * self.eps, tangent), along_u),
@@ -455,6 +478,9 @@ class _Check:
                     if a is None or not is_differentiable_leaf(a):
                         continue
                     a, b = np.asarray(a) / (2 * self.eps), np.asarray(b) / (2 * self.eps)
+                    # the absolute part relative to the size of what is compared
+                    size = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
+                    atol = floor * size + (0.0 if self.atol is None else self.atol)
                     if not np.allclose(a, b, rtol=rtol, atol=atol):
                         msg = (
                             f"check_grads (holomorphic): {name} fails Cauchy-Riemann: {what} differs at the "
@@ -464,14 +490,16 @@ class _Check:
                         raise _failed(msg, deep=True)
 
     def tolerances(self, out: Any, xs: list[Any], level: int) -> tuple[float, float]:
+        """``(rtol, floor)``: the relative tolerance (the caller's, or by dtype), and the
+        floor by dtype, a tolerance relative to the largest derivative the check compares."""
         # A complex dtype is as precise as the float dtype of its parts.
         dtypes = [
             np.finfo(np.asarray(leaf).dtype).dtype for value in [out, *xs] for _, leaf in differentiable_leaves(value)
         ]
         narrowest = min(dtypes, key=lambda d: d.itemsize, default=np.dtype(float))
         table = _TOLERANCES if level == 1 else _TOLERANCES_HIGHER
-        default_rtol, default_atol = table.get(narrowest.name, table["float64"])
-        return (default_rtol if self.rtol is None else self.rtol), (default_atol if self.atol is None else self.atol)
+        default_rtol, floor = table.get(narrowest.name, table["float64"])
+        return (default_rtol if self.rtol is None else self.rtol), floor
 
     def random(self, like: Any, part: str = "") -> Any:
         """Standard normal draws shaped like the float and complex leaves of ``like``, in
