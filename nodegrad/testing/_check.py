@@ -61,7 +61,8 @@ def check_grads(
     ``(<v, f(x + eps u)> - <v, f(x - eps u)>) / (2 eps)`` computed in float64 (float32
     arguments are cast up for this side):
 
-    - ``"rev"``: ``<vjp(v)_k, u_k>`` from :func:`nodegrad.vjp`, one argument ``x_k`` at a time;
+    - ``"rev"``: ``sum_k <vjp(v)_k, u_k>`` from :func:`nodegrad.vjp`, all the arguments moved
+      together (a failure is then traced to the leaves it comes from, one leaf at a time);
       each gradient must also have its argument's structure, and each leaf its shape and dtype.
     - ``"fwd"``: ``<v, jvp(u)>`` from :func:`nodegrad.jvp`, all the arguments moved together;
       the tangent must have the output's structure, and each leaf its shape and dtype.
@@ -92,10 +93,14 @@ def check_grads(
     modes : tuple of {"rev", "fwd"}, default ("rev", "fwd")
         Reverse mode (VJPs), forward mode (JVPs), or both.
     rtol, atol : float, optional
-        Pass when ``|analytic - numeric| <= atol + rtol * scale``, where ``scale`` is the
-        larger of ``|numeric|`` and the sum of the absolute values of the terms the analytic
-        dot product adds up. Defaults depend on the narrowest float dtype involved (looser
-        for float32 and float16 at order 2).
+        Pass when ``|analytic - numeric| <= atol + rtol * scale + floor * largest`` plus
+        what rounding and truncation (measured at a ten times wider step) can put into the
+        central difference, where ``scale`` is the larger of ``|numeric|`` and the sum of
+        the absolute values of the terms the analytic dot product adds up, and ``largest``
+        the largest ``scale`` among the directions of the check. All but ``atol`` scale with
+        ``f``, so a rule off by a factor fails however small its gradient. ``rtol`` and
+        ``floor`` depend on the narrowest float dtype involved (looser for float32 and
+        float16 at order 2); ``atol`` is absolute, 0 by default.
     argnums : int or sequence of int, optional
         Arguments to differentiate; all of them by default. The others are passed as given
         (their float leaves cast to float64 on the numeric side).
@@ -166,7 +171,7 @@ def check_grads(
     nodegrad.testing._errors.GradientCheckError: check_grads (order 1, mode 'rev'): the gradient of argument 0 ...
       analytic <vjp(v), u> = ...
       numeric  (central difference, eps=1e-06) = ...
-      |difference| = ... > tolerance ... (atol=1e-07 + rtol=1e-05 * scale ...)
+      |difference| = ... > tolerance ... (atol=0 + rtol=1e-05 * scale ...)
     no single op disagrees with its own forward at this point; the whole function's check failed
 
     A ``custom_vjp`` whose rule is wrong is named, with the line that called it:
@@ -336,14 +341,15 @@ class _Check:
             for name, g, x in zip(names, grads, xs, strict=True):
                 _check_like(f"{header}: the gradient of {name}", g, x, deep)
 
-            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, Callable[[], float]]:
                 gs = grads if v_ is v else back(v_)
                 value = sum(_pair(g, u) for g, u in zip(gs, us, strict=True))
-                size = sum(_pair(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
-                return value, size
+                return value, lambda: sum(_pair(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
 
-            # One argument at a time; complex ones along real and along imaginary directions.
-            groups = [([k], part) for k, x in enumerate(xs) for part in parts(x)]
+            # All the arguments together (a failure is then traced to its leaves, one at a
+            # time); complex ones along real and along imaginary directions.
+            kinds_ = sorted({part for x in xs for part in parts(x)}, reverse=True)
+            groups = [(list(range(len(xs))), part) for part in kinds_]
 
             def directions(group: tuple[list[int], str]) -> list[Any]:
                 ks, part = group
@@ -360,9 +366,9 @@ class _Check:
                     tangents[id(us)] = us, (out_, tangent)
                 return tangents[id(us)][1]
 
-            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, Callable[[], float]]:
                 tangent = tangent_along(us)[1]
-                return _pair(v_, tangent), _pair(_abs(v_), _abs(tangent))
+                return _pair(v_, tangent), lambda: _pair(_abs(v_), _abs(tangent))
 
             # All the arguments together; complex ones along real, then imaginary directions.
             kinds = sorted({part for x in xs for part in parts(x)}, reverse=True)
@@ -388,16 +394,21 @@ class _Check:
             # to it, so that scaling f scales every tolerance (no absolute one hides a rule
             # off by a factor where the gradient is small).
             if not largest:
-                sizes = [(analytic(v, us)[1], numeric.estimate(v, us)[0]) for us in map(directions, groups)]
+                sizes = [(analytic(v, us)[1](), numeric.estimate(v, us)[0]) for us in map(directions, groups)]
                 largest.append(max((max(terms, abs(e)) for terms, e in sizes), default=0.0))
             return largest[0]
 
         def failure(v_: Any, us: list[Any]) -> str | None:
-            value, terms = analytic(v_, us)
-            expected, noise, label = numeric.estimate(v_, us)
+            value, terms_of = analytic(v_, us)
+            expected, label = numeric.estimate(v_, us)
+            if abs(value - expected) <= atol + rtol * abs(expected):  # within the least tolerance (NaN: not)
+                return None
+            # The rest of the tolerance, each part only when the parts before fall short.
+            terms = terms_of()
             size = max(abs(expected), terms)
+            noise = numeric.noise(v_, us)
             tolerance = atol + rtol * size + noise
-            if abs(value - expected) <= tolerance:  # a NaN fails this comparison too
+            if abs(value - expected) <= tolerance:
                 return None
             # Before a difference counts: what cancellation leaves relative to the check's
             # scale, and the central difference's own truncation (measured, not assumed).

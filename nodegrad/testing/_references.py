@@ -128,16 +128,19 @@ class Numeric:
     def complex_step(self) -> bool:
         return self.state is not None and self.state.broken is None
 
-    def estimate(self, v: Any, us: list[Any]) -> tuple[float, float, str]:
-        """``(value, rounding, label)``: the derivative, what rounding alone can put into it,
-        and what computed it, for the message."""
+    def estimate(self, v: Any, us: list[Any]) -> tuple[float, str]:
+        """``(value, label)``: the derivative, and what computed it, for the message."""
         if self.complex_step:
             try:
-                return self.by_complex_step(v, us), 0.0, f"complex step, h={COMPLEX_STEP:g}"
+                return self.by_complex_step(v, us), f"complex step, h={COMPLEX_STEP:g}"
             except NotAnalyticError as exc:
                 assert self.state is not None
                 self.state.give_up(self.header, str(exc))
-        return self.central(v, us), self.rounding(v, us), f"central difference, eps={self.eps:g}"
+        return self.central(v, us), f"central difference, eps={self.eps:g}"
+
+    def noise(self, v: Any, us: list[Any]) -> float:
+        """What rounding alone can put into the estimate (none into the complex step's)."""
+        return 0.0 if self.complex_step else self.rounding(v, us)
 
     def central(self, v: Any, us: list[Any]) -> float:
         return (pair(v, self._side(us, 1.0)) - pair(v, self._side(us, -1.0))) / (2 * self.eps)
@@ -197,9 +200,16 @@ class Numeric:
     def _side(self, us: list[Any], sign: float) -> Any:
         key = (id(us), sign)
         if key not in self._moved:
-            steps = [scale(map_floats(as_float64, u), sign * self.eps) for u in us]
-            self._moved[key] = us, self.f64(*(add(p, s) for p, s in zip(self.point, steps, strict=True)))
+            moved = [_moved(p, u, sign * self.eps) for p, u in zip(self.point, us, strict=True)]
+            self._moved[key] = us, self.f64(*moved)
         return self._moved[key][1]
+
+
+def _moved(point: Any, direction: Any, step: float) -> Any:
+    """``point + step * direction``, in float64 (leaf by leaf for structures)."""
+    if type(point) is np.ndarray and type(direction) is np.ndarray and point.dtype.kind == "f":
+        return point + step * direction.astype(np.float64, copy=False)  # an array: the common case
+    return add(point, scale(map_floats(as_float64, direction), step))
 
 
 def _stepped(point: Any, direction: Any) -> Any:
