@@ -101,8 +101,8 @@ def probe(
     # Before it counts: the floor, relative to the size of what is compared (never an
     # absolute one, which would pass a wrong rule wherever the derivative is small), and the
     # central difference's truncation, measured: over a ten times wider step it is a hundred
-    # times larger, so the two differences' gap is 99 of it (counted as 33, a margin).
-    truncation = abs(wider - numeric) / 33 if np.isfinite(wider - numeric) else 0.0
+    # times larger (ten times across a kink), so the two differences' gap is at least 9 of it.
+    truncation = abs(wider - numeric) / 9 if np.isfinite(wider - numeric) else 0.0
     tolerance += atol * size_ + truncation
     if abs(analytic - numeric) <= tolerance:
         return Probe(AGREES, analytic, numeric, tolerance)

@@ -146,19 +146,26 @@ class Numeric:
         return (pair(v, self._side(us, 1.0)) - pair(v, self._side(us, -1.0))) / (2 * self.eps)
 
     def truncation(self, v: Any, us: list[Any]) -> float:
-        """What the central difference's truncation (``eps**2`` times the third derivative)
-        can put into it, measured: the difference over ten times the step has a hundred
-        times that error, so the two differences' gap is 99 of it (counted as 33, a margin
-        for the next term). 0 for the complex step, which has none, and where ``f`` cannot
-        be evaluated that far."""
-        return 0.0 if self.complex_step else self._truncation(v, us)
+        """What the estimate's truncation can put into it, measured: over ten times the
+        step it is a hundred times larger (the step squared times the third derivative), or
+        ten times at a kink, where the two sides' curvatures differ (the step times their
+        gap), so the two estimates' gap is at least 9 of it. 0 where ``f`` cannot be
+        evaluated that far. (The complex step's is tiny, ``1e-40`` times the third
+        derivative, but not nothing next to a derivative that is 0.)"""
+        if not self.complex_step:
+            return self._truncation(v, us)
+        try:
+            gap = abs(self.by_complex_step(v, us, 10 * COMPLEX_STEP) - self.by_complex_step(v, us)) / 9
+        except NotAnalyticError:
+            return 0.0
+        return gap if np.isfinite(gap) else 0.0
 
     def _truncation(self, v: Any, us: list[Any]) -> float:
         try:
             wide = (pair(v, self._side(us, 10.0)) - pair(v, self._side(us, -10.0))) / (20 * self.eps)
         except Exception:  # outside f's domain ten steps away: no estimate
             return 0.0
-        gap = abs(wide - self.central(v, us)) / 33
+        gap = abs(wide - self.central(v, us)) / 9
         return gap if np.isfinite(gap) else 0.0
 
     def rounding(self, v: Any, us: list[Any]) -> float:
@@ -167,10 +174,10 @@ class Numeric:
         size = pair(absolute(v), absolute(self._side(us, 1.0))) + pair(absolute(v), absolute(self._side(us, -1.0)))
         return 4 * float(np.finfo(np.float64).eps) * size / (2 * self.eps)
 
-    def by_complex_step(self, v: Any, us: list[Any]) -> float:
-        key = (id(us), "complex")
+    def by_complex_step(self, v: Any, us: list[Any], h: float = COMPLEX_STEP) -> float:
+        key = (id(us), "complex", h)
         if key not in self._moved:
-            stepped = [_stepped(p, u) for p, u in zip(self.point, us, strict=True)]
+            stepped = [_stepped(p, u, h) for p, u in zip(self.point, us, strict=True)]
             with warnings.catch_warnings():
                 warnings.simplefilter("error", _COMPLEX_WARNING)
                 try:
@@ -182,7 +189,7 @@ class Numeric:
                     msg = f"f raised {type(exc).__name__} on complex arguments ({exc})"
                     raise NotAnalyticError(msg) from None
             self._moved[key] = us, out
-        return pair(v, map_floats(np.imag, self._moved[key][1])) / COMPLEX_STEP
+        return pair(v, map_floats(np.imag, self._moved[key][1])) / h
 
     def explains(self, v: Any, us: list[Any], analytic: float, terms: float, rtol: float, atol: float) -> bool:
         """After the complex step disagreed with ``analytic``: whether central differences
@@ -212,9 +219,9 @@ def _moved(point: Any, direction: Any, step: float) -> Any:
     return add(point, scale(map_floats(as_float64, direction), step))
 
 
-def _stepped(point: Any, direction: Any) -> Any:
+def _stepped(point: Any, direction: Any, h: float = COMPLEX_STEP) -> Any:
     """``point + i h direction``, in complex128."""
-    imaginary = map_floats(lambda d: as_float64(d) * (COMPLEX_STEP * 1j), direction)
+    imaginary = map_floats(lambda d: as_float64(d) * (h * 1j), direction)
     return add(map_floats(_as_complex128, point), imaginary)
 
 
