@@ -122,7 +122,7 @@ class Numeric:
     ) -> None:
         self.f64, self.point, self.eps, self.state, self.header = f64, point, eps, state, header
         # Caches by id(us), holding on to ``us`` so that the id cannot be reused.
-        self._moved: dict[tuple[int, Any], tuple[list[Any], Any]] = {}
+        self._moved: dict[tuple[Any, ...], tuple[list[Any], Any]] = {}
 
     @property
     def complex_step(self) -> bool:
