@@ -30,8 +30,8 @@ from nodegrad.errors import (
     DtypeError,
     LeakedTracerError,
     NoGradientError,
+    ShapeError,
     StructureError,
-    _CotangentShapeError,
 )
 from nodegrad.ops.batching import made_of_ops, per_example_call
 from nodegrad.ops.structured import pack, view
@@ -199,7 +199,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         broadcast = False
     if not broadcast:
         msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
-        raise _CotangentShapeError(msg)  # (check_grads names the rule)
+        raise ShapeError(msg)  # (check_grads names the rule: see nodegrad.engine.rule_errors)
     fitted = unbroadcast(ct, shape)
     return fitted if type(fitted) in HANDLES else fit_cotangent(fitted, _array(value))
 

@@ -67,8 +67,7 @@ class AxisError(ShapeError, np.exceptions.AxisError):
 
 class _CotangentShapeError(ShapeError):
     """A gradient rule gave its input a cotangent of another shape (the sweep finds it at
-    the input, a custom_vjp's check at its ``bwd``; ``check_grads`` then looks for the op
-    whose rule it was)."""
+    the input; ``check_grads`` then looks for the op whose rule it was)."""
 
 
 class DtypeError(NodegradError, TypeError):

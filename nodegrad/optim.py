@@ -5,9 +5,8 @@ parameters of the same structure; ``None`` gradient slots (static fields) leave 
 parameter untouched. A :class:`~nodegrad.RowSparse` gradient (``grad(...,
 sparse_rows=True)``) makes the step lazy, as PyTorch's ``SparseAdam`` and sparse SGD are:
 only its rows move, written into the parameter array in place (and Adam's moments into the
-state's arrays), since copying a million-row table would cost more than the step. A
-parameter whose memory another parameter shares (tied weights) is stepped in a copy, so
-each gets the dense step's result.
+state's arrays), since copying a million-row table would cost more than the step (a copy of
+tied weights, memory two parameters share, so each gets the dense step's result).
 
 Drivers -- :func:`sgd_loop`, :func:`rmsprop_loop` and :func:`adam_loop` -- run a whole
 optimisation from a gradient function ``grad(params, iteration)``, with the signatures,
@@ -27,7 +26,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
-from nodegrad.engine.rows import RowSparse
+from nodegrad.engine.rows import RowSparse, overlapping
 from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten,
@@ -78,10 +77,9 @@ def _update(where: str, params: Any, grads: Any, step: Any) -> Any:
         lazy = lazy or type(g) is RowSparse
         if type(p) is np.ndarray:
             arrays.append(p)
-    # A lazy step writes into its parameter; where another parameter holds that memory too
-    # (tied weights: one array in two places), it would move that one as well, so the step
-    # writes into a copy, and each parameter gets its own step as the dense one does.
-    shared = _overlapping(arrays) if lazy else set()
+    # A lazy step writes into its parameter: where another one holds that memory too (tied
+    # weights), into a copy, so that each gets its own step, as the dense step gives it.
+    shared = overlapping(arrays) if lazy else set()
 
     def moved(p: Any, g: Any) -> Any:
         if g is None:
@@ -91,24 +89,6 @@ def _update(where: str, params: Any, grads: Any, step: Any) -> Any:
         return _keep_type(_like(step(p, g), p), p)
 
     return map_floats(moved, params, grads)
-
-
-def _overlapping(arrays: list[np.ndarray]) -> set[int]:
-    """The ids of the ``arrays`` that may share memory with another of them (the same
-    array twice, or views of one buffer)."""
-    by_buffer: dict[int, list[np.ndarray]] = {}
-    for a in arrays:
-        root: Any = a
-        while isinstance(root, np.ndarray) and root.base is not None:
-            root = root.base
-        by_buffer.setdefault(id(root), []).append(a)
-    found: set[int] = set()
-    for group in by_buffer.values():
-        for i, a in enumerate(group):
-            for b in group[i + 1 :]:
-                if a is b or np.may_share_memory(a, b):
-                    found.update((id(a), id(b)))
-    return found
 
 
 def _like(new: Any, old: Any) -> Any:

@@ -567,3 +567,11 @@ def test_a_custom_vjp_cotangent_of_the_wrong_shape_is_a_gradient_check_error_nam
         check_grads(lambda x: ng.sum(_summed_rule(x) * x), np.array([0.3, 0.7, 1.1]), order=order, modes=modes)
     assert info.value.culprit == "custom_vjp:_summed_rule"
     assert "has shape (), its argument (3,)" in str(info.value)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_the_cauchy_riemann_check_is_relative_too(scale: float) -> None:
+    z = np.array([0.3 + 0.2j, -1.0 + 0.5j, 0j])
+    check_grads(lambda z: ng.sin(z) ** 3.0 * scale, z, holomorphic=True)  # at 0 too: truncation, measured
+    with pytest.raises(AssertionError, match="fails Cauchy-Riemann"):
+        check_grads(lambda z: ng.conj(z) * z * scale, z, holomorphic=True)

@@ -21,7 +21,7 @@ from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.staged import Staged, Unreplayable
 from nodegrad.errors import ArgumentError, ShapeError
 
-__all__ = ["RowParts", "RowSparse", "coalesced", "sparse_nodes"]
+__all__ = ["RowParts", "RowSparse", "coalesced", "overlapping", "sparse_nodes"]
 
 
 class RowSparse:
@@ -237,6 +237,24 @@ def _summed_in_order(rows: Any, values: Any) -> tuple[Any, Any]:
         again = ~first
         np.add.at(summed, np.cumsum(first)[again] - 1, np.take(values, order[again], axis=0))
     return ordered[first], summed
+
+
+def overlapping(arrays: list[np.ndarray]) -> set[int]:
+    """The ids of the ``arrays`` that may share memory with another of them (one array twice,
+    or views of one buffer: grouped by their buffer, then compared within a group). The lazy
+    steps of :mod:`nodegrad.optim` write a RowSparse gradient's rows into its parameter in
+    place; a parameter found here (tied weights) is stepped in a copy instead."""
+    groups: dict[int, list[np.ndarray]] = {}
+    for a in arrays:
+        groups.setdefault(id(_buffer(a)), []).append(a)
+    pairs = [(a, b) for group in groups.values() for i, a in enumerate(group) for b in group[i + 1 :]]
+    return {id(x) for a, b in pairs if a is b or np.may_share_memory(a, b) for x in (a, b)}
+
+
+def _buffer(a: Any) -> Any:
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a
 
 
 # -- the sweep's view: row gathers of the chosen leaves hand back RowParts --------------------

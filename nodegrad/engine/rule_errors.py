@@ -17,7 +17,7 @@ from nodegrad.errors import (
     NodegradError,
     NoGradientError,
     NonFiniteError,
-    _CotangentShapeError,
+    ShapeError,
     _UndefinedGradientError,
     error_like,
 )
@@ -39,9 +39,11 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
     being differentiated again (nested transforms, ``create_graph``): a failure there is
     reported as that, naming the op."""
     traced = type(g) is Traced or type(value) is Traced or any(type(a) is Traced for a in args)
-    if isinstance(exc, _CotangentShapeError):
-        # A rule that hands its input a cotangent of another shape: wrong at any order.
-        exc.failed_rule_of = op.name
+    if isinstance(exc, ShapeError):
+        # A rule whose cotangent does not fit its input (a custom_vjp's bwd, say): wrong at
+        # any order, and the rule is named (check_grads then finds where it was recorded).
+        if exc.failed_rule_of is None:
+            exc.failed_rule_of = op.name
         return exc
     if isinstance(exc, np.linalg.LinAlgError):
         # A decomposition the rule needs does not exist here (a singular matrix, say): the

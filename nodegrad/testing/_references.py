@@ -27,7 +27,7 @@ from nodegrad.testing._leaves import absolute, as_float64, pair
 from nodegrad.testing._recording import record_call
 from nodegrad.tree import add, map_floats, scale
 
-__all__ = ["COMPLEX_STEP", "NON_ANALYTIC", "REFERENCES", "ComplexStep", "NotAnalyticError", "Numeric"]
+__all__ = ["COMPLEX_STEP", "NON_ANALYTIC", "REFERENCES", "ComplexStep", "NotAnalyticError", "Numeric", "OneArgument"]
 
 REFERENCES = ("central_difference", "complex_step")
 
@@ -217,6 +217,32 @@ def _moved(point: Any, direction: Any, step: float) -> Any:
     if type(point) is np.ndarray and type(direction) is np.ndarray and point.dtype.kind == "f":
         return point + step * direction.astype(np.float64, copy=False)  # an array: the common case
     return add(point, scale(map_floats(as_float64, direction), step))
+
+
+class OneArgument:
+    """Central differences of ``f64`` (``f`` with its fixed arguments in float64) as its
+    argument ``k`` moves from ``point`` along a direction, and what rounding of the two
+    evaluations and the difference's truncation (measured at a ten times wider step, as
+    :meth:`Numeric.truncation`) can put into them, entry by entry: the numeric side of
+    check_grads' Cauchy-Riemann test."""
+
+    def __init__(self, f64: Callable[..., Any], point: list[Any], k: int, eps: float) -> None:
+        self.f64, self.point, self.k, self.eps = f64, point, k, eps
+
+    def at(self, direction: Any, step: float) -> Any:
+        moved = add(self.point[self.k], scale(map_floats(as_float64, direction), step))
+        return self.f64(*(moved if j == self.k else p for j, p in enumerate(self.point)))
+
+    def derivative(self, direction: Any, wider: float = 1.0) -> Any:
+        h = wider * self.eps
+        return scale(add(self.at(direction, h), scale(self.at(direction, -h), -1.0)), 1 / (2 * h))
+
+    def allowance(self, direction: Any) -> Any:
+        unit = 4 * float(np.finfo(np.float64).eps) / (2 * self.eps)
+        ends = self.at(direction, self.eps), self.at(direction, -self.eps)
+        rounding = map_floats(lambda p, q: unit * (np.abs(p) + np.abs(q)), *ends)
+        gap = map_floats(lambda p, q: np.abs(p - q) / 9, self.derivative(direction, 10.0), self.derivative(direction))
+        return add(rounding, gap)
 
 
 def _stepped(point: Any, direction: Any, h: float = COMPLEX_STEP) -> Any:
