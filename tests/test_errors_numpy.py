@@ -50,6 +50,10 @@ LINALG: list[tuple[str, Callable[[Any], Any], Callable[[Any], Any], list[np.ndar
 ]
 # nodegrad's own functions, which also take plain arrays
 SCIPY_LINALG: list[tuple[str, Callable[[Any], Any], Callable[[Any], Any], list[np.ndarray]]] = [
+    ("inv", ng.inv, np.linalg.inv, [SINGULAR, WIDE, VECTOR]),
+    ("solve", lambda a: ng.solve(a, B), lambda a: np.linalg.solve(a, B), [SINGULAR, WIDE]),
+    ("cholesky", ng.cholesky, np.linalg.cholesky, [INDEFINITE, WIDE]),
+    ("det", ng.det, np.linalg.det, [WIDE, VECTOR]),
     ("solve", lambda a: nsl.solve(a, B), lambda a: scipy.linalg.solve(a, B), [SINGULAR, WIDE, VECTOR]),
     ("inv", nsl.inv, scipy.linalg.inv, [SINGULAR, WIDE]),
     ("cholesky", nsl.cholesky, scipy.linalg.cholesky, [INDEFINITE, WIDE]),
