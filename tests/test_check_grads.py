@@ -379,9 +379,10 @@ def _cancelling(x: Any) -> Any:
 def test_complex_step_passes_float32_with_tight_tolerances_where_central_differences_need_loose_ones() -> None:
     x = np.array([0.5, -1.0, 0.25, 2.0], dtype=np.float32)
     check_grads(_cancelling, x, reference="complex_step", rtol=1e-6, atol=1e-6)
-    with pytest.raises(AssertionError, match="central difference"):
-        check_grads(_cancelling, x, rtol=1e-3)
-    check_grads(_cancelling, x, rtol=0.5)  # central differences pass only this loosely
+    # Central differences lose digits to the cancellation inside f: the check measures that
+    # (their gap to a ten times wider step) and passes the right rule, but cannot see a
+    # wrong one below it (the next test), where the complex step can.
+    check_grads(_cancelling, x, rtol=1e-3)
 
 
 def test_complex_step_catches_a_wrong_rule_that_central_differences_cannot_see() -> None:

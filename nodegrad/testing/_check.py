@@ -100,7 +100,8 @@ def check_grads(
         the largest ``scale`` among the directions of the check. All but ``atol`` scale with
         ``f``, so a rule off by a factor fails however small its gradient. ``rtol`` and
         ``floor`` depend on the narrowest float dtype involved (looser for float32 and
-        float16 at order 2); ``atol`` is absolute, 0 by default.
+        float16 at order 2); ``atol`` is absolute: 0 by default in float64, the floor in a
+        narrower dtype (whose analytic side rounds relative to values the check cannot see).
     argnums : int or sequence of int, optional
         Arguments to differentiate; all of them by default. The others are passed as given
         (their float leaves cast to float64 on the numeric side).
@@ -384,7 +385,7 @@ class _Check:
 
             kind, formula = "the forward derivative along", "<v, jvp(u)>"
         rtol, floor = self.tolerances(out, xs, level)
-        atol = 0.0 if self.atol is None else self.atol
+        atol = self.default_atol(out, xs, floor) if self.atol is None else self.atol
         if self.complex_step is not None:
             self.complex_step.scan(f64, point, directions(groups[0]), header)
         largest: list[float] = []
@@ -515,6 +516,15 @@ class _Check:
         table = _TOLERANCES if level == 1 else _TOLERANCES_HIGHER
         default_rtol, floor = table.get(narrowest.name, table["float64"])
         return (default_rtol if self.rtol is None else self.rtol), floor
+
+    def default_atol(self, out: Any, xs: list[Any], floor: float) -> float:
+        """0 in float64, where every tolerance is relative. In a narrower dtype the analytic
+        side rounds relative to the values its sweep holds (a batch norm's, say, far larger
+        than its gradient), which no size the check sees measures: the floor is then also
+        an absolute tolerance, as it always was."""
+        leaves = [leaf for value in [out, *xs] for _, leaf in differentiable_leaves(value)]
+        narrow = any(np.finfo(np.asarray(leaf).dtype).bits < 64 for leaf in leaves)
+        return floor if narrow else 0.0
 
     def random(self, like: Any, part: str = "") -> Any:
         """Standard normal draws shaped like the float and complex leaves of ``like``, in

@@ -146,16 +146,18 @@ class Numeric:
         return (pair(v, self._side(us, 1.0)) - pair(v, self._side(us, -1.0))) / (2 * self.eps)
 
     def truncation(self, v: Any, us: list[Any]) -> float:
-        """What the estimate's truncation can put into it, measured: over ten times the
-        step it is a hundred times larger (the step squared times the third derivative), or
-        ten times at a kink, where the two sides' curvatures differ (the step times their
-        gap), so the two estimates' gap is at least 9 of it. 0 where ``f`` cannot be
-        evaluated that far. (The complex step's is tiny, ``1e-40`` times the third
-        derivative, but not nothing next to a derivative that is 0.)"""
+        """What the estimate's own error can be, measured: twice the gap between it and the
+        estimate over a ten times wider step. Truncation is a hundred times larger there
+        (the step squared times the third derivative), or ten times at a kink (the step
+        times the two sides' curvatures' gap), so the gap is at least 9 of it; rounding
+        that cancels inside ``f`` (its terms larger than its value) is ten times smaller
+        there, so the gap is about all of it. 0 where ``f`` cannot be evaluated that far.
+        (The complex step's truncation is tiny, ``1e-40`` times the third derivative, but
+        not nothing next to a derivative that is 0.)"""
         if not self.complex_step:
             return self._truncation(v, us)
         try:
-            gap = abs(self.by_complex_step(v, us, 10 * COMPLEX_STEP) - self.by_complex_step(v, us)) / 9
+            gap = 2 * abs(self.by_complex_step(v, us, 10 * COMPLEX_STEP) - self.by_complex_step(v, us))
         except NotAnalyticError:
             return 0.0
         return gap if np.isfinite(gap) else 0.0
@@ -165,7 +167,7 @@ class Numeric:
             wide = (pair(v, self._side(us, 10.0)) - pair(v, self._side(us, -10.0))) / (20 * self.eps)
         except Exception:  # outside f's domain ten steps away: no estimate
             return 0.0
-        gap = abs(wide - self.central(v, us)) / 9
+        gap = 2 * abs(wide - self.central(v, us))
         return gap if np.isfinite(gap) else 0.0
 
     def rounding(self, v: Any, us: list[Any]) -> float:
@@ -222,7 +224,7 @@ def _moved(point: Any, direction: Any, step: float) -> Any:
 class OneArgument:
     """Central differences of ``f64`` (``f`` with its fixed arguments in float64) as its
     argument ``k`` moves from ``point`` along a direction, and what rounding of the two
-    evaluations and the difference's truncation (measured at a ten times wider step, as
+    evaluations and the difference's own error (measured at a ten times wider step, as
     :meth:`Numeric.truncation`) can put into them, entry by entry: the numeric side of
     check_grads' Cauchy-Riemann test."""
 
@@ -241,7 +243,7 @@ class OneArgument:
         unit = 4 * float(np.finfo(np.float64).eps) / (2 * self.eps)
         ends = self.at(direction, self.eps), self.at(direction, -self.eps)
         rounding = map_floats(lambda p, q: unit * (np.abs(p) + np.abs(q)), *ends)
-        gap = map_floats(lambda p, q: np.abs(p - q) / 9, self.derivative(direction, 10.0), self.derivative(direction))
+        gap = map_floats(lambda p, q: 2 * np.abs(p - q), self.derivative(direction, 10.0), self.derivative(direction))
         return add(rounding, gap)
 
 
