@@ -193,7 +193,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         broadcast = False
     if not broadcast:
         msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
-        raise ShapeError(msg)
+        raise ShapeError(msg)  # (check_grads names the rule: see nodegrad.engine.rule_errors)
     fitted = unbroadcast(ct, shape)
     return fitted if type(fitted) in HANDLES else fit_cotangent(fitted, _array(value))
 

@@ -3,6 +3,9 @@
 Every error nodegrad raises on purpose is a :class:`NodegradError`. Each concrete class
 also derives from the builtin exception a user would expect (``ValueError`` for a shape
 mismatch, ``TypeError`` for a wrong dtype, ...), so ``except ValueError`` keeps working.
+An error that stands for one numpy raises derives from numpy's too: :class:`LinAlgError`
+and :class:`MatrixShapeError` are ``numpy.linalg.LinAlgError``, :class:`AxisError` is
+``numpy.exceptions.AxisError``, so code written for numpy catches them.
 
 Errors about recorded ops name the op, the shapes involved and the line of user code that
 recorded it; :func:`user_location` finds that line.
@@ -28,6 +31,7 @@ __all__ = [
     "DtypeError",
     "LeakedTracerError",
     "LinAlgError",
+    "MatrixShapeError",
     "NoGradientError",
     "NodegradError",
     "NonFiniteError",
@@ -55,8 +59,11 @@ class ShapeError(NodegradError, ValueError):
 
 class AxisError(ShapeError, np.exceptions.AxisError):
     """An ``axis`` out of range for an array's dimensions (inside ``vmap``, one example's).
-    Also a ``numpy.exceptions.AxisError``, the error numpy raises there, so code that
-    catches numpy's catches it."""
+    Also a ``numpy.exceptions.AxisError`` (an ``IndexError`` and a ``ValueError``), the
+    error numpy raises there, so code that catches numpy's catches it."""
+
+    def __str__(self) -> str:
+        return Exception.__str__(self)  # the message, as every other error's (numpy's reads its own fields)
 
 
 class _CotangentShapeError(ShapeError):
@@ -119,9 +126,22 @@ class ArgumentError(NodegradError, ValueError):
 
 
 class LinAlgError(ArgumentError, np.linalg.LinAlgError):
-    """A matrix is not what the function needs (a covariance that is not positive
-    definite, say). Also a ``numpy.linalg.LinAlgError``, the error numpy and scipy raise
-    there, so code that catches theirs catches it."""
+    """A matrix is not what the function needs: singular, not positive definite, a
+    decomposition that does not converge (a covariance that is not positive definite, say).
+    Also a ``numpy.linalg.LinAlgError``, the error numpy and scipy raise there, so code that
+    catches theirs catches it."""
+
+
+class MatrixShapeError(ShapeError, LinAlgError):
+    """An array is not the matrix a linear-algebra function needs (not square, or fewer
+    than two dimensions). A :class:`ShapeError`, and numpy's ``LinAlgError``, which numpy
+    raises there."""
+
+
+class _UndefinedGradientError(NonFiniteError, LinAlgError):
+    """A decomposition a gradient rule needs does not exist at this input (a singular
+    matrix): the gradient is not defined there. Numpy's ``LinAlgError`` too, as the
+    decomposition raised it."""
 
 
 def error_like(exc: BaseException) -> type[NodegradError] | None:
@@ -130,6 +150,10 @@ def error_like(exc: BaseException) -> type[NodegradError] | None:
     custom rule, say), which is left as it is."""
     if isinstance(exc, NodegradError):
         return None
+    # numpy's own errors first: each is a ValueError, but code written for numpy catches it
+    # by its own name.
+    if isinstance(exc, np.linalg.LinAlgError):  # singular, not positive definite, no convergence
+        return LinAlgError
     if isinstance(exc, np.exceptions.AxisError):
         return AxisError
     if isinstance(exc, LookupError):  # an index out of range, or a key an array does not take

@@ -5,7 +5,8 @@ parameters of the same structure; ``None`` gradient slots (static fields) leave 
 parameter untouched. A :class:`~nodegrad.RowSparse` gradient (``grad(...,
 sparse_rows=True)``) makes the step lazy, as PyTorch's ``SparseAdam`` and sparse SGD are:
 only its rows move, written into the parameter array in place (and Adam's moments into the
-state's arrays), since copying a million-row table would cost more than the step.
+state's arrays), since copying a million-row table would cost more than the step (a copy of
+tied weights, memory two parameters share, so each gets the dense step's result).
 
 Drivers -- :func:`sgd_loop`, :func:`rmsprop_loop` and :func:`adam_loop` -- run a whole
 optimisation from a gradient function ``grad(params, iteration)``, with the signatures,
@@ -25,7 +26,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
-from nodegrad.engine.rows import RowSparse
+from nodegrad.engine.rows import RowSparse, overlapping
 from nodegrad.engine.structure import (
     differentiable_leaves,
     flatten,
@@ -65,6 +66,7 @@ def _update(where: str, params: Any, grads: Any, step: Any) -> Any:
     # Parameters whose gradient slot is None (static fields) are carried over as they are;
     # an update never broadcasts a parameter to another shape, nor widens its dtype.
     _refuse_immovable(where, params)
+    arrays, lazy = [], False
     for path, p, g in zip_leaves(params, grads):
         if g is not None and is_differentiable_leaf(p) and np.shape(g) != np.shape(p):
             msg = (
@@ -72,7 +74,21 @@ def _update(where: str, params: Any, grads: Any, step: Any) -> Any:
                 f"{np.shape(p)}; gradients are not broadcast"
             )
             raise ShapeError(msg)
-    return map_floats(lambda p, g: p if g is None else _keep_type(_like(step(p, g), p), p), params, grads)
+        lazy = lazy or type(g) is RowSparse
+        if type(p) is np.ndarray:
+            arrays.append(p)
+    # A lazy step writes into its parameter: where another one holds that memory too (tied
+    # weights), into a copy, so that each gets its own step, as the dense step gives it.
+    shared = overlapping(arrays) if lazy else set()
+
+    def moved(p: Any, g: Any) -> Any:
+        if g is None:
+            return p
+        if type(g) is RowSparse and id(p) in shared:
+            p = p.copy()
+        return _keep_type(_like(step(p, g), p), p)
+
+    return map_floats(moved, params, grads)
 
 
 def _like(new: Any, old: Any) -> Any:

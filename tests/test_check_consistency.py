@@ -448,3 +448,28 @@ def test_the_examples_of_the_docs_sections_run_and_print_what_they_show() -> Non
             warnings.simplefilter("error")
             exec(compile(code, "docs/testing.md", "exec"), namespace)  # the page's own code
         printed = out.getvalue()
+
+
+# -- a function that formats a value: vmap cannot batch it, and says why ---------------------------
+
+FORMATTERS: dict[str, Callable[[Any], str]] = {
+    "f-string with a spec": lambda x: f"{x[0]:.3f}",
+    "format()": lambda x: format(ng.sum(x), ".2f"),
+    "str.format": lambda x: "{:>8.2e}".format(x[1]),  # noqa: UP032  (str.format itself)
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMATTERS))
+def test_formatting_a_batched_value_is_refused_by_a_batching_error_and_check_consistency_says_why(name: str) -> None:
+    text = FORMATTERS[name]
+
+    def f(x: Any) -> Any:
+        text(x)  # (a log line, say)
+        return ng.sum(ng.sin(x))
+
+    x = np.array([0.3, 0.7, 1.1])
+    with pytest.raises(ng.errors.BatchingError, match=r"format\(\) with the spec .* each example has its own text"):
+        ng.vmap(f)(np.stack([x, x]))
+    report = check_consistency(f, x)
+    assert report["vmap"].startswith("not applicable: vmap cannot batch f: format() with the spec")
+    assert ng.vmap(lambda x: f"{x}" and x * 2.0)(x[None]).shape == (1, 3)  # no spec: the value as str shows it

@@ -379,9 +379,10 @@ def _cancelling(x: Any) -> Any:
 def test_complex_step_passes_float32_with_tight_tolerances_where_central_differences_need_loose_ones() -> None:
     x = np.array([0.5, -1.0, 0.25, 2.0], dtype=np.float32)
     check_grads(_cancelling, x, reference="complex_step", rtol=1e-6, atol=1e-6)
-    with pytest.raises(AssertionError, match="central difference"):
-        check_grads(_cancelling, x, rtol=1e-3)
-    check_grads(_cancelling, x, rtol=0.5)  # central differences pass only this loosely
+    # Central differences lose digits to the cancellation inside f: the check measures that
+    # (their gap to a ten times wider step) and passes the right rule, but cannot see a
+    # wrong one below it (the next test), where the complex step can.
+    check_grads(_cancelling, x, rtol=1e-3)
 
 
 def test_complex_step_catches_a_wrong_rule_that_central_differences_cannot_see() -> None:
@@ -500,3 +501,78 @@ def test_the_default_reference_is_central_differences() -> None:
     check_grads(ng.sin, np.array([0.5]), reference="central_difference")
     with pytest.raises(AssertionError, match=r"numeric  \(central difference, eps=1e-06\)"):
         check_grads(lambda x: ng.stop_gradient(x) * x, np.array([1.0, 2.0]))
+
+
+# -- tolerances relative to the size of what is compared ------------------------------------------
+
+SCALES = [1e-12, 1e-9, 1e-6, 1e-3, 1.0, 1e3, 1e6]
+SCALED = {
+    "output scaled": lambda s: lambda x: ng.sum(ng.sin(x) * ng.exp(x)) * s,
+    "argument scaled": lambda s: lambda x: ng.sum(ng.sin(x * s)),
+    "order 2, output scaled": lambda s: lambda x: ng.sum(ng.sin(x) ** 2.0) * s,
+}
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("case", sorted(SCALED))
+@pytest.mark.parametrize("factor", [2.0, 0.5, 1.001])
+def test_a_wrong_rule_is_caught_however_small_or_large_the_gradient(
+    monkeypatch: pytest.MonkeyPatch, scale: float, case: str, factor: float
+) -> None:
+    # The tolerance scales with what is compared: scaling f (or x) scales every term, so a
+    # rule off by a factor fails at every scale, and the right one passes at every scale.
+    if case == "argument scaled" and scale > 1e3:
+        pytest.skip("sin(1e6 x) turns within a step eps=1e-6: central differences cannot follow it")
+    f, x = SCALED[case](scale), np.array([0.3, 0.7, -1.1])
+    order = 2 if case.startswith("order 2") else 1
+    check_grads(f, x, order=order)
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * factor)
+    with pytest.raises(AssertionError, match="fails the dot-product test") as info:
+        check_grads(f, x, order=order)
+    assert info.value.culprit == "sin"
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_a_zero_gradient_passes_at_every_scale(scale: float) -> None:
+    # At 0 the gradient of x**3 is 0 and the central difference eps**2 (truncation): the
+    # measured truncation, not an absolute tolerance, lets it pass.
+    check_grads(lambda x: ng.sum(x**3.0) * scale, np.zeros(3))
+    check_grads(lambda x: ng.sum(x**3.0) * scale, np.array([0.0, 1.0]), order=2)
+    check_grads(lambda x, y: ng.sum(x**3.0 + y) * scale, np.zeros(2), np.ones(2))
+
+
+def test_an_explicit_atol_is_absolute_and_the_message_shows_the_relative_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    _patch_sin_rule(monkeypatch, lambda g, ans, x: g * np.cos(x) * 2.0)
+    f, x = lambda x: ng.sum(ng.sin(x)) * 1e-9, np.array([0.3, 0.7])
+    check_grads(f, x, atol=1e-6)  # the caller's choice: an absolute tolerance above the gradient
+    with pytest.raises(AssertionError, match=r"atol=0 \+ rtol=1e-05 \* scale .* the check's scale"):
+        check_grads(f, x)
+
+
+# -- a custom_vjp's cotangent of the wrong shape --------------------------------------------------
+
+
+@ng.custom_vjp
+def _summed_rule(x: Any) -> Any:
+    return ng.sin(x)
+
+
+_summed_rule.defvjp(lambda x: (ng.sin(x), x), lambda x, g: (ng.sum(ng.cos(x) * g),))  # a scalar for an array
+
+
+@pytest.mark.parametrize(("order", "modes"), [(1, ("rev",)), (1, ("fwd",)), (1, ("rev", "fwd")), (2, ("rev",))])
+def test_a_custom_vjp_cotangent_of_the_wrong_shape_is_a_gradient_check_error_naming_it(
+    order: int, modes: tuple[str, ...]
+) -> None:
+    with pytest.raises(ng.testing.GradientCheckError) as info:
+        check_grads(lambda x: ng.sum(_summed_rule(x) * x), np.array([0.3, 0.7, 1.1]), order=order, modes=modes)
+    assert info.value.culprit == "custom_vjp:_summed_rule"
+    assert "has shape (), its argument (3,)" in str(info.value)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+def test_the_cauchy_riemann_check_is_relative_too(scale: float) -> None:
+    z = np.array([0.3 + 0.2j, -1.0 + 0.5j, 0j])
+    check_grads(lambda z: ng.sin(z) ** 3.0 * scale, z, holomorphic=True)  # at 0 too: truncation, measured
+    with pytest.raises(AssertionError, match="fails Cauchy-Riemann"):
+        check_grads(lambda z: ng.conj(z) * z * scale, z, holomorphic=True)

@@ -9,6 +9,7 @@ must: sgd always, adam on its first step and whenever every row with a moment is
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import attrs
 import numpy as np
@@ -97,6 +98,86 @@ def test_a_leaf_with_another_use_stays_dense_and_other_leaves_are_untouched() ->
     dense = ng.grad(loss)(params)
     for key in ("emb", "other", "w"):
         np.testing.assert_array_equal(np.asarray(g[key]), dense[key])
+
+
+# -- random programs: the row-sparse sums are the dense sweep's, bit for bit -----------------
+
+# A use of the table in a random program: (table, rows drawn with repeats) -> an array.
+PROGRAM_READS = [
+    lambda t, r: t[r],
+    lambda t, r: np.take(t, r, axis=0),
+    lambda t, r: ng.gather(t, r - len(t)),
+    lambda t, r: t[np.stack([r, r[::-1]])],
+    lambda t, r: t[int(r[0])],
+    lambda t, r: t[int(r.min()) : int(r.max()) + 1],
+    lambda t, r: t[np.isin(np.arange(len(t)), r)],
+]
+FINISHES = [
+    lambda y, w: ng.sum(ng.sin(y) * w),
+    lambda y, w: ng.sum(ng.tanh(y * w) * y),  # the gathered rows used twice
+    lambda y, w: ng.sum(y**2.0) * 0.3,
+    lambda y, w: ng.sum(ng.exp(y * 0.1)) + ng.sum(y * w),
+]
+
+
+def _random_program(rng: np.random.Generator) -> tuple[Any, tuple[np.ndarray, np.ndarray]]:
+    """A loss of two tables: several gathers of the first with repeated ids drawn from a few
+    rows (so gathers share rows), gathers of the second, and sometimes a dense use of one."""
+    dtype = (np.float32, np.float64)[int(rng.integers(2))]
+    rows = int(rng.integers(2, 9))
+    features = [(), (2,), (3, 2)][int(rng.integers(3))]
+    tables = tuple(rng.normal(size=(rows, *features)).astype(dtype) for _ in range(2))
+    pool = rng.choice(rows, size=min(rows, 3), replace=False)  # rows the gathers share
+    uses = []
+    for _ in range(int(rng.integers(2, 7))):
+        ids = rng.choice(pool, size=int(rng.integers(1, 7)))
+        read, finish = PROGRAM_READS[int(rng.integers(len(PROGRAM_READS)))], FINISHES[int(rng.integers(len(FINISHES)))]
+        which = int(rng.random() < 0.3)
+        w = rng.normal(size=features).astype(dtype)
+        uses.append((which, read, ids, finish, w))
+    dense_use = int(rng.integers(3))  # 2: none; else that table is also used whole
+
+    def loss(a: np.ndarray, b: np.ndarray) -> Any:
+        ts = (a, b)
+        total = ng.sum(ts[dense_use] * 0.5) if dense_use < 2 else 0.0
+        for which, read, ids, finish, w in uses:
+            total = total + finish(read(ts[which], ids), w)
+        return total
+
+    return loss, tables
+
+
+PROGRAMS = 500
+
+
+def test_random_programs_get_the_dense_gradient_bit_for_bit() -> None:
+    rng = np.random.default_rng(20261202)
+    for number in range(PROGRAMS):
+        loss, tables = _random_program(rng)
+        sparse = ng.grad(loss, argnums=(0, 1), sparse_rows=True)(*tables)
+        dense = ng.grad(loss, argnums=(0, 1))(*tables)
+        for s, d, t in zip(sparse, dense, tables, strict=True):
+            assert np.asarray(s).dtype == d.dtype == t.dtype
+            assert np.array_equal(np.asarray(s), d), f"program {number}: {np.max(np.abs(np.asarray(s) - d))}"
+
+
+def test_mixed_dtype_parts_are_added_as_the_sweep_adds_them() -> None:
+    # Each gather's cotangent in its own dtype: the sum widens where the sweep's does.
+    from nodegrad.engine.rows import RowParts, coalesced
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        parts = []
+        for dtype in rng.choice([np.float32, np.float64], size=int(rng.integers(2, 5))):
+            rows = rng.integers(0, 4, size=int(rng.integers(1, 6)))
+            parts.append((rows, rng.normal(size=(len(rows), 2)).astype(dtype)))
+        dense: Any = None
+        for rows, values in parts:  # the dense sweep: each part scatter-added, then summed in order
+            scattered = np.zeros((4, 2), values.dtype)
+            np.add.at(scattered, rows, values)
+            dense = scattered if dense is None else dense + scattered
+        got = coalesced(RowParts(parts), np.zeros((4, 2)))
+        assert np.array_equal(np.asarray(got), dense.astype(np.float64))
 
 
 @attrs.frozen
@@ -305,3 +386,49 @@ def test_adam_first_step_equals_the_dense_step_for_float32() -> None:
     dense, _ = ng.optim.adam(table.copy(), ng.grad(loss)(table), lr=0.01)
     assert sparse.dtype == np.float32
     np.testing.assert_array_equal(sparse, dense)
+
+
+def _tied_params(rng: np.random.Generator, dtype: type) -> tuple[dict, dict]:
+    """Two parameter dicts alike, each holding one table twice (tied weights) and a view of
+    its first rows: the lazy steps must not move one through another."""
+
+    def made() -> dict:
+        table = np.random.default_rng(seed).normal(size=(7, 3)).astype(dtype)
+        return {"emb": table, "out": table, "head": table[:3], "w": np.ones(3, dtype)}
+
+    seed = int(rng.integers(1 << 30))
+    return made(), made()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_lazy_steps_of_tied_leaves_equal_the_dense_steps_bit_for_bit(dtype: type) -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(40):
+        ids = [rng.integers(0, 7, size=int(rng.integers(1, 6))) for _ in range(3)]
+        head_ids = rng.integers(0, 3, size=2)
+
+        def loss(p: dict, ids: list = ids, head_ids: np.ndarray = head_ids) -> Any:
+            read = ng.sum(ng.tanh(p["emb"][ids[0]] @ p["w"])) + ng.sum(ng.sin(p["emb"][ids[1]]))
+            return read + ng.sum(p["out"][ids[2]] ** 2.0) + ng.sum(p["head"][head_ids] * 0.5)
+
+        sparse_p, dense_p = _tied_params(rng, dtype)
+        sparse_g, dense_g = ng.grad(loss, sparse_rows=True)(sparse_p), ng.grad(loss)(dense_p)
+        assert type(sparse_g["emb"]) is ng.RowSparse and type(sparse_g["out"]) is ng.RowSparse
+        stepped = ng.optim.sgd(sparse_p, sparse_g, lr=0.1), ng.optim.sgd(dense_p, dense_g, lr=0.1)
+        for key in dense_p:
+            assert np.array_equal(stepped[0][key], stepped[1][key]), key
+        sparse_p, dense_p = _tied_params(rng, dtype)
+        sparse_g, dense_g = ng.grad(loss, sparse_rows=True)(sparse_p), ng.grad(loss)(dense_p)
+        (sparse_new, _), (dense_new, _) = (
+            ng.optim.adam(p, g, lr=0.1) for p, g in ((sparse_p, sparse_g), (dense_p, dense_g))
+        )
+        for key in dense_p:  # a first step: lazy Adam is the dense step
+            assert np.array_equal(sparse_new[key], dense_new[key]), key
+
+
+def test_a_lazy_step_of_an_untied_leaf_stays_in_place() -> None:
+    table, other = _table(5, (2,)), _table(5, (2,), 1)
+    params = {"emb": table, "other": other}
+    g = ng.grad(lambda p: ng.sum(p["emb"][np.array([1, 1])]) + ng.sum(p["other"][np.array([0])]), sparse_rows=True)
+    stepped = ng.optim.sgd(params, g(params), lr=0.5)
+    assert stepped["emb"] is table and stepped["other"] is other

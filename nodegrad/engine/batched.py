@@ -168,6 +168,14 @@ class Batched(ArrayFace):
     def __complex__(self) -> complex:
         raise self._refuse("complex()", "keep it an array (use numpy functions on it)")
 
+    def __format__(self, spec: str) -> str:
+        if not spec:
+            return str(self)  # f"{x}": what the value is, as print shows it
+        raise self._refuse(
+            f"format() with the spec {spec!r} (an f-string or str.format)",
+            "each example has its own text: format the results after vmap returns",
+        )
+
     def item(self, *args: Any) -> Any:
         """Refused: each example has its own number."""
         raise self._refuse("x.item()", "keep it an array (use numpy functions on it)")

@@ -24,6 +24,7 @@ from nodegrad.errors import (
     ArenaError,
     DtypeError,
     LeakedTracerError,
+    LinAlgError,
     StructureError,
     error_like,
     rerun_reporting_warnings,
@@ -163,7 +164,10 @@ def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Excepti
     shapes = ", ".join(describe(a) for a in args)
     paths = [t.arena.path_of(t.index) for t in inputs if t.arena.path_of(t.index)]
     where = f" (inputs from {', '.join(paths)})" if paths else ""
-    msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
+    if kind is LinAlgError:  # the shapes fit; the values have no answer (a singular matrix, say)
+        msg = f"{op.name}: {exc} (inputs {shapes}){where} [recorded at {user_location()}]"
+    else:
+        msg = f"{op.name}: inputs do not fit ({shapes}){where}: {exc} [recorded at {user_location()}]"
     raise kind(msg) from exc
 
 

@@ -21,7 +21,7 @@ from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.staged import Staged, Unreplayable
 from nodegrad.errors import ArgumentError, ShapeError
 
-__all__ = ["RowParts", "RowSparse", "coalesced", "sparse_nodes"]
+__all__ = ["RowParts", "RowSparse", "coalesced", "overlapping", "sparse_nodes"]
 
 
 class RowSparse:
@@ -182,10 +182,15 @@ class RowParts:
 
 def coalesced(g: RowParts, like: Any, shape: tuple[int, ...] | None = None) -> RowSparse:
     """The :class:`RowSparse` sum of the parts of ``g``, in ``like``'s dtype (a real leaf
-    keeps the real part, as a dense cotangent is cut back). Rows read more than once are
-    summed in the order they were read, as a dense scatter-add sums them."""
+    keeps the real part, as a dense cotangent is cut back).
+
+    The sums are the dense sweep's, in its order, so the rows equal its gradient bit for
+    bit: there each gather scatter-adds its cotangent into zeros (``np.add.at``: a row read
+    twice gets its reads added in the order read), and the sweep adds those arrays into the
+    leaf's cotangent one gather after another, in the order they reached it. So each part
+    is summed on its own first, and the parts' sums are then added in the parts' order.
+    """
     shape = np.shape(like) if shape is None else shape
-    rows = [r for r, _ in g.parts]
     held = {type(x) for part in g.parts for x in part} & set(HANDLES)
     if Staged in held:
         # How many rows the gradient holds depends on the index values.
@@ -197,23 +202,59 @@ def coalesced(g: RowParts, like: Any, shape: tuple[int, ...] | None = None) -> R
         )
         raise ArgumentError(msg)
     dtype = np.result_type(like)
-    values = [v.reshape(len(r), *shape[1:]) for r, v in g.parts]
+    parts = [(r, v.reshape(len(r), *shape[1:])) for r, v in g.parts]
     if dtype.kind != "c":
-        values = [np.real(v) if np.iscomplexobj(v) else v for v in values]
-    flat = rows[0] if len(rows) == 1 else np.concatenate(rows)
-    stacked = values[0] if len(values) == 1 else np.concatenate(values)
-    if len(flat) == 0:
-        return RowSparse(flat.astype(np.intp), np.zeros((0, *shape[1:]), dtype), shape)
-    order = np.argsort(flat, kind="stable")
-    ordered = flat[order]
+        parts = [(r, np.real(v) if np.iscomplexobj(v) else v) for r, v in parts]
+    sums = [_summed_in_order(r, v) for r, v in parts]
+    if len(sums) == 1:
+        rows, summed = sums[0]
+    elif len({v.dtype for _, v in sums}) == 1:
+        # Every part's rows are unique: summing the parts' rows in the order read adds
+        # each row's part sums one part after another.
+        rows, summed = _summed_in_order(np.concatenate([r for r, _ in sums]), np.concatenate([v for _, v in sums]))
+    else:
+        # Parts of different dtypes: the sweep widens its sum where a wider part is added,
+        # so the parts are added pairwise, each pair in the dtype numpy gives it.
+        rows, summed = sums[0]
+        for more_rows, more in sums[1:]:
+            rows, summed = _summed_in_order(np.concatenate([rows, more_rows]), np.concatenate([summed, more]))
+    if len(rows) == 0:
+        return RowSparse(rows.astype(np.intp), np.zeros((0, *shape[1:]), dtype), shape)
+    return RowSparse._trusted(rows.astype(np.intp, copy=False), summed.astype(dtype, copy=False), shape)
+
+
+def _summed_in_order(rows: Any, values: Any) -> tuple[Any, Any]:
+    """The unique ``rows``, increasing, and the sum of the ``values`` read at each, added
+    in the order read (``np.add.at`` into zeros, bit for bit, at the cost of the repeats
+    only)."""
+    if len(rows) == 0:
+        return rows, values
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
     first = np.concatenate(([True], ordered[1:] != ordered[:-1]))  # the first read of each row
-    summed = np.take(stacked, order[first], axis=0)  # one gather of the rows; repeats are added below
+    summed = np.take(values, order[first], axis=0)  # one gather of the rows; repeats are added below
     if not first.all():
-        # Each further read added to its row's sum in the order read: the sums a dense
-        # scatter-add makes, bit for bit, at the cost of the repeats only.
         again = ~first
-        np.add.at(summed, np.cumsum(first)[again] - 1, np.take(stacked, order[again], axis=0))
-    return RowSparse._trusted(ordered[first].astype(np.intp, copy=False), summed.astype(dtype, copy=False), shape)
+        np.add.at(summed, np.cumsum(first)[again] - 1, np.take(values, order[again], axis=0))
+    return ordered[first], summed
+
+
+def overlapping(arrays: list[np.ndarray]) -> set[int]:
+    """The ids of the ``arrays`` that may share memory with another of them (one array twice,
+    or views of one buffer: grouped by their buffer, then compared within a group). The lazy
+    steps of :mod:`nodegrad.optim` write a RowSparse gradient's rows into its parameter in
+    place; a parameter found here (tied weights) is stepped in a copy instead."""
+    groups: dict[int, list[np.ndarray]] = {}
+    for a in arrays:
+        groups.setdefault(id(_buffer(a)), []).append(a)
+    pairs = [(a, b) for group in groups.values() for i, a in enumerate(group) for b in group[i + 1 :]]
+    return {id(x) for a, b in pairs if a is b or np.may_share_memory(a, b) for x in (a, b)}
+
+
+def _buffer(a: Any) -> Any:
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a
 
 
 # -- the sweep's view: row gathers of the chosen leaves hand back RowParts --------------------

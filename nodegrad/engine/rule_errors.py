@@ -13,7 +13,14 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.traced import Traced, describe
-from nodegrad.errors import NodegradError, NoGradientError, NonFiniteError, error_like
+from nodegrad.errors import (
+    NodegradError,
+    NoGradientError,
+    NonFiniteError,
+    ShapeError,
+    _UndefinedGradientError,
+    error_like,
+)
 
 __all__ = ["reported"]
 
@@ -32,11 +39,17 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
     being differentiated again (nested transforms, ``create_graph``): a failure there is
     reported as that, naming the op."""
     traced = type(g) is Traced or type(value) is Traced or any(type(a) is Traced for a in args)
+    if isinstance(exc, ShapeError):
+        # A rule whose cotangent does not fit its input (a custom_vjp's bwd, say): wrong at
+        # any order, and the rule is named (check_grads then finds where it was recorded).
+        if exc.failed_rule_of is None:
+            exc.failed_rule_of = op.name
+        return exc
     if isinstance(exc, np.linalg.LinAlgError):
         # A decomposition the rule needs does not exist here (a singular matrix, say): the
         # gradient is not defined at this input.
         msg = f"op {op.name!r}: its gradient is not defined at this input ({type(exc).__name__}: {exc})"
-        return NonFiniteError(msg)
+        return _UndefinedGradientError(msg)
     if not traced:
         kind = error_like(exc)
         if kind is None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, user_location
+from nodegrad.errors import ArgumentError, MatrixShapeError, NodegradError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import refusal
 from nodegrad.numpy_api.composed import diagonal as composed_diagonal
 from nodegrad.numpy_api.shaping import cross as shaping_cross
@@ -41,9 +41,9 @@ def _shape(x: Any) -> tuple[int, ...]:
     return np.shape(unwrap(x))
 
 
-def _matrices(name: str, x: Any) -> None:
+def _matrices(name: str, x: Any, kind: type[NodegradError] = ShapeError) -> None:
     if len(_shape(x)) < 2:
-        raise refusal(name, f"needs at least two dimensions, got shape {_shape(x)}")
+        raise refusal(name, f"needs at least two dimensions, got shape {_shape(x)}", kind)
 
 
 def matmul(x1: Any, x2: Any, /) -> Any:
@@ -135,7 +135,7 @@ def multi_dot(arrays: Any, *, out: Any = None) -> Any:
 
 
 def cond(x: Any, p: Any = None) -> Any:
-    _matrices("linalg.cond", x)
+    _matrices("linalg.cond", x, MatrixShapeError)  # numpy's LinAlgError, as numpy raises
     if 0 in _shape(x)[-2:]:
         raise refusal("linalg.cond", "cond is not defined on empty arrays")
     if p is None or p in (2, -2):
@@ -144,5 +144,5 @@ def cond(x: Any, p: Any = None) -> Any:
         return smallest / largest if p == -2 else largest / smallest
     rows, cols = _shape(x)[-2:]
     if rows != cols:
-        raise refusal("linalg.cond", "Last 2 dimensions of the array must be square")
+        raise refusal("linalg.cond", "Last 2 dimensions of the array must be square", MatrixShapeError)
     return ops.norm(x, p, (-2, -1)) * ops.norm(ops.inv(x), p, (-2, -1))

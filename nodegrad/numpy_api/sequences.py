@@ -26,7 +26,7 @@ from nodegrad import ops
 from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.engine.traced import unwrap as _value
-from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, error_like, user_location
 from nodegrad.numpy_api.along_axis import linspace
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import convolve, diag
@@ -61,10 +61,8 @@ __all__ = [
 
 def _fail(name: str, exc: Exception) -> Exception:
     """numpy's own complaint, naming the function and the caller's line, as the nodegrad
-    error of its kind (an ``AxisError`` one too)."""
-    if isinstance(exc, np.exceptions.AxisError):
-        return refusal(name, str(exc), AxisError)
-    return refusal(name, str(exc), DtypeError if isinstance(exc, TypeError) else ShapeError)
+    error of its kind (numpy's AxisError as :class:`~nodegrad.errors.AxisError`, ...)."""
+    return refusal(name, str(exc), error_like(exc) or ShapeError)
 
 
 def _ids(a: Any, first: int = 0) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.batched import HANDLES, plain_map
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import AxisError, DtypeError, user_location, user_stacklevel
+from nodegrad.errors import AxisError, DtypeError, ShapeError, error_like, user_location, user_stacklevel
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import atleast_3d
 
@@ -67,7 +67,7 @@ def _pieces(name: str, ary: Any, indices_or_sections: Any, axis: Any, equal: boo
     try:
         positions = (np.split if equal else np.array_split)(np.arange(shape[axis]), indices_or_sections)
     except (ValueError, TypeError) as exc:
-        raise refusal(name, f"{exc} (axis {axis} of shape {shape})") from exc
+        raise refusal(name, f"{exc} (axis {axis} of shape {shape})", error_like(exc) or ShapeError) from exc
     before = (slice(None),) * axis
     # A piece of the positions is a run start..end: that slice, whatever order the split points are in.
     return [ops.getitem(ary, (*before, slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0))) for p in positions]

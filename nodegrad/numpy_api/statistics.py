@@ -26,7 +26,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, rerun_reporting_warnings, user_location
+from nodegrad.errors import ArgumentError, DtypeError, ShapeError, error_like, rerun_reporting_warnings, user_location
 from nodegrad.numpy_api.arguments import read_keepdims
 from nodegrad.numpy_api.composed import average, diagonal
 from nodegrad.ops.arguments import normalize_axis
@@ -363,7 +363,7 @@ def bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
     try:
         counts = np.bincount(samples, minlength=operator.index(minlength))
     except (TypeError, ValueError) as exc:
-        raise ArgumentError(f"np.bincount: {exc} [called at {user_location()}]") from None
+        raise (error_like(exc) or ArgumentError)(f"np.bincount: {exc} [called at {user_location()}]") from None
     if np.shape(unwrap(weights)) != samples.shape:
         raise ShapeError(f"np.bincount: The weights and list don't have the same length. [called at {user_location()}]")
     if np.iscomplexobj(unwrap(weights)):

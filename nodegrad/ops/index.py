@@ -16,7 +16,7 @@ from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1, record2
 from nodegrad.engine.registry import defop, defrows
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import AxisError, OpIndexError, ShapeError, user_location
+from nodegrad.errors import AxisError, OpIndexError, ShapeError, error_like, user_location
 from nodegrad.ops.arguments import Each, as_ints, axes_of, axis_index, batched_index, holds_batched, index_items
 from nodegrad.ops.batching import per_example, to_batched
 from nodegrad.ops.shape import RESHAPE, TRANSPOSE, ravel
@@ -523,7 +523,7 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
         pieces = np.split(np.arange(shape[axis]), indices_or_sections)
     except (ValueError, TypeError) as exc:
         msg = f"split: {exc} (axis {axis} of shape {shape}) [called at {user_location()}]"
-        raise ShapeError(msg) from exc
+        raise (error_like(exc) or ShapeError)(msg) from exc
     # Each piece of the positions is a run start..end: that slice, whatever order (or sign)
     # the split points are given in.
     before = (slice(None),) * axis

@@ -19,17 +19,19 @@ from nodegrad.testing._leaves import describe_argument as _describe
 from nodegrad.testing._leaves import pair as _pair
 from nodegrad.testing._leaves import real_number as _real_number
 from nodegrad.testing._leaves import zeros as _zeros
-from nodegrad.testing._references import REFERENCES, ComplexStep, Numeric
+from nodegrad.testing._references import REFERENCES, ComplexStep, Numeric, OneArgument
 from nodegrad.transforms import jvp, vjp
 from nodegrad.transforms.common import normalize_argnums, resolve_argnums
-from nodegrad.tree import add, map_floats, scale
+from nodegrad.tree import add, map_floats
 
 __all__ = ["check_grads"]
 
 _MODES = ("rev", "fwd")
 
-# Default (rtol, atol) by the narrowest float dtype among the differentiated arguments and the
+# Default (rtol, floor) by the narrowest float dtype among the differentiated arguments and the
 # output (float64 otherwise): the numeric side is always float64, only the analytic side varies.
+# The floor is relative too: to the largest directional derivative one check compares, for the
+# rounding a cancellation leaves in a smaller one.
 _TOLERANCES = {"float16": (3e-2, 1e-2), "float32": (2e-3, 1e-4), "float64": (1e-5, 1e-7)}
 # The same for the derivatives of derivatives (order 2): the analytic side then runs a recorded
 # backward sweep, twice the rounding of the first-order one, which float32 and float16 feel.
@@ -59,7 +61,8 @@ def check_grads(
     ``(<v, f(x + eps u)> - <v, f(x - eps u)>) / (2 eps)`` computed in float64 (float32
     arguments are cast up for this side):
 
-    - ``"rev"``: ``<vjp(v)_k, u_k>`` from :func:`nodegrad.vjp`, one argument ``x_k`` at a time;
+    - ``"rev"``: ``sum_k <vjp(v)_k, u_k>`` from :func:`nodegrad.vjp`, all the arguments moved
+      together (a failure is then traced to the leaves it comes from, one leaf at a time);
       each gradient must also have its argument's structure, and each leaf its shape and dtype.
     - ``"fwd"``: ``<v, jvp(u)>`` from :func:`nodegrad.jvp`, all the arguments moved together;
       the tangent must have the output's structure, and each leaf its shape and dtype.
@@ -90,10 +93,15 @@ def check_grads(
     modes : tuple of {"rev", "fwd"}, default ("rev", "fwd")
         Reverse mode (VJPs), forward mode (JVPs), or both.
     rtol, atol : float, optional
-        Pass when ``|analytic - numeric| <= atol + rtol * scale``, where ``scale`` is the
-        larger of ``|numeric|`` and the sum of the absolute values of the terms the analytic
-        dot product adds up. Defaults depend on the narrowest float dtype involved (looser
-        for float32 and float16 at order 2).
+        Pass when ``|analytic - numeric| <= atol + rtol * scale + floor * largest`` plus
+        what rounding and truncation (measured at a ten times wider step) can put into the
+        central difference, where ``scale`` is the larger of ``|numeric|`` and the sum of
+        the absolute values of the terms the analytic dot product adds up, and ``largest``
+        the largest ``scale`` among the directions of the check. All but ``atol`` scale with
+        ``f``, so a rule off by a factor fails however small its gradient. ``rtol`` and
+        ``floor`` depend on the narrowest float dtype involved (looser for float32 and
+        float16 at order 2); ``atol`` is absolute: 0 by default in float64, the floor in a
+        narrower dtype (whose analytic side rounds relative to values the check cannot see).
     argnums : int or sequence of int, optional
         Arguments to differentiate; all of them by default. The others are passed as given
         (their float leaves cast to float64 on the numeric side).
@@ -164,7 +172,7 @@ def check_grads(
     nodegrad.testing._errors.GradientCheckError: check_grads (order 1, mode 'rev'): the gradient of argument 0 ...
       analytic <vjp(v), u> = ...
       numeric  (central difference, eps=1e-06) = ...
-      |difference| = ... > tolerance ... (atol=1e-07 + rtol=1e-05 * scale ...)
+      |difference| = ... > tolerance ... (atol=0 + rtol=1e-05 * scale ...)
     no single op disagrees with its own forward at this point; the whole function's check failed
 
     A ``custom_vjp`` whose rule is wrong is named, with the line that called it:
@@ -334,14 +342,15 @@ class _Check:
             for name, g, x in zip(names, grads, xs, strict=True):
                 _check_like(f"{header}: the gradient of {name}", g, x, deep)
 
-            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, Callable[[], float]]:
                 gs = grads if v_ is v else back(v_)
                 value = sum(_pair(g, u) for g, u in zip(gs, us, strict=True))
-                size = sum(_pair(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
-                return value, size
+                return value, lambda: sum(_pair(_abs(g), _abs(u)) for g, u in zip(gs, us, strict=True))
 
-            # One argument at a time; complex ones along real and along imaginary directions.
-            groups = [([k], part) for k, x in enumerate(xs) for part in parts(x)]
+            # All the arguments together (a failure is then traced to its leaves, one at a
+            # time); complex ones along real and along imaginary directions.
+            kinds_ = sorted({part for x in xs for part in parts(x)}, reverse=True)
+            groups = [(list(range(len(xs))), part) for part in kinds_]
 
             def directions(group: tuple[list[int], str]) -> list[Any]:
                 ks, part = group
@@ -358,9 +367,9 @@ class _Check:
                     tangents[id(us)] = us, (out_, tangent)
                 return tangents[id(us)][1]
 
-            def analytic(v_: Any, us: list[Any]) -> tuple[float, float]:
+            def analytic(v_: Any, us: list[Any]) -> tuple[float, Callable[[], float]]:
                 tangent = tangent_along(us)[1]
-                return _pair(v_, tangent), _pair(_abs(v_), _abs(tangent))
+                return _pair(v_, tangent), lambda: _pair(_abs(v_), _abs(tangent))
 
             # All the arguments together; complex ones along real, then imaginary directions.
             kinds = sorted({part for x in xs for part in parts(x)}, reverse=True)
@@ -375,27 +384,53 @@ class _Check:
                 return along[group[1]]
 
             kind, formula = "the forward derivative along", "<v, jvp(u)>"
-        rtol, atol = self.tolerances(out, xs, level)
+        rtol, floor = self.tolerances(out, xs, level)
+        atol = self.default_atol(out, xs, floor) if self.atol is None else self.atol
         if self.complex_step is not None:
             self.complex_step.scan(f64, point, directions(groups[0]), header)
+        largest: list[float] = []
+
+        def scale_of_check() -> float:
+            # The largest directional derivative this check compares: the floor is relative
+            # to it, so that scaling f scales every tolerance (no absolute one hides a rule
+            # off by a factor where the gradient is small).
+            if not largest:
+                sizes = [(analytic(v, us)[1](), numeric.estimate(v, us)[0]) for us in map(directions, groups)]
+                largest.append(max((max(terms, abs(e)) for terms, e in sizes), default=0.0))
+            return largest[0]
 
         def failure(v_: Any, us: list[Any]) -> str | None:
-            value, terms = analytic(v_, us)
-            expected, noise, label = numeric.estimate(v_, us)
+            value, terms_of = analytic(v_, us)
+            expected, label = numeric.estimate(v_, us)
+            if abs(value - expected) <= atol + rtol * abs(expected):  # within the least tolerance (NaN: not)
+                return None
+            # The rest of the tolerance, each part only when the parts before fall short.
+            terms = terms_of()
             size = max(abs(expected), terms)
+            noise = numeric.noise(v_, us)
             tolerance = atol + rtol * size + noise
-            if abs(value - expected) <= tolerance:  # a NaN fails this comparison too
+            if abs(value - expected) <= tolerance:
+                return None
+            # Before a difference counts: what cancellation leaves relative to the check's
+            # scale, and the central difference's own truncation (measured, not assumed).
+            relative = floor * scale_of_check()
+            truncation = numeric.truncation(v_, us)
+            tolerance += relative + truncation
+            if abs(value - expected) <= tolerance:
                 return None
             if numeric.complex_step:
-                if numeric.explains(v_, us, value, terms, rtol, atol):
+                if numeric.explains(v_, us, value, terms, rtol, atol + relative):
                     return None
                 label += f"; central difference, eps={self.eps:g}: {numeric.central(v_, us)!r}"
             rounding = f" + rounding of the evaluations {noise:.3g}" if not numeric.complex_step else ""
+            if truncation:
+                rounding += f" + truncation {truncation:.3g}"
             return (
                 f"  analytic {formula} = {value!r}\n"
                 f"  numeric  ({label}) = {expected!r}\n"
                 f"  |difference| = {abs(value - expected):.3g} > tolerance {tolerance:.3g} "
-                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g}{rounding})"
+                f"(atol={atol:g} + rtol={rtol:g} * scale {size:.3g} + {floor:g} * the check's scale "
+                f"{scale_of_check():.3g}{rounding})"
             )
 
         for group in groups:
@@ -435,43 +470,61 @@ class _Check:
                 raise _failed(msg, deep=False)
             u = self.random(x)
             iu = map_floats(lambda leaf: leaf * 1j, u)
-
-            def difference(direction: Any, k: int = k) -> Any:
-                def moved(sign: float) -> Any:
-                    step = scale(map_floats(_as_float64, direction), sign * self.eps)
-                    return f64(*(add(p, step) if j == k else p for j, p in enumerate(point)))
-
-                return add(moved(1.0), scale(moved(-1.0), -1.0))
-
-            along_u, along_iu = difference(u), difference(iu)
+            moving = OneArgument(f64, point, k, self.eps)
+            derivative, allowance = moving.derivative, moving.allowance
+            along_u, along_iu = derivative(u), derivative(iu)
             tangents = [u if j == k else _zeros(xj) for j, xj in enumerate(xs)]
             out, tangent = jvp(f, xs, tangents)
-            rtol, atol = self.tolerances(out, xs, 1)
-            for what, got, expected in (
-                ("the central difference along 1j * u", along_iu, map_floats(lambda d: d * 1j, along_u)),
-                ("the forward derivative along u", map_floats(lambda t: t * 2 * self.eps, tangent), along_u),
-            ):
+            rtol, floor = self.tolerances(out, xs, 1)
+            comparisons = (
+                ("the central difference along 1j * u", along_iu, map_floats(lambda d: d * 1j, along_u), (u, iu)),
+                ("the forward derivative along u", tangent, along_u, (u,)),
+            )
+            for what, got, expected, numeric_sides in comparisons:
+                slack: list[Any] = []
                 for path, a, b in zip_leaves(got, expected):
                     if a is None or not is_differentiable_leaf(a):
                         continue
-                    a, b = np.asarray(a) / (2 * self.eps), np.asarray(b) / (2 * self.eps)
-                    if not np.allclose(a, b, rtol=rtol, atol=atol):
-                        msg = (
-                            f"check_grads (holomorphic): {name} fails Cauchy-Riemann: {what} differs at the "
-                            f"output{path or ''}: {a!r} against {b!r} (seed={self.seed}); a real-valued or "
-                            "conjugating step (abs, real, conj, ...) makes a function non-holomorphic"
-                        )
-                        raise _failed(msg, deep=True)
+                    a, b = np.asarray(a), np.asarray(b)
+                    # the absolute part relative to the size of what is compared
+                    size = max(float(np.max(np.abs(a), initial=0.0)), float(np.max(np.abs(b), initial=0.0)))
+                    atol = floor * size + (0.0 if self.atol is None else self.atol)
+                    if np.allclose(a, b, rtol=rtol, atol=atol):
+                        continue
+                    if not slack:  # the numeric sides' own errors, only when needed
+                        total = allowance(numeric_sides[0])
+                        for side in numeric_sides[1:]:
+                            total = add(total, allowance(side))
+                        slack.append(dict(differentiable_leaves(total)))
+                    if np.all(np.abs(a - b) <= atol + rtol * np.abs(b) + slack[0].get(path, 0.0)):
+                        continue
+                    msg = (
+                        f"check_grads (holomorphic): {name} fails Cauchy-Riemann: {what} differs at the "
+                        f"output{path or ''}: {a!r} against {b!r} (seed={self.seed}); a real-valued or "
+                        "conjugating step (abs, real, conj, ...) makes a function non-holomorphic"
+                    )
+                    raise _failed(msg, deep=True)
 
     def tolerances(self, out: Any, xs: list[Any], level: int) -> tuple[float, float]:
+        """``(rtol, floor)``: the relative tolerance (the caller's, or by dtype), and the
+        floor by dtype, a tolerance relative to the largest derivative the check compares."""
         # A complex dtype is as precise as the float dtype of its parts.
         dtypes = [
             np.finfo(np.asarray(leaf).dtype).dtype for value in [out, *xs] for _, leaf in differentiable_leaves(value)
         ]
         narrowest = min(dtypes, key=lambda d: d.itemsize, default=np.dtype(float))
         table = _TOLERANCES if level == 1 else _TOLERANCES_HIGHER
-        default_rtol, default_atol = table.get(narrowest.name, table["float64"])
-        return (default_rtol if self.rtol is None else self.rtol), (default_atol if self.atol is None else self.atol)
+        default_rtol, floor = table.get(narrowest.name, table["float64"])
+        return (default_rtol if self.rtol is None else self.rtol), floor
+
+    def default_atol(self, out: Any, xs: list[Any], floor: float) -> float:
+        """0 in float64, where every tolerance is relative. In a narrower dtype the analytic
+        side rounds relative to the values its sweep holds (a batch norm's, say, far larger
+        than its gradient), which no size the check sees measures: the floor is then also
+        an absolute tolerance, as it always was."""
+        leaves = [leaf for value in [out, *xs] for _, leaf in differentiable_leaves(value)]
+        narrow = any(np.finfo(np.asarray(leaf).dtype).bits < 64 for leaf in leaves)
+        return floor if narrow else 0.0
 
     def random(self, like: Any, part: str = "") -> Any:
         """Standard normal draws shaped like the float and complex leaves of ``like``, in

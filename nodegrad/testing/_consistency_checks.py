@@ -369,7 +369,10 @@ def _batching_disagrees(s: Subject, op: Any, args: tuple[Any, ...]) -> bool:
         got = vmap(lambda *a: record(op, *a), in_axes=axes, axis_size=len(examples))(*stacked)
         for e, example in enumerate(examples):
             expected = np.asarray(op.forward(*example))
-            if not np.allclose(np.asarray(got)[e], expected, rtol=max(s.rtol, 1e-10) * 10, equal_nan=True):
+            rtol = max(s.rtol, 1e-10) * 10
+            size = float(np.max(np.abs(expected), initial=0.0)) if expected.dtype.kind in "fc" else 0.0
+            # relative to the values compared, as every comparison of the kit (not numpy's atol=1e-8)
+            if not np.allclose(np.asarray(got)[e], expected, rtol=rtol, atol=rtol * size, equal_nan=True):
                 return True
     except Exception:  # an op this simple batching cannot call (several outputs, list arguments): not blamed
         return False

@@ -27,7 +27,7 @@ from nodegrad.testing._leaves import absolute, as_float64, pair
 from nodegrad.testing._recording import record_call
 from nodegrad.tree import add, map_floats, scale
 
-__all__ = ["COMPLEX_STEP", "NON_ANALYTIC", "REFERENCES", "ComplexStep", "NotAnalyticError", "Numeric"]
+__all__ = ["COMPLEX_STEP", "NON_ANALYTIC", "REFERENCES", "ComplexStep", "NotAnalyticError", "Numeric", "OneArgument"]
 
 REFERENCES = ("central_difference", "complex_step")
 
@@ -122,25 +122,53 @@ class Numeric:
     ) -> None:
         self.f64, self.point, self.eps, self.state, self.header = f64, point, eps, state, header
         # Caches by id(us), holding on to ``us`` so that the id cannot be reused.
-        self._moved: dict[tuple[int, Any], tuple[list[Any], Any]] = {}
+        self._moved: dict[tuple[Any, ...], tuple[list[Any], Any]] = {}
 
     @property
     def complex_step(self) -> bool:
         return self.state is not None and self.state.broken is None
 
-    def estimate(self, v: Any, us: list[Any]) -> tuple[float, float, str]:
-        """``(value, rounding, label)``: the derivative, what rounding alone can put into it,
-        and what computed it, for the message."""
+    def estimate(self, v: Any, us: list[Any]) -> tuple[float, str]:
+        """``(value, label)``: the derivative, and what computed it, for the message."""
         if self.complex_step:
             try:
-                return self.by_complex_step(v, us), 0.0, f"complex step, h={COMPLEX_STEP:g}"
+                return self.by_complex_step(v, us), f"complex step, h={COMPLEX_STEP:g}"
             except NotAnalyticError as exc:
                 assert self.state is not None
                 self.state.give_up(self.header, str(exc))
-        return self.central(v, us), self.rounding(v, us), f"central difference, eps={self.eps:g}"
+        return self.central(v, us), f"central difference, eps={self.eps:g}"
+
+    def noise(self, v: Any, us: list[Any]) -> float:
+        """What rounding alone can put into the estimate (none into the complex step's)."""
+        return 0.0 if self.complex_step else self.rounding(v, us)
 
     def central(self, v: Any, us: list[Any]) -> float:
         return (pair(v, self._side(us, 1.0)) - pair(v, self._side(us, -1.0))) / (2 * self.eps)
+
+    def truncation(self, v: Any, us: list[Any]) -> float:
+        """What the estimate's own error can be, measured: twice the gap between it and the
+        estimate over a ten times wider step. Truncation is a hundred times larger there
+        (the step squared times the third derivative), or ten times at a kink (the step
+        times the two sides' curvatures' gap), so the gap is at least 9 of it; rounding
+        that cancels inside ``f`` (its terms larger than its value) is ten times smaller
+        there, so the gap is about all of it. 0 where ``f`` cannot be evaluated that far.
+        (The complex step's truncation is tiny, ``1e-40`` times the third derivative, but
+        not nothing next to a derivative that is 0.)"""
+        if not self.complex_step:
+            return self._truncation(v, us)
+        try:
+            gap = 2 * abs(self.by_complex_step(v, us, 10 * COMPLEX_STEP) - self.by_complex_step(v, us))
+        except NotAnalyticError:
+            return 0.0
+        return gap if np.isfinite(gap) else 0.0
+
+    def _truncation(self, v: Any, us: list[Any]) -> float:
+        try:
+            wide = (pair(v, self._side(us, 10.0)) - pair(v, self._side(us, -10.0))) / (20 * self.eps)
+        except Exception:  # outside f's domain ten steps away: no estimate
+            return 0.0
+        gap = 2 * abs(wide - self.central(v, us))
+        return gap if np.isfinite(gap) else 0.0
 
     def rounding(self, v: Any, us: list[Any]) -> float:
         # What float64 rounding of the two evaluations alone can put into the central
@@ -148,10 +176,10 @@ class Numeric:
         size = pair(absolute(v), absolute(self._side(us, 1.0))) + pair(absolute(v), absolute(self._side(us, -1.0)))
         return 4 * float(np.finfo(np.float64).eps) * size / (2 * self.eps)
 
-    def by_complex_step(self, v: Any, us: list[Any]) -> float:
-        key = (id(us), "complex")
+    def by_complex_step(self, v: Any, us: list[Any], h: float = COMPLEX_STEP) -> float:
+        key = (id(us), "complex", h)
         if key not in self._moved:
-            stepped = [_stepped(p, u) for p, u in zip(self.point, us, strict=True)]
+            stepped = [_stepped(p, u, h) for p, u in zip(self.point, us, strict=True)]
             with warnings.catch_warnings():
                 warnings.simplefilter("error", _COMPLEX_WARNING)
                 try:
@@ -163,14 +191,14 @@ class Numeric:
                     msg = f"f raised {type(exc).__name__} on complex arguments ({exc})"
                     raise NotAnalyticError(msg) from None
             self._moved[key] = us, out
-        return pair(v, map_floats(np.imag, self._moved[key][1])) / COMPLEX_STEP
+        return pair(v, map_floats(np.imag, self._moved[key][1])) / h
 
     def explains(self, v: Any, us: list[Any], analytic: float, terms: float, rtol: float, atol: float) -> bool:
         """After the complex step disagreed with ``analytic``: whether central differences
         agree with it instead and not with the complex step, which then is what is wrong
         (``f`` is not analytic there); the check falls back to central differences."""
         stepped, central = self.by_complex_step(v, us), self.central(v, us)
-        tolerance = atol + rtol * max(abs(central), terms) + self.rounding(v, us)
+        tolerance = atol + rtol * max(abs(central), terms) + self.rounding(v, us) + self._truncation(v, us)
         if abs(analytic - central) <= tolerance < abs(stepped - central):
             assert self.state is not None
             why = f"its complex-step derivative ({stepped!r}) disagrees with central differences ({central!r})"
@@ -181,14 +209,47 @@ class Numeric:
     def _side(self, us: list[Any], sign: float) -> Any:
         key = (id(us), sign)
         if key not in self._moved:
-            steps = [scale(map_floats(as_float64, u), sign * self.eps) for u in us]
-            self._moved[key] = us, self.f64(*(add(p, s) for p, s in zip(self.point, steps, strict=True)))
+            moved = [_moved(p, u, sign * self.eps) for p, u in zip(self.point, us, strict=True)]
+            self._moved[key] = us, self.f64(*moved)
         return self._moved[key][1]
 
 
-def _stepped(point: Any, direction: Any) -> Any:
+def _moved(point: Any, direction: Any, step: float) -> Any:
+    """``point + step * direction``, in float64 (leaf by leaf for structures)."""
+    if type(point) is np.ndarray and type(direction) is np.ndarray and point.dtype.kind == "f":
+        return point + step * direction.astype(np.float64, copy=False)  # an array: the common case
+    return add(point, scale(map_floats(as_float64, direction), step))
+
+
+class OneArgument:
+    """Central differences of ``f64`` (``f`` with its fixed arguments in float64) as its
+    argument ``k`` moves from ``point`` along a direction, and what rounding of the two
+    evaluations and the difference's own error (measured at a ten times wider step, as
+    :meth:`Numeric.truncation`) can put into them, entry by entry: the numeric side of
+    check_grads' Cauchy-Riemann test."""
+
+    def __init__(self, f64: Callable[..., Any], point: list[Any], k: int, eps: float) -> None:
+        self.f64, self.point, self.k, self.eps = f64, point, k, eps
+
+    def at(self, direction: Any, step: float) -> Any:
+        moved = add(self.point[self.k], scale(map_floats(as_float64, direction), step))
+        return self.f64(*(moved if j == self.k else p for j, p in enumerate(self.point)))
+
+    def derivative(self, direction: Any, wider: float = 1.0) -> Any:
+        h = wider * self.eps
+        return scale(add(self.at(direction, h), scale(self.at(direction, -h), -1.0)), 1 / (2 * h))
+
+    def allowance(self, direction: Any) -> Any:
+        unit = 4 * float(np.finfo(np.float64).eps) / (2 * self.eps)
+        ends = self.at(direction, self.eps), self.at(direction, -self.eps)
+        rounding = map_floats(lambda p, q: unit * (np.abs(p) + np.abs(q)), *ends)
+        gap = map_floats(lambda p, q: 2 * np.abs(p - q), self.derivative(direction, 10.0), self.derivative(direction))
+        return add(rounding, gap)
+
+
+def _stepped(point: Any, direction: Any, h: float = COMPLEX_STEP) -> Any:
     """``point + i h direction``, in complex128."""
-    imaginary = map_floats(lambda d: as_float64(d) * (COMPLEX_STEP * 1j), direction)
+    imaginary = map_floats(lambda d: as_float64(d) * (h * 1j), direction)
     return add(map_floats(_as_complex128, point), imaginary)
 
 

@@ -192,6 +192,10 @@ class Replayed(Transformed[P, Any]):
                     continue
                 except NonFinite:
                     return self._fun(*args, **kwargs)  # again, eagerly: debug_nans names the op
+                except Exception:
+                    # A call that fails (a singular matrix, say) is made again eagerly: the
+                    # error is then the eager call's, naming the op and the user's line.
+                    return self._fun(*args, **kwargs)
                 if k:  # the path taken most recently is tried first
                     entry.insert(0, entry.pop(k))
                 return out

@@ -15,7 +15,7 @@ from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, DtypeError, MatrixShapeError, ShapeError, user_location
 from nodegrad.ops.elementwise import conj, real, where
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import stacked
@@ -93,7 +93,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = np._
     shape = np.shape(unwrap(a))
     if len(shape) < 2:
         msg = f"pinv: needs a matrix or a stack of them, got an array of shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     if rcond is None:
         if rtol is np._NoValue:
             rcond = 1e-15
@@ -142,7 +142,7 @@ def lstsq(a: Any, b: Any, rcond: Any = None) -> Any:
             f"lstsq: needs a matrix a (m, n) and b of shape (m,) or (m, k), got shapes {np.shape(a_value)} and "
             f"{np.shape(b_value)} [called at {user_location()}]"
         )
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     m, n = np.shape(a_value)
     if rcond is None:
         rcond = np.finfo(np.float64).eps * max(m, n)  # numpy's default: it solves in float64
@@ -196,7 +196,7 @@ def matrix_power(a: Any, n: int) -> Any:
     shape = np.shape(unwrap(a))
     if len(shape) < 2 or shape[-1] != shape[-2]:
         msg = f"matrix_power: needs a square matrix or a stack of them, got shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     try:
         if isinstance(n, bool):
             raise TypeError
@@ -248,7 +248,7 @@ def tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
             f"tensorsolve: a's axes must be b's followed by x's, of as many elements, got a of shape {a_shape} "
             f"(after moving axes) and b of {b_ndim} axes [called at {user_location()}]"
         )
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     return reshape(solve(reshape(a, (size, size)), reshape(b, (size,))), x_shape)
 
 
@@ -275,5 +275,5 @@ def tensorinv(a: Any, ind: int = 2) -> Any:
             f"tensorinv: the first {ind} axes and the rest of shape {shape} must hold as many elements [called at "
             f"{user_location()}]"
         )
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     return reshape(inv(reshape(a, (rows, cols))), (*shape[ind:], *shape[:ind]))

@@ -20,7 +20,7 @@ from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.staged import now
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import NonFiniteError, ShapeError, user_location
+from nodegrad.errors import MatrixShapeError, NonFiniteError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, stacked
 
@@ -109,7 +109,7 @@ def _square(name: str, x: Any) -> None:
     shape = np.shape(unwrap(x))
     if len(shape) < 2 or shape[-1] != shape[-2]:
         msg = f"{name}: needs a square matrix or a stack of them, got shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
 
 
 INV = defop(

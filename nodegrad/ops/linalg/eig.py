@@ -38,7 +38,7 @@ from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.errors import MatrixShapeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.batching import loop
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, per_example_rule
@@ -179,7 +179,7 @@ def _square(name: str, a: Any) -> None:
     shape = np.shape(unwrap(a))
     if len(shape) < 2 or shape[-1] != shape[-2]:
         msg = f"{name}: needs a square matrix or a stack of them, got shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
 
 
 @guarded

@@ -18,7 +18,7 @@ from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import Op, defop, same_rule_for_all
 from nodegrad.engine.staged import Staged, call_on
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.errors import AxisError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints
 from nodegrad.ops.batching import example_ndim, loop
 from nodegrad.ops.elementwise import multiply
@@ -300,7 +300,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
             f"tensordot: axes {axes!r} do not pair up for shapes {np.shape(unwrap(a))} and {np.shape(unwrap(b))} "
             f"[called at {user_location()}]"
         )
-        raise ShapeError(msg)
+        raise (AxisError if out_of_range else ShapeError)(msg)  # numpy: an IndexError for an axis out of range
     letters = iter(_LETTERS)
     sa = [next(letters) for _ in range(nda)]
     sb = [next(letters) for _ in range(ndb)]

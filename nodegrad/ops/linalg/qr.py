@@ -17,7 +17,7 @@ from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
+from nodegrad.errors import ArgumentError, MatrixShapeError, NoGradientError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, holds_traced, on_stacks
 
@@ -126,7 +126,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     shape = np.shape(unwrap(a))
     if len(shape) < 2:
         msg = f"qr: needs a matrix or a stack of them, got an array of shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     m, n = shape[-2:]
     refused = (
         "m < n (fewer rows than columns)"

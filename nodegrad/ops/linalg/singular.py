@@ -29,7 +29,7 @@ from nodegrad.engine.batched import all_values
 from nodegrad.engine.record import guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import NoGradientError, ShapeError, user_location
+from nodegrad.errors import MatrixShapeError, NoGradientError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, stacked
 from nodegrad.ops.linalg.decompositions import lapack_ready
@@ -130,7 +130,7 @@ def svdvals(x: Any) -> Any:
             f"svdvals: needs a matrix or a stack of them, got an array of shape {np.shape(unwrap(x))} [called at "
             f"{user_location()}]"
         )
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     return record(SVDVALS, x)
 
 
@@ -325,7 +325,7 @@ def svd(a: Any, full_matrices: bool = True) -> Any:
             f"svd: needs a matrix or a stack of them, got an array of shape {np.shape(unwrap(a))} [called at "
             f"{user_location()}]"
         )
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
     full = bool(full_matrices)
     u = record(SVD_U, a, full, False)
     # A complex Vh depends on U too: its rule passes the common phases on (see above).

@@ -28,7 +28,7 @@ import numpy as np
 from nodegrad.engine.record import composite, guarded, record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import ShapeError, user_location
+from nodegrad.errors import MatrixShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks
 from nodegrad.ops.linalg.decompositions import check_uplo, lapack_ready, read_triangle
@@ -121,7 +121,7 @@ def _square(name: str, x: Any) -> None:
     shape = np.shape(unwrap(x))
     if len(shape) < 2 or shape[-1] != shape[-2]:
         msg = f"{name}: needs a square matrix or a stack of them, got shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise MatrixShapeError(msg)
 
 
 @guarded

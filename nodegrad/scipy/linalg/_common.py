@@ -10,7 +10,7 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES, all_values
 from nodegrad.engine.staged import now
 from nodegrad.engine.traced import Traced, unwrap
-from nodegrad.errors import NonFiniteError, ShapeError, user_location
+from nodegrad.errors import MatrixShapeError, NonFiniteError, ShapeError, user_location
 from nodegrad.ops import conj, swapaxes
 
 __all__ = [
@@ -50,13 +50,19 @@ def refuse_nonfinite(name: str, *xs: Any) -> None:
             raise NonFiniteError(msg)
 
 
+# The functions for which scipy refuses a matrix that is not square with numpy's
+# LinAlgError (the others raise a plain ValueError).
+_LINALG_ERROR_WHEN_NOT_SQUARE = frozenset({"expm", "sqrtm"})
+
+
 def square(name: str, x: Any, batched: bool = True) -> None:
-    """Refuse anything but a square matrix (or a stack of them when ``batched``)."""
+    """Refuse anything but a square matrix (or a stack of them when ``batched``), with
+    the error scipy raises there."""
     shape = np.shape(unwrap(x))
     if len(shape) < 2 or shape[-1] != shape[-2] or (not batched and len(shape) != 2):
         what = "a square matrix or a stack of them" if batched else "a square matrix"
         msg = f"{name}: needs {what}, got shape {shape} [called at {user_location()}]"
-        raise ShapeError(msg)
+        raise (MatrixShapeError if name in _LINALG_ERROR_WHEN_NOT_SQUARE else ShapeError)(msg)
 
 
 def square_operand(name: str, a: Any, check_finite: bool = True) -> Any:
