@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 
 from tests.fuzz import hunt, known
-from tests.fuzz.programs import random_program, without_step
-from tests.fuzz.runner import check_program, programs
+from tests.fuzz.ops import Step
+from tests.fuzz.programs import Program, random_program, without_step
+from tests.fuzz.runner import check_program
 from tests.fuzz.stacks import STACKS, Stack, compare
 from tests.fuzz.stale import CASES, run
 
@@ -52,21 +53,28 @@ def wrong_by(factor: float) -> Stack:
     )
 
 
-def a_program() -> tuple[int, object]:
-    return next((seed, p) for seed, p in programs(8, SEED) if p is not None)
+def a_program() -> Program:
+    steps = (
+        Step("sin", "np.sin({0})", ("x",), (4,)),
+        Step("multiply", "{0} * {1}", ("v0", "w"), (4,)),
+        Step("tanh", "np.tanh({0})", ("v1",), (4,)),
+        Step("add", "{0} + {1}", ("v2", "x"), (4,)),
+    )
+    return Program("dict", "float64", steps)
 
 
 def test_the_fuzzer_catches_a_wrong_transform_and_shrinks_its_program() -> None:
-    seed, program = a_program()
-    findings = check_program(program, seed, False, [wrong_by(1.001)])  # type: ignore[arg-type]
+    program = a_program()
+    findings = check_program(program, SEED, False, [wrong_by(1.001)])
     assert len(findings) == 1
     finding = findings[0]
-    assert finding.problem.startswith("values")
-    assert len(finding.ops) <= len(program.ops())  # type: ignore[attr-defined]
+    assert finding.problem.startswith("values"), finding.problem
+    assert len(finding.ops) < len(program.ops())  # shrunk: any one step shows it
     printed = subprocess.run(
         [sys.executable, "-c", finding.repro], capture_output=True, text=True, cwd=ROOT, check=True
     ).stdout
     assert printed.startswith("values"), printed  # the repro runs on its own and shows it
+    assert check_program(program, SEED, False, [wrong_by(1.0)]) == []  # and a right one passes
 
 
 def test_a_rounding_error_is_not_a_disagreement_but_a_wrong_digit_is() -> None:

@@ -49,25 +49,30 @@ def hunt(
     findings: list[Finding] = []
     skipped = 0
     shrunk: Counter[tuple[str, str]] = Counter()
-    for n, (program_seed, program) in enumerate(programs(count, seed)):
-        if program is None:
-            if cases:
-                case = cases[program_seed % len(cases)]
-                reason = skip_known and known.skipped(f"stale:{case.name}", set())
-                skipped += bool(reason)
-                problem = None if reason else run(case, program_seed)
-                if problem:
-                    findings.append(
-                        Finding(f"stale:{case.name}", "replay", problem, repro(case, program_seed, problem), ())
-                    )
-        else:
-            skipped += sum(1 for s in chosen if skip_known and known.skipped(s.name, program.ops()))
-            findings += check_program(program, program_seed, skip_known, chosen, every_mode, shrunk)
-        if report_to and (n + 1) % 25 == 0:
-            Path(report_to).write_text(report(findings, n + 1, title=title) + "\n")
-        if progress and (n + 1) % 50 == 0:
-            print(f"{n + 1} programs, {len(findings)} disagreements", file=sys.stderr, flush=True)
-    text = report(findings, count)
+    done = 0
+    try:
+        for n, (program_seed, program) in enumerate(programs(count, seed)):
+            if program is None:
+                if cases:
+                    case = cases[program_seed % len(cases)]
+                    reason = skip_known and known.skipped(f"stale:{case.name}", set())
+                    skipped += bool(reason)
+                    problem = None if reason else run(case, program_seed)
+                    if problem:
+                        findings.append(
+                            Finding(f"stale:{case.name}", "replay", problem, repro(case, program_seed, problem), ())
+                        )
+            else:
+                skipped += sum(1 for s in chosen if skip_known and known.skipped(s.name, program.ops()))
+                findings += check_program(program, program_seed, skip_known, chosen, every_mode, shrunk)
+            if report_to and (n + 1) % 25 == 0:
+                Path(report_to).write_text(report(findings, n + 1, title=title) + "\n")
+            if progress and (n + 1) % 50 == 0:
+                print(f"{n + 1} programs, {len(findings)} disagreements", file=sys.stderr, flush=True)
+            done = n + 1
+    except KeyboardInterrupt:  # a time limit (SIGTERM, Ctrl-C): report what ran
+        pass
+    text = report(findings, done)
     if report_to:
-        Path(report_to).write_text(report(findings, count, title=title) + "\n")
-    return HuntResult(count, findings, skipped, text)
+        Path(report_to).write_text(report(findings, done, title=title) + "\n")
+    return HuntResult(done, findings, skipped, text)

@@ -7,12 +7,17 @@ Prints each class of disagreement once with a minimal repro, then
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
 from tests.fuzz import hunt
 from tests.fuzz.stacks import STACK_NAMES
 from tests.fuzz.stale import CASE_NAMES
+
+
+def stop(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no stack or stale case named {sorted(unknown)}")
     start = time.perf_counter()
+    signal.signal(signal.SIGTERM, stop)  # `timeout` ends a long run with a report of what ran
     result = hunt(
         args.programs,
         seed=args.seed,

@@ -26,6 +26,31 @@ BATCHED_STACKS = (
     "vmap(vmap)",
 )
 BATCHED_INDEX_OPS = ("index", "take", "index_scalar", "index_columns")
+UNBATCHED_OPS = (  # work under grad; under vmap, a BatchingError, NoGradientError, TypeError or RecursionError
+    "all",
+    "any",
+    "apply_along_axis",
+    "bincount",
+    "broadcast_arrays",
+    "corrcoef",
+    "cov",
+    "flatten_f",
+    "fmax",
+    "frexp",
+    "full_like",
+    "interp",
+    "isin",
+    "median",
+    "meshgrid",
+    "modf",
+    "nan_to_num",
+    "norm_logpdf",
+    "partition",
+    "percentile",
+    "piecewise",
+    "quantile",
+    "select",
+)
 FORWARD_STACKS = ("vmap(jvp)", "vmap(jacfwd)")
 FORWARD_ZERO_OPS = ("det", "cond", "qr", "qr_q", "svd", "svd_u", "eigh", "eigh_vectors", "eigvalsh", "eigvals", "norm2")
 STALE = {
@@ -80,6 +105,13 @@ KNOWN: dict[tuple[str, str], str] = {
         BATCHED_INDEX_OPS,
         "indexing an unbatched array with a batched integer index (an embedding lookup) raises BatchingError "
         "under vmap (under vmap(hessian) after eigvalsh: LeakedTracerError)",
+    ),
+    **pairs(
+        BATCHED_STACKS,
+        UNBATCHED_OPS,
+        "works under grad, fails under vmap: np.any/np.all, full_like (RecursionError), the scipy.stats "
+        "distributions, median, percentile, quantile, partition, interp, cov, corrcoef, select, piecewise, "
+        "meshgrid, broadcast_arrays, apply_along_axis, isin, bincount, nan_to_num, fmax, frexp, modf, flatten('F')",
     ),
     **pairs(
         FORWARD_STACKS,

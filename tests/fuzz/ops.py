@@ -342,7 +342,63 @@ def square_matrix(rng: np.random.Generator, regs: Sequence[Register]) -> Step | 
     return Step("outer", "np.outer({0}[:3], {1}[:3])", (a.name, b.name), (3, 3))
 
 
+def more_numpy(rng: np.random.Generator, regs: Sequence[Register]) -> Step | None:
+    """numpy's statistics, selections, masks and other functions that work under grad."""
+    a = pick(rng, [r for r in floats(regs) if r.shape and r.shape[-1] >= 3])
+    if a is None:
+        return None
+    idx = [r for r in regs if r.integer and r.shape]
+    options: list[tuple[str, str, tuple[str, ...], Shape]] = [
+        ("median", "np.median({0}, axis=-1)", (a.name,), a.shape[:-1]),
+        ("percentile", "np.percentile({0}, 30.0, axis=-1)", (a.name,), a.shape[:-1]),
+        ("quantile", "np.quantile({0}, 0.7, axis=0)", (a.name,), a.shape[1:]),
+        ("partition", "np.partition({0}, 1, axis=-1)", (a.name,), a.shape),
+        ("nan_to_num", "np.nan_to_num({0})", (a.name,), a.shape),
+        ("fmax", "np.fmax({0}, 0.25)", (a.name,), a.shape),
+        ("full_like", "{0} + np.full_like({0}, 0.5)", (a.name,), a.shape),
+        ("any", "np.where(np.any({0} > 0.5), {0}, -{0})", (a.name,), a.shape),
+        ("all", "np.where(np.all({0} > -2.0, axis=-1, keepdims=True), {0}, 2.0 * {0})", (a.name,), a.shape),
+        ("count_nonzero", "{0} * np.count_nonzero({0} > 0)", (a.name,), a.shape),
+        ("argsort", "np.take_along_axis({0}, np.argsort({0}, axis=-1), axis=-1)", (a.name,), a.shape),
+        ("argmax", "np.ravel({0})[np.argmax({0})]", (a.name,), ()),
+        ("interp", "np.interp({0}, np.array([-1.0, 0.0, 1.0]), np.array([0.0, 1.0, 3.0]))", (a.name,), a.shape),
+        ("polyval", "np.polyval(np.array([0.5, -1.0, 2.0]), {0})", (a.name,), a.shape),
+        ("select", "np.select([{0} > 0.5, {0} < -0.5], [{0}, 2.0 * {0}], 0.1 * {0})", (a.name,), a.shape),
+        ("piecewise", "np.piecewise({0}, [{0} > 0], [lambda v: v ** 2, lambda v: v])", (a.name,), a.shape),
+        ("apply_along_axis", "np.apply_along_axis(lambda r: r * r.sum(), -1, {0})", (a.name,), a.shape),
+        ("frexp", "np.frexp(1.0 + {0} ** 2)[0]", (a.name,), a.shape),
+        ("modf", "np.modf(3.0 * {0})[0]", (a.name,), a.shape),
+        ("diff", "np.diff({0}, axis=-1)", (a.name,), (*a.shape[:-1], a.shape[-1] - 1)),
+        ("roll", "np.roll({0}, 1, axis=-1)", (a.name,), a.shape),
+        ("norm_logpdf", "ng.scipy.stats.norm.logpdf({0}, 0.5, 2.0)", (a.name,), a.shape),
+        ("broadcast_arrays", "np.broadcast_arrays({0}, 1.5)[1] * {0}", (a.name,), a.shape),
+    ]
+    if len(a.shape) == 2:
+        n, m = a.shape
+        options += [
+            ("flatten_f", "{0}.flatten('F')", (a.name,), (n * m,)),
+            ("cov", "np.cov({0})", (a.name,), (n, n)),
+            ("corrcoef", "np.corrcoef({0})", (a.name,), (n, n)),
+            ("triu", "np.triu({0})", (a.name,), a.shape),
+        ]
+        if n == m:
+            options.append(("trace", "np.trace({0})", (a.name,), ()))
+    if len(a.shape) == 1:
+        b = pick(rng, floats(regs, 1))
+        assert b is not None
+        options.append(("meshgrid", "np.meshgrid({0}, {1}, indexing='ij')[1]", (a.name, b.name), a.shape + b.shape))
+    if idx:
+        i = idx[0].name
+        options += [
+            ("isin", "np.where(np.isin(np.arange({0}.shape[-1]) % 3, {1}), {0}, 0.5 * {0})", (a.name, i), a.shape),
+            ("bincount", "np.bincount({1}, weights={0}[..., :2].ravel()[:2], minlength=3)", (a.name, i), (3,)),
+        ]
+    name, expr, reads, shape = options[int(rng.integers(len(options)))]
+    return Step(name, expr, reads, shape)
+
+
 FAMILIES: list[tuple[Draw, float]] = [
+    (more_numpy, 2.0),
     (unary, 3.0),
     (binary, 3.0),
     (outer_broadcast, 0.5),
