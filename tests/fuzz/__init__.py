@@ -16,7 +16,7 @@ from pathlib import Path
 import attrs
 
 from tests.fuzz import known
-from tests.fuzz.runner import Finding, check_program, programs, report
+from tests.fuzz.runner import Finding, check_program, programs, report, save
 from tests.fuzz.stacks import STACKS
 from tests.fuzz.stale import CASES, repro, run
 
@@ -67,6 +67,7 @@ def hunt(
                 findings += check_program(program, program_seed, skip_known, chosen, every_mode, shrunk)
             if report_to and (n + 1) % 25 == 0:
                 Path(report_to).write_text(report(findings, n + 1, title=title) + "\n")
+                save(findings, report_to + ".json")
             if progress and (n + 1) % 50 == 0:
                 print(f"{n + 1} programs, {len(findings)} disagreements", file=sys.stderr, flush=True)
             done = n + 1
@@ -75,4 +76,5 @@ def hunt(
     text = report(findings, done)
     if report_to:
         Path(report_to).write_text(report(findings, done, title=title) + "\n")
+        save(findings, report_to + ".json")
     return HuntResult(done, findings, skipped, text)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -32,8 +34,10 @@ class Finding:
 
     @property
     def key(self) -> tuple[str, str]:
-        """One class of bug: the stack and the kind of difference."""
-        return (self.stack, category(self.problem))
+        """One class of bug: an exception by its message, whichever stack raised it (one bug
+        of an op breaks every stack built on vmap); a wrong value by its stack too."""
+        kind = category(self.problem)
+        return ("", kind) if "raised" in kind else (self.stack, kind)
 
 
 def category(problem: str) -> str:
@@ -183,26 +187,37 @@ def programs(count: int, seed: int) -> Iterable[tuple[int, Program | None]]:
         yield program_seed, program
 
 
-def report(findings: list[Finding], count: int, shown: int = 3, title: str = "") -> str:
-    """Each class once: the smallest repro of up to ``shown`` of its sets of ops (the ops
-    tell an op's bug from a stack's), the other sets listed, with how many programs."""
+def report(findings: list[Finding], count: int, shown: int = 5, title: str = "") -> str:
+    """Each class once: the stacks that show it, the smallest repros of up to ``shown`` of its
+    sets of ops (the ops tell an op's bug from a stack's), the other sets listed."""
     classes: dict[tuple[str, str], list[Finding]] = {}
     for finding in findings:
         classes.setdefault(finding.key, []).append(finding)
     parts = [title] if title else []
-    for (name, kind), members in sorted(classes.items()):
+    for (name, kind), members in sorted(classes.items(), key=lambda kv: -len(kv[1])):
         by_ops: dict[tuple[str, ...], list[Finding]] = {}
         for finding in sorted(members, key=lambda f: len(f.repro)):
             if finding.shrunk:
                 by_ops.setdefault(finding.ops, []).append(finding)
-        modes = ", ".join(sorted({f.mode for f in members}))
+        stacks = Counter(f.stack for f in members)
+        parts.append(f"## {name + ': ' if name else ''}{kind}")
+        parts.append(f"{len(members)} disagreements; stacks: " + ", ".join(f"{s} x{n}" for s, n in stacks.items()))
+        parts.append("modes: " + ", ".join(sorted({f.mode for f in members})) + "; minimal ops of the shrunk ones: ")
+        parts.append("; ".join(f"[{', '.join(ops) or '-'}] x{len(group)}" for ops, group in by_ops.items()))
         more = sum(not f.shrunk for f in members)
-        parts.append(f"## {name}: {kind}\n{len(members)} programs (modes: {modes}); minimal ops of the shrunk ones:")
-        parts.append("; ".join(f"[{', '.join(ops) or name}] x{len(group)}" for ops, group in by_ops.items()))
         if more:
-            parts.append(f"(and {more} more programs, counted but not shrunk)")
+            parts.append(f"(and {more} more, counted but not shrunk)")
         for group in list(by_ops.values())[:shown]:
             parts.append(f"\n{group[0].problem}\n```python\n{group[0].repro}```")
         parts.append("")
     parts.append(f"{count} programs, {len(findings)} disagreements")
     return "\n".join(parts)
+
+
+def save(findings: list[Finding], path: str) -> None:
+    """The findings as JSON, to group or read again (``load``) without running anything."""
+    Path(path).write_text(json.dumps([attrs.asdict(f) for f in findings]))
+
+
+def load(path: str) -> list[Finding]:
+    return [Finding(**{**d, "ops": tuple(d["ops"])}) for d in json.loads(Path(path).read_text())]
