@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from tests.fuzz import hunt, known
+from tests.fuzz.__main__ import main
 from tests.fuzz.ops import Step
 from tests.fuzz.programs import Program, random_program, without_step
 from tests.fuzz.runner import check_program
@@ -104,13 +105,8 @@ def test_every_known_pair_names_a_stack_and_gives_a_reason() -> None:
         assert op and reason
 
 
-def test_the_command_prints_its_count_last() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.fuzz", "--programs", "2", "--stacks", "vmap", "--skip-known"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    last = done.stdout.strip().splitlines()[-1]
-    assert last.startswith("2 programs, ") and last.endswith(" disagreements"), done.stdout + done.stderr
-    assert done.returncode == (0 if last == "2 programs, 0 disagreements" else 1)
+def test_the_command_prints_its_count_last(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["--programs", "2", "--stacks", "vmap", "--skip-known"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("2 programs, ") and last.endswith(" disagreements")
+    assert status == (0 if last == "2 programs, 0 disagreements" else 1)

@@ -39,16 +39,19 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no stack or stale case named {sorted(unknown)}")
     start = time.perf_counter()
-    signal.signal(signal.SIGTERM, stop)  # `timeout` ends a long run with a report of what ran
-    result = hunt(
-        args.programs,
-        seed=args.seed,
-        only=args.stacks,
-        skip_known=args.skip_known,
-        report_to=args.report,
-        progress=args.progress,
-        title=f"# python -m tests.fuzz {' '.join(sys.argv[1:] if argv is None else argv)}\n",
-    )
+    previous = signal.signal(signal.SIGTERM, stop)  # `timeout` ends a long run with a report of what ran
+    try:
+        result = hunt(
+            args.programs,
+            seed=args.seed,
+            only=args.stacks,
+            skip_known=args.skip_known,
+            report_to=args.report,
+            progress=args.progress,
+            title=f"# python -m tests.fuzz {' '.join(sys.argv[1:] if argv is None else argv)}\n",
+        )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(result.text)
     print(f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
     return 1 if result.findings else 0
