@@ -118,6 +118,22 @@ KNOWN: dict[tuple[str, str], str] = {
         FORWARD_ZERO_OPS,
         "forward mode inside vmap gives zero tangents through det, eigh, eigvalsh, eigvals, svd, qr, norm(ord=2), cond",
     ),
+    **pairs(
+        ("vmap(grad)", "vmap(grad, chunk_size=2)", "vmap(jvp)", "vmap(jacfwd)"),
+        ("where",),
+        "np.where(x > w, x, w) with both batched and w differentiated returns a Batched object from "
+        "vmap(grad), vmap(jvp) and vmap(jacfwd) (with chunk_size: LeakedTracerError)",
+    ),
+    **pairs(
+        ("vmap(hessian)",),
+        ("norm2", "eigvalsh"),
+        "vmap(hessian) through norm(ord=2), or eigvalsh then an index, raises LeakedTracerError",
+    ),
+    **pairs(
+        ("vmap(grad)", "vmap(grad, chunk_size=2)", "grad(sum(vmap))", "vmap(jvp)", "vmap(jacfwd)", "vmap(hessian)"),
+        ("flatten_f",),
+        "x.flatten('F') raises TypeError under grad too",
+    ),
     ("vmap(chunk_size=2, out_axes=-1)", "*"): "chunk_size with out_axes=-1 writes the chunks along axis 0 "
     "(a foreign ValueError when the chunks do not divide the batch)",
     **{(f"stale:{case}", "*"): reason for reason, cases in STALE.items() for case in cases},

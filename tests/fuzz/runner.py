@@ -42,6 +42,7 @@ class Finding:
 
 def category(problem: str) -> str:
     """A problem without its figures: the kind of difference, the exception and its message."""
+    problem = re.sub(r"plain leaf (\w+)[\s\S]* vs (\w+)[\s\S]*", r"plain leaf \1 vs \2", problem)
     problem = re.sub(r"\(max error.*\)|\([\d.e+-]+\)", "", problem)
     problem = re.sub(r" at out\S*|^call \d+: ", "", problem)
     problem = re.sub(r"\(.*?\)|\[.*?\]|'.*?'|\d+", "#", problem)
