@@ -52,8 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(result.text)
     print(f"({time.perf_counter() - start:.0f} s)", file=sys.stderr)
+    print(result.text, flush=True)  # its last line is the count, after everything else
     return 1 if result.findings else 0
 
 
