@@ -110,7 +110,7 @@ def shrink(program: Program, seed: int, st: Stack, mode: str, problem: str) -> t
         changed = False
         for n in reversed(range(len(program.steps))):
             candidate = without_step(program, n)
-            if candidate is None or not well_formed(candidate, seed):
+            if candidate is None or not st.fits(candidate) or not well_formed(candidate, seed):
                 continue
             budget -= 1
             found = problem_of(candidate, seed, st, mode)
