@@ -95,7 +95,10 @@ def problem_of(program: Program, seed: int, st: Stack, mode: str) -> str | None:
         got = quietly(lambda: eval(st.got, ns))
     except Exception as error:
         return f"raised {type(error).__name__}: {first_line(error)}"
-    return compare(got, want, exact=st.exact, rtol=RTOL[program.dtype])
+    try:
+        return compare(got, want, exact=st.exact, rtol=RTOL[program.dtype])
+    except Exception as error:  # what came back cannot even be compared
+        return f"the result cannot be compared: {type(error).__name__}: {first_line(error)}"
 
 
 def first_line(error: BaseException) -> str:

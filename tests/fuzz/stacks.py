@@ -234,8 +234,7 @@ def compare_leaf(g: Any, w: Any, *, exact: bool, rtol: float) -> str | None:
     if hasattr(w, "index") and hasattr(w, "equals"):  # a pandas Series or DataFrame
         return compare_table(g, w)
     if not (numeric(g) and numeric(w)):
-        same = type(g) is type(w) and (g == w if not numeric(g) else True)
-        return None if same else f"plain leaf {g!r} vs {w!r}"
+        return None if same_plain(g, w) else f"plain leaf {g!r} vs {w!r}"
     if exact and type(g) is not type(w):
         return f"type {type(g).__name__} vs {type(w).__name__}"
     a, b = np.asarray(g), np.asarray(w)
@@ -255,6 +254,17 @@ def compare_leaf(g: Any, w: Any, *, exact: bool, rtol: float) -> str | None:
     if err <= rtol * max(scale, 1.0):  # values are of order 1: a derivative that is 0 is computed to ~1 ulp
         return None
     return f"values (max error {err:.3g}, {err / scale:.3g} of the leaf's size)" if scale else f"values ({err:.3g})"
+
+
+def same_plain(g: Any, w: Any) -> bool:
+    """Equal leaves that are not numbers (strings, None, flags); anything else, such as an
+    interpreter's value that escaped its transform, is never equal."""
+    if type(g) is not type(w) or not isinstance(w, str | bytes | bool | int | type(None) | list | tuple):
+        return False
+    try:
+        return bool(g == w)
+    except Exception:
+        return False
 
 
 def compare_table(g: Any, w: Any) -> str | None:
