@@ -119,10 +119,10 @@ KNOWN: dict[tuple[str, str], str] = {
         "forward mode inside vmap gives zero tangents through det, eigh, eigvalsh, eigvals, svd, qr, norm(ord=2), cond",
     ),
     **pairs(
-        ("vmap(grad)", "vmap(grad, chunk_size=2)", "vmap(jvp)", "vmap(jacfwd)", "vmap(hessian)"),
+        ("vmap(grad)", "vmap(grad, chunk_size=2)", "vmap(jvp)", "vmap(jacfwd)", "vmap(hessian)", "replay(vmap(grad))"),
         ("where",),
         "np.where(x > w, x, w) with both batched and w differentiated returns a Batched object from "
-        "vmap(grad), vmap(jvp), vmap(jacfwd) and vmap(hessian) (with chunk_size: LeakedTracerError)",
+        "vmap(grad), vmap(jvp), vmap(jacfwd), vmap(hessian) and replay(vmap(grad)) (with chunk_size: LeakedTracerError)",
     ),
     **pairs(
         ("vmap(hessian)",),
