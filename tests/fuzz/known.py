@@ -122,7 +122,8 @@ KNOWN: dict[tuple[str, str], str] = {
         ("vmap(grad)", "vmap(grad, chunk_size=2)", "vmap(jvp)", "vmap(jacfwd)", "vmap(hessian)", "replay(vmap(grad))"),
         ("where",),
         "np.where(x > w, x, w) with both batched and w differentiated returns a Batched object from "
-        "vmap(grad), vmap(jvp), vmap(jacfwd), vmap(hessian) and replay(vmap(grad)) (with chunk_size: LeakedTracerError)",
+        "vmap(grad), vmap(jvp), vmap(jacfwd), vmap(hessian) and replay(vmap(grad)) "
+        "(with chunk_size: LeakedTracerError)",
     ),
     **pairs(
         ("vmap(hessian)",),
