@@ -359,9 +359,19 @@ def _plain(value: Any) -> Any:
     return unwrap(value)
 
 
+def _untraced(values: Any) -> Any:
+    """``values`` (a tuple of arguments) with every traced level taken off, inside tuple
+    and list arguments too. A function of plain values reads no gradient, and a traced
+    value may hold a batched one: ``mask > w`` where ``w`` is differentiated inside vmap
+    must see ``w``'s examples as batched, not as one value to compare every example with."""
+    return tuple(type(v)(unwrap(i) for i in v) if type(v) is tuple or type(v) is list else unwrap(v) for v in values)
+
+
 def value_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A numpy function of batched values that gives plain values (a mask, an index, a
     shape), batched: one answer for all where it reads only shapes, else one per example."""
+    args = _untraced(args)
+    kwargs = dict(zip(kwargs, _untraced(tuple(kwargs.values())), strict=True))
     if func in _EXAMPLE_FUNCTIONS:
         return func(*_examples(args), **{k: _examples(v) for k, v in kwargs.items()})
     level = innermost((*args, *kwargs.values()))
@@ -385,6 +395,7 @@ def _holds_level(a: Any, level: BatchLevel) -> bool:
 
 def value_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """A ufunc that gives plain values (a comparison, ``np.sign``), of batched values."""
+    inputs = _untraced(inputs)
     level = innermost(inputs)
     assert level is not None
     if method == "__call__":
