@@ -119,13 +119,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "forward mode inside vmap gives zero tangents through det, eigh, eigvalsh, eigvals, svd, qr, norm(ord=2), cond",
     ),
     **pairs(
-        ("vmap(grad)", "vmap(grad, chunk_size=2)", "vmap(jvp)", "vmap(jacfwd)", "vmap(hessian)", "replay(vmap(grad))"),
-        ("where",),
-        "np.where(x > w, x, w) with both batched and w differentiated returns a Batched object from "
-        "vmap(grad), vmap(jvp), vmap(jacfwd), vmap(hessian) and replay(vmap(grad)) "
-        "(with chunk_size: LeakedTracerError)",
-    ),
-    **pairs(
         ("vmap(hessian)",),
         ("norm2", "eigvalsh", "eigvals", "eigh", "qr"),
         "vmap(hessian) through norm(ord=2), eigvals, or eigvalsh or qr then an index, raises LeakedTracerError",
