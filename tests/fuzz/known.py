@@ -131,12 +131,6 @@ KNOWN: dict[tuple[str, str], str] = {
         "vmap(hessian) through norm(ord=2), eigvals, or eigvalsh or qr then an index, raises LeakedTracerError",
     ),
     **pairs(
-        ("replay(hvp)",),
-        ("tensordot", "einsum"),
-        "replay(hvp) of a product of matrices (tensordot then matmul, einsum then dot) differs from the eager "
-        "hvp by an ulp, on the recording call too",
-    ),
-    **pairs(
         ("vmap(grad)", "vmap(grad, chunk_size=2)"),
         ("polyval",),
         "vmap(grad) of a float32 function through np.polyval returns float64 (grad and the loop keep float32)",
