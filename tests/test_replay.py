@@ -1166,3 +1166,62 @@ def test_per_example_gradients_of_a_drawn_program_replay_bit_for_bit(
     fun = ng.vmap(ng.grad(loss))
     stacked = Drawn(drawn.program, drawn.as_dict, {name: (batch, *shape) for name, shape in drawn.shapes.items()})
     check_replay_of(fun, data, stacked, "vmap of grad", calls=2)
+
+
+# -- products whose cotangents arrive in several memory layouts ------------------------------
+#
+# A product's rules hand back transposed views, which the sweep sums with C-ordered ones; a
+# rule that reads such a sum (einsum, BLAS) rounds after its layout. The recorded sweep must
+# lay every sum out as the eager sweep does, or replay is an ulp off.
+
+_CLOSED = np.random.default_rng(7).normal(size=(4, 3)).T  # a transposed view, read by closure
+
+PRODUCTS: dict[str, Callable[[Any], Any]] = {
+    "matmul": lambda m: (lambda v: v @ v)(m @ m.T),
+    "tensordot": lambda m: (lambda v: v @ v)(np.tensordot(m, m, axes=1)),
+    "einsum": lambda m: (lambda v: np.dot(v, v))(np.einsum("ij,jk->ik", m, m)),
+    "dot": lambda m: (lambda v: np.dot(v, v.T))(np.dot(m.T, m)),
+    "closure": lambda m: (lambda v: v @ v.T)(np.einsum("ij,kj->ik", m @ _CLOSED, _CLOSED)),
+}
+
+
+def _product_program(product: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def program(p: Any) -> Any:
+        return product(p["m"]) * (1.0 + np.tanh(np.sum(p["w"])))
+
+    return program
+
+
+def _product_loss(product: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    program = _product_program(product)
+
+    def loss(p: Any) -> Any:
+        out = program(p)
+        return np.sum(out * (1.5 + np.cos(1.3 * np.arange(out.size))).reshape(out.shape))
+
+    return loss
+
+
+PRODUCT_STACKS: dict[str, Callable[[Callable[[Any], Any]], Callable[[Any, Any], Any]]] = {
+    "hvp": lambda product: lambda p, t: ng.hvp(_product_loss(product), p, t),
+    "grad": lambda product: lambda p, t: ng.grad(_product_loss(product))(p),
+    "jvp": lambda product: lambda p, t: ng.jvp(_product_program(product), (p,), (t,)),
+}
+
+
+def _product_params(rng: np.random.Generator, transposed: bool) -> dict[str, np.ndarray]:
+    m = rng.normal(size=(3, 3))
+    return {"m": m.T if transposed else m, "w": rng.normal(size=4)}
+
+
+@pytest.mark.parametrize("stack", sorted(PRODUCT_STACKS))
+@pytest.mark.parametrize("product", sorted(PRODUCTS))
+def test_replay_of_products_is_bit_for_bit_eager(product: str, stack: str) -> None:
+    fn = PRODUCT_STACKS[stack](PRODUCTS[product])
+    fast = ng.replay(fn)
+    rng = np.random.default_rng(5)
+    with no_replay_warnings():
+        for call in range(3):
+            p, t = _product_params(rng, call == 1), _product_params(rng, call == 2)
+            assert_identical(fast(p, t), fn(p, t), f"{product} under replay({stack}), call {call}")
+    assert len(fast.traces) == 1

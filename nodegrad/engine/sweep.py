@@ -137,8 +137,18 @@ def _cast(g: Any, dtype: np.dtype[Any]) -> Any:
 
 
 def _fits_in_place(total: Any, g: Any) -> bool:
-    """True when ``total += g`` gives what ``total + g`` would: same shape and dtype."""
-    return type(total) is np.ndarray and type(g) is np.ndarray and total.shape == g.shape and total.dtype == g.dtype
+    """True when ``total += g`` gives what ``total + g`` would: same shape and dtype, and the
+    same memory layout, since ``total + g`` lays its result out after both operands (a
+    transposed total plus a C-ordered cotangent comes out C-ordered). A rule that reads the
+    sum (a product's, through BLAS or einsum) may round differently on another layout, and a
+    recorded sweep, which never adds in place, must compute bit for bit as this one does."""
+    return (
+        type(total) is np.ndarray
+        and type(g) is np.ndarray
+        and total.shape == g.shape
+        and total.dtype == g.dtype
+        and total.strides == g.strides
+    )
 
 
 def _marks(nodes: list[Any], wrt: list[int], lo: int, out: int, wrt_is_every_leaf: bool) -> bytearray:

@@ -52,12 +52,6 @@ KNOWN: dict[tuple[str, str], str] = {
         ("bincount",),
         "np.bincount with batched indices and differentiated weights shared by every example: a wrong gradient",
     ),
-    **pairs(
-        ("replay(hvp)",),
-        ("tensordot", "einsum"),
-        "replay(hvp) of a product of matrices (tensordot then matmul, einsum then dot) differs from the eager "
-        "hvp by an ulp, on the recording call too",
-    ),
     **{(f"stale:{case}", "*"): reason for reason, cases in STALE.items() for case in cases},
 }
 
