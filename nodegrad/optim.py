@@ -44,7 +44,7 @@ __all__ = ["AdamState", "adam", "adam_loop", "rmsprop_loop", "sgd", "sgd_loop"]
 
 
 def _keep_type(new: Any, old: Any) -> Any:
-    return type(old)(new) if isinstance(old, float) else new
+    return old.__class__(new) if isinstance(old, float) else new
 
 
 def _refuse_immovable(where: str, params: Any) -> None:

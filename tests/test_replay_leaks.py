@@ -643,3 +643,23 @@ def test_a_gradient_follows_its_arguments_memory_layout(name: str) -> None:
     for (x,) in calls:
         g = seen.fast(x)
         assert not np.shares_memory(g, x) and g.flags.writeable and g.base is None, name
+
+
+SCALAR_TRANSFORMS: dict[str, Callable[..., Any]] = {
+    "jvp": lambda x, t: ng.jvp(lambda q: np.sum(q * q) * 0.5, (x,), (t,)),
+    "linearize": lambda x, t: ng.linearize(lambda q: np.sum(np.sin(q)), x)[1](t),
+    "hvp": lambda x, t: ng.hvp(lambda q: np.sum(q**3), x, t),
+    "value_and_grad": lambda x, t: ng.value_and_grad(lambda q: float(2.0) * np.sum(q * t))(x),
+    "jacfwd": lambda x, t: ng.jacfwd(lambda q: np.sum(q * q))(x),
+}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_TRANSFORMS))
+def test_a_transform_of_a_function_with_a_scalar_result_replays_as_its_eager_call(name: str) -> None:
+    # a float stand-in answers isinstance(x, float): code that rebuilds a float by its class
+    # (the zero and the probe of a scalar result) must not call the stand-in's own type
+    fun = SCALAR_TRANSFORMS[name]
+    replayed = ng.replay(fun)
+    for k in range(3):
+        x, t = np.linspace(-1.0, 1.0, 4) * (k + 1), np.full(4, 0.5 + k)
+        assert_identical(replayed(x, t), fun(x, t), f"{name}, call {k}")

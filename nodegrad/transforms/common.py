@@ -366,7 +366,7 @@ def probe_cotangent(value: Any, where: str = "jvp") -> Any:
         drawn = rng.standard_normal(shape)
         if np.issubdtype(dtype, np.complexfloating):
             drawn = drawn + 1j * rng.standard_normal(shape)
-        return type(x)(drawn) if isinstance(x, float) else np.asarray(drawn, dtype=dtype)
+        return x.__class__(drawn) if isinstance(x, float) else np.asarray(drawn, dtype=dtype)
 
     return map_unless_static(draw, value)
 
