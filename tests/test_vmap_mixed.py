@@ -4,8 +4,8 @@ is batched and the differentiated one is not: every example has its own gradient
 to a Python loop of the unbatched transform (not the sum of all the examples' gradients).
 
 The differentiated value is an argument ``vmap`` does not batch (``in_axes=None``) or a
-plain array the batched function closes over; the transforms are ``grad``, ``hessian``
-and ``grad`` chunked.
+plain array the batched function closes over; the transforms are ``grad``, ``hessian``,
+``jacrev``, ``jacfwd`` and ``grad`` chunked.
 """
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ def _scalar(read: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 TRANSFORMS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "grad": ng.grad,
     "hessian": ng.hessian,
+    "jacrev": ng.jacrev,
+    "jacfwd": ng.jacfwd,
     "grad_chunked": ng.grad,
 }
 
