@@ -229,7 +229,7 @@ def jacobian(
         columns = []
         total = sum(_identity(value)[1] for value in chosen)
         start = 0
-        out: Any = _NOT_YET
+        out = _NOT_YET
         for position, value in enumerate(chosen):
             directions, count = _identity(value)
             if count:
