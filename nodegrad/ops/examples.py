@@ -84,12 +84,26 @@ def _innermost_below(found: list[Any]) -> BatchLevel | None:
 
 def _example_of(leaf: Any, b: int, mark: Batched) -> Any:
     """Example ``b`` of ``leaf`` at ``mark``'s level: a batched value's entry, a traced
-    one's through :data:`EXAMPLE` (so its gradient reaches the batched value), else ``leaf``."""
+    one's through :data:`EXAMPLE` (so its gradient reaches the batched value), else ``leaf``.
+    A value traced inside the level is taken through :data:`EXAMPLE` even where its value is
+    the same for every example (``vmap(grad(f), in_axes=(None, 0))``): its gradient is one
+    per example, which each example's call must place at its own entry, not add to the
+    others' (each example's call would otherwise give it the sum over all of them)."""
     if type(leaf) is Batched:
         return leaf.value[b] if leaf.level is mark.level else leaf
-    if type(leaf) is Traced and (below := _batched_below(leaf)) is not None and below.level is mark.level:
+    if type(leaf) is Traced and (_traced_inside(leaf, mark.level) or _batched_at(leaf, mark.level)):
         return record(EXAMPLE, leaf, b, mark)
     return leaf
+
+
+def _traced_inside(leaf: Traced, level: BatchLevel) -> bool:
+    """Whether ``leaf`` is traced by a transform that began inside ``level`` (its outermost
+    handle is the innermost transform's: the levels under it began earlier)."""
+    return leaf.arena.stamp > level.stamp
+
+
+def _batched_at(leaf: Traced, level: BatchLevel) -> bool:
+    return (below := _batched_below(leaf)) is not None and below.level is level
 
 
 def per_example_where_read(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], exc: BatchingError) -> Any:

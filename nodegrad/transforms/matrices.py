@@ -229,20 +229,29 @@ def jacobian(
         columns = []
         total = sum(_identity(value)[1] for value in chosen)
         start = 0
+        out = _NOT_YET
         for position, value in enumerate(chosen):
             directions, count = _identity(value)
             if count:
                 tangents = tuple(
                     directions if p == position else _zeros_batched(v, count) for p, v in enumerate(chosen)
                 )
-                columns.append(vmap(lambda t: jvp(partial, chosen, t)[1])(tangents))
+                # The output from the traced pass (the same for every tangent): a plain call
+                # would fail where the function indexes the plain value by a batched index.
+                out, column = vmap(lambda t: jvp(partial, chosen, t), out_axes=(None, 0))(tangents)
+                columns.append(column)
             start += count
-        out = partial(*chosen)
+        if out is _NOT_YET:
+            out = partial(*chosen)
         _check_differentiable("jacobian", out, "the output")
         _check_output(out, holomorphic, mode)
         return _from_batched(out, chosen, columns, total, by_rows=False, single=single)
 
     return Transformed(jacobian_fun, fun, (jacobian, (fun, argnums), {"mode": mode, "holomorphic": holomorphic}))
+
+
+#: The output of jacobian_fun's function, before any pass has computed it.
+_NOT_YET = object()
 
 
 def _leaves_of_kind(value: Any, complex_: bool) -> list[str]:
