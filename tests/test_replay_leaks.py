@@ -649,7 +649,7 @@ SCALAR_TRANSFORMS: dict[str, Callable[..., Any]] = {
     "jvp": lambda x, t: ng.jvp(lambda q: np.sum(q * q) * 0.5, (x,), (t,)),
     "linearize": lambda x, t: ng.linearize(lambda q: np.sum(np.sin(q)), x)[1](t),
     "hvp": lambda x, t: ng.hvp(lambda q: np.sum(q**3), x, t),
-    "value_and_grad": lambda x, t: ng.value_and_grad(lambda q: float(2.0) * np.sum(q * t))(x),
+    "value_and_grad": lambda x, t: ng.value_and_grad(lambda q: 2.0 * np.sum(q * t))(x),
     "jacfwd": lambda x, t: ng.jacfwd(lambda q: np.sum(q * q))(x),
 }
 
