@@ -44,7 +44,7 @@ __all__ = ["AdamState", "adam", "adam_loop", "rmsprop_loop", "sgd", "sgd_loop"]
 
 
 def _keep_type(new: Any, old: Any) -> Any:
-    return old.__class__(new) if isinstance(old, float) else new
+    return type(old)(new) if isinstance(old, float) and type(old) is old.__class__ else new  # not replay's stand-in
 
 
 def _refuse_immovable(where: str, params: Any) -> None:
@@ -312,7 +312,7 @@ def _check_driver_arguments(driver: str, grad: Any, callback: Any, num_iters: An
 
 def _restore(value: np.ndarray, like: Any) -> Any:
     # Arrays stay arrays (0-d ones too); Python and numpy float scalars come back as their type.
-    return value if isinstance(like, np.ndarray) else type(like)(value)
+    return value if isinstance(like, np.ndarray) or type(like) is not like.__class__ else type(like)(value)
 
 
 class _Leaves:

@@ -111,6 +111,8 @@ def _finished(
         g = finish(g, leaf)
     if g is None or type(g) is Traced or not isinstance(leaf, float | complex | np.inexact):
         return g  # a traced cotangent (forward mode, a recorded sweep) stays traced
+    if type(leaf) is not leaf.__class__:
+        return g  # a stand-in (replay's) for a number: its cotangent stays recorded
     return type(leaf)(g)
 
 
