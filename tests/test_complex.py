@@ -16,7 +16,7 @@ import attrs
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 
 import nodegrad as ng
 from nodegrad.errors import DtypeError, NonFiniteError
@@ -65,6 +65,8 @@ def test_grad_of_a_real_valued_function_is_df_dx_minus_i_df_dy(name: str, z: com
     f = REAL_VALUED[name]
     expected = _jax_gradient(lambda w: float(f(w)), z)
     assert ng.grad(f)(z) == pytest.approx(expected, rel=1e-6, abs=1e-6)
+    # abs has a kink at 0: a central difference that steps across it measures neither side.
+    assume(abs(z) > 1e-3)
     check_grads(f, np.array([z]))
 
 

@@ -9,7 +9,12 @@ import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
-from nodegrad.errors import ArgumentError, NodegradError, NoGradientError, _CotangentShapeError
+from nodegrad.errors import NodegradError, NoGradientError, _CotangentShapeError
+from nodegrad.testing._arguments import check_arguments as _check_arguments
+from nodegrad.testing._arguments import normalize_modes as _normalize_modes
+from nodegrad.testing._arguments import positions as _positions
+from nodegrad.testing._arguments import refuse_complex as _refuse_complex
+from nodegrad.testing._arguments import refuse_complex_arguments as _refuse_complex_arguments
 from nodegrad.testing._culprit import blamed
 from nodegrad.testing._errors import GradientCheckError
 from nodegrad.testing._leaves import absolute as _abs
@@ -17,16 +22,12 @@ from nodegrad.testing._leaves import as_float64 as _as_float64
 from nodegrad.testing._leaves import check_like, draw_like, only, parts
 from nodegrad.testing._leaves import describe_argument as _describe
 from nodegrad.testing._leaves import pair as _pair
-from nodegrad.testing._leaves import real_number as _real_number
 from nodegrad.testing._leaves import zeros as _zeros
-from nodegrad.testing._references import REFERENCES, ComplexStep, Numeric, OneArgument
+from nodegrad.testing._references import ComplexStep, Numeric, OneArgument
 from nodegrad.transforms import jvp, vjp
-from nodegrad.transforms.common import normalize_argnums, resolve_argnums
 from nodegrad.tree import add, map_floats
 
 __all__ = ["check_grads"]
-
-_MODES = ("rev", "fwd")
 
 # Default (rtol, floor) by the narrowest float dtype among the differentiated arguments and the
 # output (float64 otherwise): the numeric side is always float64, only the analytic side varies.
@@ -221,56 +222,6 @@ def check_grads(
             raise
         unfit = _UnblamedError(f"check_grads: the derivatives could not be computed: {exc}", deep=order == 2)
         raise blamed(unfit, f, given, nums, seed, deep=unfit.deep) from None
-
-
-def _check_arguments(
-    f: Any, order: Any, rtol: Any, atol: Any, eps: Any, seed: Any, holomorphic: Any, reference: Any
-) -> None:
-    """``check_grads``' own arguments, each refused with an ArgumentError naming it."""
-    problems = []
-    if not callable(f):
-        problems.append(f"f must be callable, got {type(f).__name__}")
-    if isinstance(order, bool) or order not in (1, 2):
-        problems.append(f"order must be 1 or 2, got {order!r}")
-    for name, value in (("rtol", rtol), ("atol", atol)):
-        if value is not None and not (_real_number(value) and 0 <= value < np.inf):
-            problems.append(f"{name} must be a finite number >= 0, got {value!r}")
-    if eps is not None and not (_real_number(eps) and 0 < eps < np.inf):
-        problems.append(f"eps must be a finite number > 0, got {eps!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        problems.append(f"seed must be a non-negative int, got {seed!r}")
-    if not isinstance(holomorphic, bool):
-        problems.append(f"holomorphic must be True or False, got {holomorphic!r}")
-    if not isinstance(reference, str) or reference not in REFERENCES:
-        problems.append(f"reference must be 'central_difference' or 'complex_step', got {reference!r}")
-    if problems:
-        msg = "check_grads: " + "; ".join(problems)
-        raise ArgumentError(msg)
-
-
-def _refuse_complex_arguments(xs: list[Any], names: list[str], holomorphic: bool) -> None:
-    """The complex step moves real arguments along imaginary directions: it has no room
-    for complex ones."""
-    if holomorphic:
-        msg = (
-            "check_grads: reference='complex_step' needs real arguments and outputs; holomorphic=True checks "
-            "complex ones (use the default reference='central_difference')"
-        )
-        raise ArgumentError(msg)
-    for x, name in zip(xs, names, strict=True):
-        _refuse_complex(x, "check_grads", name)
-
-
-def _refuse_complex(value: Any, header: str, what: str) -> None:
-    """The complex step needs ``value`` (an argument, the output) real: say where it is not."""
-    found = [path for path, leaf in differentiable_leaves(value) if np.iscomplexobj(leaf)]
-    if found:
-        where = f" at {found[0]}" if found[0] else ""
-        msg = (
-            f"{header}: reference='complex_step' needs real arguments and outputs; {what}{where} is complex "
-            "(use the default reference='central_difference')"
-        )
-        raise ArgumentError(msg)
 
 
 class _Check:
@@ -582,24 +533,3 @@ def _jvp_function(f: Function, n: int) -> Function:
         return jvp(f, args[:n], args[n:])[1]
 
     return jvp_of_f
-
-
-def _normalize_modes(modes: Any) -> tuple[str, ...]:
-    ok = isinstance(modes, (tuple, list)) and modes and all(isinstance(m, str) for m in modes)
-    if not ok or len(set(modes)) != len(modes) or any(m not in _MODES for m in modes):
-        msg = f"check_grads: modes must be a non-empty tuple of distinct 'rev' and 'fwd', got {modes!r}"
-        raise ArgumentError(msg)
-    return tuple(modes)
-
-
-def _positions(argnums: int | Sequence[int] | None, f: Function, nargs: int) -> tuple[int, ...]:
-    """The positions of the arguments to check: all of them by default, else ``argnums``
-    read as the transforms read it."""
-    if argnums is None:
-        return tuple(range(nargs))
-    try:
-        nums = resolve_argnums(normalize_argnums(argnums), nargs, f)
-    except ArgumentError as exc:
-        msg = f"check_grads: {exc}"
-        raise ArgumentError(msg) from None
-    return nums
