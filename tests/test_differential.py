@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -110,3 +111,17 @@ def test_the_command_prints_its_count_last(capsys: pytest.CaptureFixture[str]) -
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("2 programs, ") and last.endswith(" disagreements")
     assert status == (0 if last == "2 programs, 0 disagreements" else 1)
+
+
+def test_a_lookup_in_a_table_the_function_closes_over_is_a_documented_refusal_and_nothing_else() -> None:
+    steps = (
+        Step("index", "{0}[{1}]", ("m", "i"), (2, 3)),
+        Step("sum", "np.sum({0}, axis=0)", ("v0",), (3,)),
+    )
+    program = Program("dict", "float64", steps)
+    vmap_stack = next(s for s in STACKS if s.name == "vmap(grad)")
+    refused: Counter[str] = Counter()
+    # The parameters as an argument (in_axes None) and per example: both batch the lookup.
+    assert check_program(program, SEED, False, [vmap_stack], refused=refused) == []
+    assert refused == {"vmap(grad)": 1}  # the closure mode alone refuses, as docs/vmap.md says
+    assert "ng.gather" in (ROOT / "docs" / "vmap.md").read_text()

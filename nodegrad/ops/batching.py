@@ -92,7 +92,7 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
             values.append(a)  # an index or a list of operands holding batched values: the rule reads them
             batched.append(True)
         else:
-            values.append(a)
+            values.append(_base_array(a))
             batched.append(False)
     rule = op.batch
     if rule is None:
@@ -105,8 +105,14 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
 def wrap(out: Any, level: BatchLevel) -> Any:
     """The result of an op run for every example, as batched values of ``level``."""
     if type(out) is tuple:
-        return tuple(Batched(o, level) for o in out)
-    return Batched(out, level)
+        return tuple(Batched(_base_array(o), level) for o in out)
+    return Batched(_base_array(out), level)
+
+
+def _base_array(value: Any) -> Any:
+    # An ndarray subclass (vmap's view of a shared table, nodegrad.transforms.shared) is
+    # computed with, and batched, as the plain array it views: its class stays outside.
+    return value.view(np.ndarray) if isinstance(value, np.ndarray) and type(value) is not np.ndarray else value
 
 
 def per_example(op: Op, batched: tuple[bool, ...], size: int, *args: Any, level: BatchLevel | None = None) -> Any:

@@ -21,6 +21,7 @@ from nodegrad.engine.record import interpreting
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
 from nodegrad.transforms.common import Transformed, check_callable, name_of
+from nodegrad.transforms.shared import SharedArray, plain_result, shared
 
 __all__ = ["vmap"]
 
@@ -271,16 +272,22 @@ def _run(call: _Call, batches: list[_Batch], size: int) -> Any:
 
 def _batched_argument(batch: _Batch, level: BatchLevel) -> Any:
     made = [
-        leaf if axis is None else Batched(leaf if axis == 0 else np.moveaxis(leaf, axis, 0), level)
+        _unbatched_argument(leaf) if axis is None else Batched(leaf if axis == 0 else np.moveaxis(leaf, axis, 0), level)
         for leaf, axis in zip(batch.leaves, batch.axes, strict=True)
     ]
     return made[0] if batch.treedef is LEAF else batch.treedef.unflatten(made)
 
 
+def _unbatched_argument(leaf: Any) -> Any:
+    # A plain array the examples share: a view numpy's own indexing by a batched index
+    # cannot bypass (see nodegrad.transforms.shared). Handles and other leaves as given.
+    return shared(leaf) if isinstance(leaf, np.ndarray) and not isinstance(leaf, SharedArray) else leaf
+
+
 def _unbatched_result(name: str, out: Any, level: BatchLevel, out_axes: Axes) -> Any:
     leaves, treedef, paths, axes = _matched(name, "out_axes", out, out_axes, "the result")
     made = [
-        leaf if static else _placed(name, leaf, path, axis, level)  # a static field is never batched
+        leaf if static else _placed(name, plain_result(leaf), path, axis, level)  # a static field is never batched
         for leaf, path, axis, static in zip(leaves, paths, axes, treedef.static_leaves(), strict=True)
     ]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
@@ -301,6 +308,7 @@ def _placed(name: str, leaf: Any, path: str, axis: int | None, level: BatchLevel
         if not -ndim <= axis < ndim:
             msg = f"{name}: out_axes {axis} is out of range for {path}, whose examples have shape {leaf.shape}"
             raise ShapeError(msg)
+        value = plain_result(value)  # a shared table's view, batched by a rule that kept it
         return value if axis % ndim == 0 else np.moveaxis(value, 0, axis)
     if not (_is_array(leaf) or isinstance(leaf, float | complex | int | np.generic)):
         return leaf  # a string, None, a static value: the same for every example

@@ -28,6 +28,7 @@ class HuntResult:
     count: int
     findings: list[Finding]
     skipped: int  # (program, stack) pairs left out as known
+    refused: int  # runs that raised a refusal docs/vmap.md lists
     text: str
 
 
@@ -49,6 +50,7 @@ def hunt(
     findings: list[Finding] = []
     skipped = 0
     shrunk: Counter[tuple[str, str]] = Counter()
+    refused: Counter[str] = Counter()
     done = 0
     try:
         for n, (program_seed, program) in enumerate(programs(count, seed)):
@@ -64,17 +66,17 @@ def hunt(
                         )
             else:
                 skipped += sum(1 for s in chosen if skip_known and known.skipped(s.name, program.ops()))
-                findings += check_program(program, program_seed, skip_known, chosen, every_mode, shrunk)
+                findings += check_program(program, program_seed, skip_known, chosen, every_mode, shrunk, refused)
             if report_to and (n + 1) % 25 == 0:
-                Path(report_to).write_text(report(findings, n + 1, title=title) + "\n")
+                Path(report_to).write_text(report(findings, n + 1, title=title, refused=refused.total()) + "\n")
                 save(findings, report_to + ".json")
             if progress and (n + 1) % 50 == 0:
                 print(f"{n + 1} programs, {len(findings)} disagreements", file=sys.stderr, flush=True)
             done = n + 1
     except KeyboardInterrupt:  # a time limit (SIGTERM, Ctrl-C): report what ran
         pass
-    text = report(findings, done)
+    text = report(findings, done, refused=refused.total())
     if report_to:
-        Path(report_to).write_text(report(findings, done, title=title) + "\n")
+        Path(report_to).write_text(report(findings, done, title=title, refused=refused.total()) + "\n")
         save(findings, report_to + ".json")
-    return HuntResult(done, findings, skipped, text)
+    return HuntResult(done, findings, skipped, refused.total(), text)

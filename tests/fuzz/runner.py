@@ -21,6 +21,7 @@ RTOL = {"float64": 1e-12, "float32": 1e-4}
 SHRINK_BUDGET = 40  # runs of the stack while shrinking one disagreement
 SHRINK_PER_CLASS = 12  # findings of one class shrunk; the others are counted only
 VALUE_NAMES = ("P", "PB", "TP", "TPB", "X", "I", "TX", "XX", "II")
+REFUSED = "refused as documented"  # what problem_of says of a refusal docs/vmap.md lists
 
 
 @attrs.frozen
@@ -94,6 +95,8 @@ def problem_of(program: Program, seed: int, st: Stack, mode: str) -> str | None:
     try:
         got = quietly(lambda: eval(st.got, ns))
     except Exception as error:
+        if known.refused_as_documented(st.name, mode, program.ops(), error):
+            return REFUSED
         return f"raised {type(error).__name__}: {first_line(error)}"
     try:
         return compare(got, want, exact=st.exact, rtol=RTOL[program.dtype])
@@ -152,16 +155,22 @@ def check_program(
     chosen: list[Stack] = STACKS,
     every_mode: bool = True,
     shrunk: Counter[tuple[str, str]] | None = None,
+    refused: Counter[str] | None = None,
 ) -> list[Finding]:
     """What each stack gets wrong on ``program``, shrunk (the first SHRINK_PER_CLASS of
-    each class in ``shrunk``'s count); in every mode, or in one drawn by the seed."""
+    each class in ``shrunk``'s count); in every mode, or in one drawn by the seed. A
+    documented refusal is counted in ``refused`` by stack, not found."""
     shrunk = Counter() if shrunk is None else shrunk
+    refused = Counter() if refused is None else refused
     findings = []
     for st in chosen:
         if not st.fits(program) or (skip_known and known.skipped(st.name, program.ops())):
             continue
         for mode in st.modes if every_mode else (st.modes[seed % len(st.modes)],):
             problem = problem_of(program, seed, st, mode)
+            if problem == REFUSED:
+                refused[st.name] += 1
+                continue
             if problem is None:
                 continue
             key = (st.name, category(problem))
@@ -191,7 +200,7 @@ def programs(count: int, seed: int) -> Iterable[tuple[int, Program | None]]:
         yield program_seed, program
 
 
-def report(findings: list[Finding], count: int, shown: int = 5, title: str = "") -> str:
+def report(findings: list[Finding], count: int, shown: int = 5, title: str = "", refused: int = 0) -> str:
     """Each class once: the stacks that show it, the smallest repros of up to ``shown`` of its
     sets of ops (the ops tell an op's bug from a stack's), the other sets listed."""
     classes: dict[tuple[str, str], list[Finding]] = {}
@@ -214,6 +223,8 @@ def report(findings: list[Finding], count: int, shown: int = 5, title: str = "")
         for group in list(by_ops.values())[:shown]:
             parts.append(f"\n{group[0].problem}\n```python\n{group[0].repro}```")
         parts.append("")
+    if refused:
+        parts.append(f"({refused} runs refused as docs/vmap.md documents: tests/fuzz/known.py REFUSALS)")
     parts.append(f"{count} programs, {len(findings)} disagreements")
     return "\n".join(parts)
 
