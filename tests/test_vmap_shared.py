@@ -132,3 +132,19 @@ def test_a_table_reached_by_a_closure_is_refused_naming_gather(write: str) -> No
     f = eval(f"lambda i: {write}", {"t": t, "np": np})
     with pytest.raises(BatchingError, match=r"ng\.gather"):
         ng.vmap(f)(np.array([1, 2]))
+
+
+@pytest.mark.parametrize("name", list(LOOKUPS))
+def test_replay_of_vmap_of_a_lookup_is_the_loop_on_every_call(name: str) -> None:
+    # Under replay the table is staged, and x[i] of a staged x by a batched i is the
+    # batched getitem op (``__getitem__`` has no reflected form to hand it over).
+    lookup = LOOKUPS[name]
+    fast = ng.replay(ng.vmap(lookup, in_axes=(None, 0)))
+    rng = np.random.default_rng(5)
+    for _ in range(3):
+        t = rng.normal(size=(ROWS, COLS))
+        idx = np.stack([rng.integers(0, ROWS, BATCH), rng.integers(0, COLS, BATCH)], axis=1)
+        got = fast(t, idx)
+        assert type(got) is np.ndarray
+        np.testing.assert_array_equal(got, _loop(lookup, t, idx))
+    assert len(fast.traces) == 1

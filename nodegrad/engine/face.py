@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.staged import _BINARY, Staged, Unreplayable, _foreign, method_caller
+from nodegrad.engine.staged import _BINARY, FOREIGN_INDEXING, Staged, Unreplayable, _foreign, method_caller
 from nodegrad.errors import user_location
 
 __all__ = ["EAGER", "FACE", "GUARDED", "RECORDED", "SIGNATURE", "give_face", "names_to_decide"]
@@ -128,6 +128,12 @@ def _binary(fn: Callable[..., Any], name: str, *, reflected: bool = False) -> Ca
         return self.level.call(fn, (other, self) if reflected else (self, other), {}, name)
 
     return op
+
+
+def _getitem(self: Staged, index: Any) -> Any:
+    if _foreign(index):
+        return FOREIGN_INDEXING[0](self, index)  # (NotImplemented would be the value: no reflection)
+    return self.level.call(operator.getitem, (self, index), {}, "x[i]")
 
 
 def _unary(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -247,7 +253,7 @@ def _recorded_dunder(name: str) -> Callable[..., Any] | None:
     if bare in _UNARY_OPS or bare == "abs":
         return _unary(_UNARY_OPS.get(bare, abs), bare)
     others: dict[str, Callable[..., Any]] = {
-        "__getitem__": _binary(operator.getitem, "x[i]"),
+        "__getitem__": _getitem,
         "__setitem__": lambda self, i, v: self.level.call(operator.setitem, (self, i, v), {}, "x[i] = v"),
         "__delitem__": lambda self, i: self.level.call(operator.delitem, (self, i), {}, "del x[i]"),
         "__divmod__": _binary(divmod, "divmod"),

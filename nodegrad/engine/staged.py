@@ -54,6 +54,11 @@ __all__ = [
 #: of a transform around the replay cannot be replayed.
 FOREIGN: set[type] = {Traced}
 
+#: nodegrad's ``getitem`` (set by :mod:`nodegrad.ops.staging`): ``x[i]`` of a staged ``x``
+#: by a foreign index (a batched one, say) is its op, which the index's interpreter runs;
+#: ``__getitem__`` has no reflected form to hand it over as operators do.
+FOREIGN_INDEXING: list[Any] = []
+
 
 class Miss(BaseException):
     """A replay's guard or shape check came out differently than when it was recorded.
@@ -172,6 +177,9 @@ class Staged(ArrayFace):
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         if any(t in FOREIGN for t in types):
             return NotImplemented
+        handle = next((v for v in (*args, *kwargs.values()) if type(v) in FOREIGN), None)
+        if handle is not None:  # where numpy does not dispatch on it (np.take's indices): as if it did
+            return handle.__array_function__(func, (*types, type(handle)), args, kwargs)
         if func in _ABOUT_SHAPES:
             return func(*self.level._raw(args), **self.level._raw(kwargs))
         return self.level.call(func, args, kwargs, f"np.{func.__name__}")

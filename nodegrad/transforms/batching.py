@@ -21,7 +21,7 @@ from nodegrad.engine.record import interpreting
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
 from nodegrad.transforms.common import Transformed, check_callable, name_of
-from nodegrad.transforms.shared import SharedArray, plain_result, shared
+from nodegrad.transforms.shared import plain_result, shared
 
 __all__ = ["vmap"]
 
@@ -281,7 +281,7 @@ def _batched_argument(batch: _Batch, level: BatchLevel) -> Any:
 def _unbatched_argument(leaf: Any) -> Any:
     # A plain array the examples share: a view numpy's own indexing by a batched index
     # cannot bypass (see nodegrad.transforms.shared). Handles and other leaves as given.
-    return shared(leaf) if isinstance(leaf, np.ndarray) and not isinstance(leaf, SharedArray) else leaf
+    return shared(leaf) if type(leaf) is np.ndarray else leaf  # (replay's stand-in for one is not)
 
 
 def _unbatched_result(name: str, out: Any, level: BatchLevel, out_axes: Axes) -> Any:

@@ -26,6 +26,7 @@ import numpy as np
 
 from nodegrad.engine.tape import Tape
 from nodegrad.errors import RandomDrawError, user_location
+from nodegrad.transforms.free_values import filled, names_read
 
 __all__ = ["refusing_draws"]
 
@@ -157,10 +158,10 @@ def _inside(name: str, value: Any, depth: int, read: set[str]) -> list[tuple[str
     """The values one step inside ``value`` (see :func:`_generators`)."""
     if isinstance(value, types.FunctionType):
         code = value.__code__
-        names = _names(code)
+        names = names_read(code)
         read |= names
         cells = zip(code.co_freevars, value.__closure__ or (), strict=False)
-        inner = [(var, cell.cell_contents, depth) for var, cell in cells if _filled(cell)]
+        inner = [(var, cell.cell_contents, depth) for var, cell in cells if filled(cell)]
         inner += [(f"{var} (a global)", value.__globals__[var], depth) for var in names if var in value.__globals__]
         inner += [(f"a default of {value.__name__}", d, depth) for d in value.__defaults__ or ()]
         return [*inner, (name, value.__wrapped__, depth)] if hasattr(value, "__wrapped__") else inner
@@ -175,23 +176,6 @@ def _inside(name: str, value: Any, depth: int, read: set[str]) -> list[tuple[str
     if isinstance(attrs, dict):
         inner += [(f"{name}.{k}", v, depth) for k, v in list(attrs.items())[:64]]
     return inner
-
-
-def _filled(cell: Any) -> bool:
-    try:
-        cell.cell_contents  # noqa: B018  (an empty cell raises)
-    except ValueError:
-        return False
-    return True
-
-
-def _names(code: types.CodeType) -> set[str]:
-    """The global names ``code`` and the functions defined in it read."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names(const)
-    return names
 
 
 def _state(generator: Any) -> bytes:

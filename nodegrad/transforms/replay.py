@@ -30,6 +30,7 @@ from nodegrad.engine.tape import Instruction, Tape, exact_key
 from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
 from nodegrad.ops import staging as staging  # the replay interpreter of ops, registered on import
 from nodegrad.transforms.common import Transformed, check_callable, name_of, normalize_argnums
+from nodegrad.transforms.free_values import changed_by_call, free_key, free_table
 from nodegrad.transforms.randomness import refusing_draws
 
 __all__ = ["Trace", "replay"]
@@ -164,6 +165,11 @@ class Replayed(Transformed[P, Any]):
         self._signatures: dict[Hashable, list[Trace] | _Eager] = {}
         self._recorded: list[Trace] = []
         self._warned: set[str] = set()
+        self._held: dict[Hashable, list[np.ndarray]] = {}
+        self._mask: frozenset[Any] = frozenset()  # paths to state the function changes itself
+        self._recorded_free: dict[Hashable, Hashable] = {}  # by the arguments' signature: the last one recorded
+        #: Whether a signature was recorded again because a value read besides the arguments changed.
+        self._free_changed = False
 
     @property
     def traces(self) -> list[Trace]:
@@ -178,6 +184,10 @@ class Replayed(Transformed[P, Any]):
         if split is None:
             return self._fun(*args, **kwargs)  # inside a transform, or arguments no signature holds
         key, leaves, dynamic, treedef = split
+        # What the function reads besides its arguments (closures, globals) is part of the
+        # signature: a call after one changed is recorded again, never replayed stale.
+        free, held = free_key(self._fun, self._mask)
+        arguments_key, key = key, (key, free)
         entry = self._signatures.get(key)
         if isinstance(entry, _Eager):
             self._warn(entry.reason)
@@ -201,13 +211,34 @@ class Replayed(Transformed[P, Any]):
                 return out
         if checking:
             return self._fun(*args, **kwargs)  # debug_nans' checks are not recorded
+        if self._recorded_free.get(arguments_key, free) != free:
+            self._free_changed = True  # (for the advice below)
         if len(self._recorded) >= self._max_traces:
+            advice = (
+                "pass what changes (a value it closes over or a global it reads) as an argument"
+                if self._free_changed
+                else "raise max_traces, or make the arguments' shapes and branches more alike"
+            )
             self._warn(
                 f"{self._name} has recorded max_traces={self._max_traces} programs and runs eagerly for new "
-                "signatures and paths (raise max_traces, or make the arguments' shapes and branches more alike)"
+                f"signatures and paths ({advice})"
             )
             return self._fun(*args, **kwargs)
-        return self._record(args, kwargs, key, leaves, dynamic, treedef)
+        before = free_table(self._fun)
+        out = self._record(args, kwargs, key, leaves, dynamic, treedef)
+        # What the function changed itself (a counter, a log it appends to) is a Python side
+        # effect, which happens when recording only: from now on no key holds it.
+        changed = changed_by_call(before, free_table(self._fun))
+        if changed:
+            self._mask = self._mask | changed
+            entry = self._signatures.pop(key, None)
+            free, held = free_key(self._fun, self._mask)
+            key = (arguments_key, free)
+            if entry is not None:
+                self._signatures[key] = entry
+        self._held[key] = held  # the arrays its key names by identity: none other can take their id
+        self._recorded_free[arguments_key] = free
+        return out
 
     def _split_arrays(self, args: tuple[Any, ...]) -> Any:
         """:meth:`_split` of a call whose arguments are all plain arrays (the commonest

@@ -119,6 +119,42 @@ CASES: list[Case] = [
     Case(
         "global_float", "fun = lambda x: x * GLOBAL_S", vec(), between="global GLOBAL_S\nGLOBAL_S = float(rng.normal())"
     ),
+    Case(
+        "closure_in_place_decision",
+        "fun = lambda x: x * 2.0 if w[0] > 0 else x - 1.0",
+        vec(),
+        setup="w = np.ones(3)",
+        between="w[:] = rng.normal(size=3)",
+    ),
+    Case(
+        "closure_dict_entry",
+        'fun = lambda x: x * p["w"] + p["b"]',
+        vec(),
+        setup='p = {"w": np.ones(3), "b": 0.0}',
+        between='p["w"] = rng.normal(size=3)\np["b"] = float(rng.normal())',
+    ),
+    Case(
+        "helper_reads_a_global",
+        "def helper(x):\n    return x * GLOBAL_H\nfun = lambda x: helper(x) + 1.0",
+        vec(),
+        between="global GLOBAL_H\nGLOBAL_H = float(rng.normal())",
+    ),
+    Case(
+        "bound_method_attribute",
+        "fun = model.apply",
+        vec(),
+        setup=(
+            "class Model:\n    def __init__(self):\n        self.scale = np.ones(3)\n"
+            "    def apply(self, x):\n        return np.tanh(x * self.scale)\nmodel = Model()"
+        ),
+        between="model.scale = rng.normal(size=3)",
+    ),
+    Case(
+        "closure_own_counter",
+        "def fun(x):\n    calls.append(1)\n    return x * 2.0",
+        vec(),
+        setup="calls = []",
+    ),
     Case("generator_closure", "fun = lambda x: x * gen.normal(size=3)", vec(), setup="gen = np.random.default_rng(7)"),
     Case(
         "generator_grad",
