@@ -25,7 +25,7 @@ import numpy as np
 from nodegrad.engine.tape import exact_key
 from nodegrad.transforms.common import Transformed
 
-__all__ = ["changed_by_call", "filled", "free_key", "free_table", "names_read"]
+__all__ = ["changed_by_call", "filled", "free_key", "free_table", "library_function", "names_read"]
 
 #: How far the walk goes from the function (each step: a cell, a global, an entry, an attribute).
 _DEPTH = 6
@@ -119,11 +119,14 @@ class _Walk:
             self.visit(inner, depth - 1, (*path, step))
 
     def function(self, fn: Any, depth: int, path: Path) -> None:
-        """A function's cells, the globals its code names, its defaults and what it wraps."""
+        """A function's cells, the globals its code names, its defaults and what it wraps
+        (a library's function: its cells alone, which may hold the user's function)."""
         self.parts.append(id(fn.__code__))
         for k, cell in enumerate(fn.__closure__ or ()):
             if filled(cell):
                 self.visit(cell.cell_contents, depth, (*path, k))
+        if library_function(fn):
+            return
         spaces = fn.__globals__
         for name in _global_names(fn.__code__):
             if name in spaces:
@@ -173,6 +176,15 @@ def _inside(value: Any) -> list[tuple[Any, Any]]:
         return list(attributes.items())[:_WIDTH]
     slots = [name for cls in type(value).__mro__ for name in getattr(cls, "__slots__", ())]
     return [(name, getattr(value, name, None)) for name in slots[:_WIDTH]]
+
+
+def library_function(fn: types.FunctionType) -> bool:
+    """Whether ``fn`` is nodegrad's or a numerical library's: its globals and defaults are
+    the library's state (registries, caches), not what the user's program reads."""
+    return (fn.__module__ or "").partition(".")[0] in _LIBRARIES
+
+
+_LIBRARIES = frozenset({"nodegrad", "numpy", "scipy", "pandas", "dask", "attrs", "attr", "functools", "typing"})
 
 
 def filled(cell: Any) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 
 from nodegrad.engine.tape import Tape
 from nodegrad.errors import RandomDrawError, user_location
-from nodegrad.transforms.free_values import filled, names_read
+from nodegrad.transforms.free_values import filled, library_function, names_read
 
 __all__ = ["refusing_draws"]
 
@@ -156,6 +156,10 @@ def _held(owner: Any, attr: str) -> Any:
 
 def _inside(name: str, value: Any, depth: int, read: set[str]) -> list[tuple[str, Any, int]]:
     """The values one step inside ``value`` (see :func:`_generators`)."""
+    if isinstance(value, types.FunctionType) and library_function(value):
+        # A library's own state is not the function's: only what its cells hold (the user's
+        # function, under a transform or a decorator).
+        return [(name, cell.cell_contents, depth) for cell in value.__closure__ or () if filled(cell)]
     if isinstance(value, types.FunctionType):
         code = value.__code__
         names = names_read(code)
