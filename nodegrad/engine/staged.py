@@ -54,7 +54,7 @@ __all__ = [
 #: of a transform around the replay cannot be replayed.
 FOREIGN: set[type] = {Traced}
 
-#: nodegrad's ``getitem`` (set by :mod:`nodegrad.ops.staging`): ``x[i]`` of a staged ``x``
+#: nodegrad's ``getitem`` (set by :mod:`nodegrad.ops.index`): ``x[i]`` of a staged ``x``
 #: by a foreign index (a batched one, say) is its op, which the index's interpreter runs;
 #: ``__getitem__`` has no reflected form to hand it over as operators do.
 FOREIGN_INDEXING: list[Any] = []

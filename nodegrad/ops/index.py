@@ -15,6 +15,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import composite, guarded, record, record1, record2
 from nodegrad.engine.registry import defop, defrows
+from nodegrad.engine.staged import FOREIGN_INDEXING
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import AxisError, OpIndexError, ShapeError, error_like, user_location
 from nodegrad.ops.arguments import Each, as_ints, axes_of, axis_index, batched_index, holds_batched, index_items
@@ -528,3 +529,8 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
     # the split points are given in.
     before = (slice(None),) * axis
     return [getitem(x, (*before, slice(int(p[0]), int(p[-1]) + 1) if p.size else slice(0, 0))) for p in pieces]
+
+
+# x[i] of a value replay stages, by a batched or traced index: this op, which the index's
+# interpreter runs (Staged.__getitem__ has no reflected form to hand the index over).
+FOREIGN_INDEXING[:] = [getitem]

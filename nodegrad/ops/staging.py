@@ -14,11 +14,10 @@ from typing import Any
 
 from nodegrad.engine.record import _failed, register_interpreter
 from nodegrad.engine.registry import Op
-from nodegrad.engine.staged import FOREIGN_INDEXING, Staged
+from nodegrad.engine.staged import Staged
 from nodegrad.engine.tape import Tape
 from nodegrad.errors import rerun_reporting_warnings
 from nodegrad.ops.batching import elementwise, made_of_ops
-from nodegrad.ops.index import getitem
 
 __all__ = ["interpret"]
 
@@ -49,6 +48,3 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
 
 
 register_interpreter(Staged, interpret)
-
-
-FOREIGN_INDEXING[:] = [getitem]

@@ -26,22 +26,16 @@ BATCHED_STACKS = (
     "vmap(vmap)",
 )
 BATCHED_INDEX_OPS = ("index", "take", "index_scalar", "index_columns")
-STALE: dict[str, tuple[str, ...]] = {}  # reason: stale-hunt cases (tests/fuzz/stale.py) known to give a stale result
 
-
-KNOWN: dict[tuple[str, str], str] = {
-    **{(f"stale:{case}", "*"): reason for reason, cases in STALE.items() for case in cases},
-}
+#: Nothing is known to disagree today. An entry reads ``(stack, op): why``.
+KNOWN: dict[tuple[str, str], str] = {}
 
 #: Refusals ``docs/vmap.md`` lists, by mode and op: a stack that raises this error class,
 #: saying this, on a program holding the op, in this mode, refuses as documented. Counted
-#: apart from disagreements by the suite and the long run alike.
+#: apart from disagreements by the suite and the long run alike. numpy indexes a plain
+#: array that a closure holds itself, so nodegrad has no hook; its error names ng.gather.
 REFUSALS: dict[tuple[str, str], tuple[str, str]] = {
-    ("closure", op): (
-        "BatchingError",
-        "ng.gather",
-    )  # numpy indexes a plain array a closure holds itself: no hook
-    for op in BATCHED_INDEX_OPS
+    ("closure", op): ("BatchingError", "ng.gather") for op in BATCHED_INDEX_OPS
 }
 
 
