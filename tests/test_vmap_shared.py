@@ -36,6 +36,7 @@ LOOKUPS: dict[str, Callable[[Any, Any], Any]] = {
     "of_concatenate": lambda t, i: np.concatenate([t, 2.0 * t])[i[0] + ROWS],
     "of_transpose": lambda t, i: t.T[i[1]],
     "of_reshape": lambda t, i: t.reshape(-1)[i],
+    "of_eigh": lambda t, i: np.linalg.eigh(t.T @ t)[1][i[1]],  # a named tuple of results
 }
 
 tables = st.lists(st.floats(-3, 3), min_size=ROWS * COLS, max_size=ROWS * COLS).map(
@@ -148,3 +149,20 @@ def test_replay_of_vmap_of_a_lookup_is_the_loop_on_every_call(name: str) -> None
         assert type(got) is np.ndarray
         np.testing.assert_array_equal(got, _loop(lookup, t, idx))
     assert len(fast.traces) == 1
+
+
+@pytest.mark.parametrize("which", ["vectors", "values"])
+def test_forward_mode_through_a_shared_matrix_with_repeated_eigenvalues_is_the_loop(which: str) -> None:
+    # The refusal of an undefined derivative compares a batched cotangent with the shared
+    # matrix's repeated-eigenvalue mask: one per example against one for all.
+    t, idx = np.zeros((ROWS, COLS)), np.array([[0, 0], [1, 2], [4, 1], [2, 2]])
+    if which == "vectors":
+        loss = lambda t, i: np.sum(np.sin(np.linalg.eigh(t.T @ t)[1][i[1]]) ** 2)
+    else:
+        loss = lambda t, i: np.sum(np.linalg.eigvalsh(t.T @ t)) * i[1]
+    tangent = np.cos(t)
+
+    def jvp(t: Any, i: Any) -> Any:
+        return ng.jvp(lambda t: loss(t, i), (t,), (tangent,))[1]
+
+    np.testing.assert_array_equal(ng.vmap(jvp, in_axes=(None, 0))(t, idx), [jvp(t, i) for i in idx])

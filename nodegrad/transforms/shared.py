@@ -90,6 +90,8 @@ def _shared_results(out: Any) -> Any:
         return out.view(SharedArray)
     if type(out) in (tuple, list):
         return type(out)(_shared_results(part) for part in out)
+    if isinstance(out, tuple) and hasattr(out, "_make"):  # np.linalg.eigh's EighResult, say
+        return out._make(_shared_results(part) for part in out)
     return out
 
 

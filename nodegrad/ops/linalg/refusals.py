@@ -92,7 +92,10 @@ def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any
     if not np.any(where):
         return
     share = all_values(share)
-    if _too_large(np.broadcast_to(share, where.shape)[where], g):
+    # Under vmap either may hold every example (a batched cotangent of a matrix shared by
+    # the examples, say): compared on their common shape.
+    shape = np.broadcast_shapes(np.shape(share), np.shape(where))
+    if _too_large(np.broadcast_to(share, shape)[np.broadcast_to(where, shape)], g):
         msg = (
             f"{name}: the gradient of the {what} is undefined (the vectors are not unique there, any rotation of "
             "them is as good) and the function differentiated depends on which were chosen; a function of them "
@@ -109,8 +112,9 @@ def refuse_split_values(name: str, what: str, repeated: np.ndarray, g: Any) -> N
     if not np.any(repeated):
         return
     plain = np.asarray(all_values(g))
-    differences = np.broadcast_to(plain[..., :, None] - plain[..., None, :], repeated.shape)
-    if _too_large(differences[repeated], plain):
+    differences = plain[..., :, None] - plain[..., None, :]
+    shape = np.broadcast_shapes(differences.shape, repeated.shape)  # (either may hold every example)
+    if _too_large(np.broadcast_to(differences, shape)[np.broadcast_to(repeated, shape)], plain):
         msg = (
             f"{name}: repeated {what} (closer than sqrt(eps) * max) have no derivative one by one, and the function "
             "differentiated tells them apart; a function of them that treats them alike (their sum) has one"
