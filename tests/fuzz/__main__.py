@@ -66,9 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if result.findings else 0
 
 
-def _part(count: int, seed: int, options: dict[str, Any]) -> HuntResult:
+def _part(count: int, seed: int, options: dict[str, Any], report_to: str | None) -> HuntResult:
     signal.signal(signal.SIGTERM, stop)
-    return hunt(count, seed=seed, **options)
+    return hunt(count, seed=seed, report_to=report_to, **options)
 
 
 def _in_parts(
@@ -77,7 +77,11 @@ def _in_parts(
     """The programs split into ``jobs`` parts, each in a process, drawn from its own seed."""
     sizes = [count // jobs + (k < count % jobs) for k in range(jobs)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        parts = list(pool.map(_part, sizes, [seed * 1000 + k for k in range(jobs)], [options] * jobs))
+        # Each part writes a report of its own as it grows (REPORT.partK): a long run can be
+        # read, and a disagreement repeated, before it ends.
+        seeds = [seed * 1000 + k for k in range(jobs)]
+        reports = [f"{report_to}.part{k}" if report_to else None for k in range(jobs)]
+        parts = list(pool.map(_part, sizes, seeds, [options] * jobs, reports))
     done = sum(p.count for p in parts)
     findings = [f for p in parts for f in p.findings]
     refused = sum(p.refused for p in parts)
