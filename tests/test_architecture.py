@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.face",
             "nodegrad.engine.tape",
             "nodegrad.engine.batched",
+            "nodegrad.engine.shared",
             "nodegrad.engine.rows",
             "nodegrad.engine.registry",
             "nodegrad.engine.nodes",

@@ -37,6 +37,8 @@ LOOKUPS: dict[str, Callable[[Any, Any], Any]] = {
     "of_transpose": lambda t, i: t.T[i[1]],
     "of_reshape": lambda t, i: t.reshape(-1)[i],
     "of_eigh": lambda t, i: np.linalg.eigh(t.T @ t)[1][i[1]],  # a named tuple of results
+    # nodegrad's own np.meshgrid, given a batched value: the table's part is the same for all
+    "of_meshgrid": lambda t, i: np.meshgrid(i * 1.0, t[0], indexing="ij")[1][:, i[1]],
 }
 
 tables = st.lists(st.floats(-3, 3), min_size=ROWS * COLS, max_size=ROWS * COLS).map(

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchingError
+from nodegrad.engine.shared import shared_results
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import user_location
 from nodegrad.numpy_api import catalog
@@ -86,7 +87,9 @@ def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: A
             raise _writes_in_place(_WRITERS.get(func) or public_name(func))
         return per_example_call(func, args, kwargs)
     try:
-        return dispatch_function(func, args, kwargs)
+        # A plain array among the results (np.broadcast_arrays' of a shared table) is the
+        # same for every example: shared, so that a batched index can index it.
+        return shared_results(dispatch_function(func, args, kwargs))
     except BatchingError as exc:  # written here reading values (an order, a mask, bins)
         return per_example_where_read(func, args, kwargs, exc)
 

@@ -110,7 +110,7 @@ def wrap(out: Any, level: BatchLevel) -> Any:
 
 
 def _base_array(value: Any) -> Any:
-    # An ndarray subclass (vmap's view of a shared table, nodegrad.transforms.shared) is
+    # An ndarray subclass (vmap's view of a shared table, nodegrad.engine.shared) is
     # computed with, and batched, as the plain array it views: its class stays outside.
     return value.view(np.ndarray) if isinstance(value, np.ndarray) and type(value) is not np.ndarray else value
 

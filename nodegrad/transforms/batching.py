@@ -18,10 +18,10 @@ import numpy as np
 
 from nodegrad.engine.batched import HANDLES, Batched, BatchLevel
 from nodegrad.engine.record import interpreting
+from nodegrad.engine.shared import plain_result, shared
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
 from nodegrad.transforms.common import Transformed, check_callable, name_of
-from nodegrad.transforms.shared import plain_result, shared
 
 __all__ = ["vmap"]
 
@@ -280,7 +280,7 @@ def _batched_argument(batch: _Batch, level: BatchLevel) -> Any:
 
 def _unbatched_argument(leaf: Any) -> Any:
     # A plain array the examples share: a view numpy's own indexing by a batched index
-    # cannot bypass (see nodegrad.transforms.shared). Handles and other leaves as given.
+    # cannot bypass (see nodegrad.engine.shared). Handles and other leaves as given.
     return shared(leaf) if type(leaf) is np.ndarray else leaf  # (replay's stand-in for one is not)
 
 

@@ -377,8 +377,8 @@ def more_numpy(rng: np.random.Generator, regs: Sequence[Register]) -> Step | Non
         n, m = a.shape
         options += [
             ("flatten_f", "{0}.flatten('F')", (a.name,), (n * m,)),
-            ("cov", "np.cov({0})", (a.name,), (n, n)),
-            ("corrcoef", "np.corrcoef({0})", (a.name,), (n, n)),
+            ("cov", "np.cov({0})", (a.name,), (n, n) if n > 1 else ()),  # (one variable: a 0-d result)
+            ("corrcoef", "np.corrcoef({0})", (a.name,), (n, n) if n > 1 else ()),
             ("triu", "np.triu({0})", (a.name,), a.shape),
         ]
         if n == m:

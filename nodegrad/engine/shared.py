@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import HANDLES
-from nodegrad.ops.index import getitem
+from nodegrad.engine.staged import FOREIGN_INDEXING
 
-__all__ = ["SharedArray", "plain_result", "shared"]
+__all__ = ["SharedArray", "plain_result", "shared", "shared_results"]
 
 
 class SharedArray(np.ndarray):
@@ -39,7 +39,7 @@ class SharedArray(np.ndarray):
 
     def __getitem__(self, index: Any) -> Any:
         if _holds_handle(index):
-            return getitem(self.view(np.ndarray), index)
+            return FOREIGN_INDEXING[0](self.view(np.ndarray), index)  # nodegrad's getitem, which batches
         return super().__getitem__(index)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -48,7 +48,7 @@ class SharedArray(np.ndarray):
         if "out" in kwargs:
             kwargs["out"] = tuple(_plain(out) for out in kwargs["out"])
         out = getattr(ufunc, method)(*map(_plain, inputs), **kwargs)
-        return out if next(_handles(inputs), None) is not None else _shared_results(out)
+        return out if next(_handles(inputs), None) is not None else shared_results(out)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         args, kwargs = _plain(args), {key: _plain(value) for key, value in kwargs.items()}
@@ -60,7 +60,7 @@ class SharedArray(np.ndarray):
             return handle.__array_function__(func, (*others, type(handle)), args, kwargs)
         # Computed from shared values alone, a result is shared too: numpy's functions (as
         # np.concatenate) do not all keep an ndarray subclass as its ufuncs do.
-        return _shared_results(func(*args, **kwargs))
+        return shared_results(func(*args, **kwargs))
 
 
 def _holds_handle(index: Any) -> bool:
@@ -85,13 +85,13 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _shared_results(out: Any) -> Any:
+def shared_results(out: Any) -> Any:
     if type(out) is np.ndarray:
         return out.view(SharedArray)
     if type(out) in (tuple, list):
-        return type(out)(_shared_results(part) for part in out)
+        return type(out)(shared_results(part) for part in out)
     if isinstance(out, tuple) and hasattr(out, "_make"):  # np.linalg.eigh's EighResult, say
-        return out._make(_shared_results(part) for part in out)
+        return out._make(shared_results(part) for part in out)
     return out
 
 
