@@ -82,12 +82,8 @@ class _Walk:
         self.held: list[np.ndarray] = []
         self.seen: set[int] = set()
 
-    def emit(self, part: Any, path: Path) -> None:
-        self.parts.append(part)
-        if self.table is not None:
-            self.table[path] = part
-
     def visit(self, value: Any, depth: int, path: Path) -> None:
+        # (Called on every replayed call: kept to a few dict lookups per value.)
         if self.mask and path in self.mask:
             self.parts.append(_MASKED)
             return
@@ -97,18 +93,20 @@ class _Walk:
             category = _CATEGORIES[kind] = _category(kind)
         if category is _ARRAY:
             self.held.append(value)
-            small = value.tobytes() if value.size <= _SMALL and not value.dtype.hasobject else None
-            self.emit((id(value), value.shape, value.dtype.str, small), path)
-            return
-        if category is _NUMBER:
-            self.emit(exact_key(value), path)
-            return
-        if category is _CONTAINER:
-            self.emit((kind, len(value)), path)  # by what it holds: the same entries are the same reads
+            dtype = value.dtype
+            small = value.tobytes() if value.size <= _SMALL and not dtype.hasobject else None
+            part: Any = (id(value), value.shape, dtype, small)
+        elif category is _NUMBER:
+            part = exact_key(value)
+        elif category is _CONTAINER:
+            part = (kind, len(value))  # by what it holds: the same entries are the same reads
         else:
-            self.emit(id(value), path)
-            if category is _OPAQUE:
-                return
+            part = id(value)
+        self.parts.append(part)
+        if self.table is not None:
+            self.table[path] = part
+        if category is _ARRAY or category is _NUMBER or category is _OPAQUE:
+            return
         if depth == 0 or id(value) in self.seen:
             return
         self.seen.add(id(value))
