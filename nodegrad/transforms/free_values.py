@@ -149,15 +149,20 @@ def _category(kind: type) -> int:
         return _NUMBER
     if kind in (tuple, list, dict):
         return _CONTAINER
-    # Keyed by identity alone: what they hold cannot change, or is not the function's.
+    # Keyed by identity alone: what they hold cannot change, or is not the function's (a
+    # library's own objects: numpy's function dispatchers, a DataFrame, nodegrad's values).
     if issubclass(kind, types.ModuleType | type | types.CodeType | types.BuiltinFunctionType | np.ufunc | np.dtype):
+        return _OPAQUE
+    if issubclass(kind, Transformed | functools.partial | types.MethodType | types.FunctionType):
+        return _OBJECT  # walked: they hold the user's function
+    if (getattr(kind, "__module__", None) or "").partition(".")[0] in _LIBRARIES:
         return _OPAQUE
     return _OBJECT
 
 
 def _inside(value: Any) -> list[tuple[Any, Any]]:
     """The values one step inside ``value`` that the walk follows, each with its step."""
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):  # (a tuple of types: a union would be built on every call)
         return list(enumerate(value[:_WIDTH]))
     if isinstance(value, dict):
         return [(("key", k), k) for k in list(value)[:_WIDTH]] + list(value.items())[:_WIDTH]
