@@ -23,7 +23,7 @@ from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
-from nodegrad.ops.tables import Frame
+from nodegrad.ops.tables import Frame, Series
 from nodegrad.transforms import (
     elementwise_grad,
     grad,
@@ -55,6 +55,7 @@ __all__ = [
     "GradOptions",
     "Node",
     "RowSparse",
+    "Series",
     "Traced",
     "checkpoint",
     "custom_vjp",

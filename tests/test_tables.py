@@ -406,14 +406,10 @@ def test_table_arithmetic_refuses_what_pandas_would_align_or_cannot_add() -> Non
     def run(f: Any) -> Any:
         return ng.grad(lambda d: ng.sum(f(d).to_numpy()))(frame)
 
-    with pytest.raises(StructureError, match="column 'name' is not numeric"):
+    with pytest.raises(ng.errors.DtypeError, match="Frame mul: the column 'name'"):
         run(lambda d: d * 2.0)
-    with pytest.raises(StructureError, match="the columns differ"):
-        run(lambda d: d[["x"]] + d[["y"]])
-    with pytest.raises(StructureError, match="the row labels differ"):
-        run(lambda d: d[["x"]] + ng.Frame({"x": d["x"]}, index=[5, 6]))
-    with pytest.raises(ShapeError, match="a Frame combines with a number or another Frame"):
-        run(lambda d: d[["x", "y"]] * np.ones(2))
+    with pytest.raises(StructureError, match="pandas reads an array as one value per column"):
+        run(lambda d: d[["x", "y"]] * np.ones(3))
 
 
 def test_vmap_over_a_table_gives_each_examples_gradient_and_refuses_to_stack_tables() -> None:
@@ -426,12 +422,12 @@ def test_vmap_over_a_table_gives_each_examples_gradient_and_refuses_to_stack_tab
 
     def columns(f: Any, s: Any) -> Any:
         g = ng.grad(loss)(f, s)
-        return {label: g[label] for label in g.columns}
+        return {label: g[label].to_numpy() for label in g.columns}
 
     per_example = ng.vmap(columns, in_axes=(None, 0))(frame, scales)
     looped = np.stack([ng.grad(loss)(frame, s)["x"].to_numpy() for s in scales])
     np.testing.assert_allclose(per_example["x"], looped, rtol=1e-14)
-    with pytest.raises(ShapeError, match="a DataFrame cannot stack them"):
+    with pytest.raises(ShapeError, match="a table cannot stack them"):
         ng.vmap(ng.grad(loss), in_axes=(None, 0))(frame, scales)
 
 

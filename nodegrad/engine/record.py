@@ -439,6 +439,29 @@ def _arenas_in(values: Any) -> list[Arena]:
 RERUNS: dict[type[BaseException], Callable[..., Any]] = {}
 
 
+#: How a value of a layer above reaches an op as an operand, by its type: a table's column
+#: as its values. Filled when the first such value is made, so that until then a guarded
+#: call pays one test of an empty dict.
+OPERANDS: dict[type, Callable[[Any], Any]] = {}
+
+
+def _as_operands(values: Any) -> Any:
+    """``values`` (arguments, or a list or tuple of them) with each value of an
+    :data:`OPERANDS` type replaced by what it stands for; ``None`` where none is."""
+    found = False
+    made = []
+    for v in values:
+        kind = type(v)
+        if kind in OPERANDS:
+            v, found = OPERANDS[kind](v), True
+        elif kind is list or kind is tuple:
+            inner = _as_operands(v)
+            if inner is not None:
+                v, found = kind(inner), True
+        made.append(v)
+    return made if found else None
+
+
 def guarded(fn: F) -> F:
     """Make ``fn``, a public function that reads its arguments before it records (axes,
     shapes, index lists, options), raise nodegrad errors only: a builtin exception that
@@ -449,6 +472,10 @@ def guarded(fn: F) -> F:
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
+        if OPERANDS:
+            operands = _as_operands(args)
+            if operands is not None:
+                args = tuple(operands)
         try:
             return fn(*args, **kwargs)
         except UnwalkableError as exc:

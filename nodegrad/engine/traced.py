@@ -28,7 +28,7 @@ from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["DETACH", "READERS", "ArrayFace", "Traced", "describe", "next_stamp", "read", "unwrap"]
+__all__ = ["DEFERS_TO", "DETACH", "READERS", "ArrayFace", "Traced", "describe", "next_stamp", "read", "unwrap"]
 
 
 _STAMPS = itertools.count()
@@ -89,6 +89,11 @@ def _foreign_caller() -> FrameType | None:
 
 #: How each refusal to become a plain array ends: the way to detach on purpose.
 DETACH = "call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
+
+#: Value types of the layers above whose own operators and numpy protocols answer when a
+#: traced (or batched, or staged) value meets one: ``x * column`` is the column's product,
+#: which keeps its row labels. The handle's operator gives way (returns NotImplemented).
+DEFERS_TO: set[type] = set()
 
 
 def _foreign_message(frame: FrameType, what: str) -> str:

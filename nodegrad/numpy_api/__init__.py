@@ -30,7 +30,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchingError
 from nodegrad.engine.shared import shared_results
-from nodegrad.engine.traced import Traced
+from nodegrad.engine.traced import DEFERS_TO, Traced
 from nodegrad.errors import user_location
 from nodegrad.numpy_api import catalog
 from nodegrad.numpy_api import conversions as conversions  # the advice of errors about plain arrays
@@ -43,7 +43,14 @@ from nodegrad.ops.examples import per_example_call, per_example_where_read
 __all__ = ["FUNCTIONS", "UFUNCS", "VALUE_FUNCTIONS", "VALUE_UFUNCS", "dispatch_function", "dispatch_ufunc"]
 
 
+def _defers(values: Any) -> bool:
+    """Whether a table's column is among ``values``: its own protocol answers (see DEFERS_TO)."""
+    return any(type(v) in DEFERS_TO for v in values)
+
+
 def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if DEFERS_TO and _defers(inputs):
+        return NotImplemented
     try:
         return dispatch_ufunc(ufunc, method, inputs, kwargs)
     except BatchingError as exc:  # traced inside vmap, and its rule here reads values
@@ -51,6 +58,8 @@ def _array_ufunc(self: Traced, ufunc: np.ufunc, method: str, *inputs: Any, **kwa
 
 
 def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    if DEFERS_TO and _defers(types):
+        return NotImplemented
     try:
         return dispatch_function(func, args, kwargs)
     except BatchingError as exc:  # traced inside vmap, and written here reading values
@@ -58,6 +67,8 @@ def _array_function(self: Traced, func: Any, types: Any, args: Any, kwargs: Any)
 
 
 def _batched_ufunc(self: Batched, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    if DEFERS_TO and _defers(inputs):
+        return NotImplemented
     if ufunc in VALUE_UFUNCS or ufunc in _INTEGER_UFUNCS or method == "at":
         return value_ufunc(ufunc, method, inputs, kwargs)  # a mask or a plain value, batched
     if method != "__call__":
@@ -77,6 +88,8 @@ _INTEGER_UFUNCS = {
 
 
 def _batched_function(self: Batched, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    if DEFERS_TO and _defers(types):
+        return NotImplemented
     if func in VALUE_FUNCTIONS:
         return value_function(func, args, kwargs)  # a shape, an index, a mask, batched
     if func not in FUNCTIONS:

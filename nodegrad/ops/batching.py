@@ -27,7 +27,7 @@ import numpy as np
 from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
 from nodegrad.engine.record import append_node, record, register_interpreter
 from nodegrad.engine.registry import Op
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import DEFERS_TO, Traced, unwrap
 from nodegrad.errors import LeakedTracerError, ShapeError, user_location
 from nodegrad.ops.arguments import axis_index
 
@@ -445,6 +445,8 @@ def comparison(ufunc: np.ufunc) -> Callable[[Any, Any], Any]:
     """A comparison operator of a batched value (a batched mask)."""
 
     def compare(self: Any, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return value_ufunc(ufunc, "__call__", (self, other), {})
 
     return compare

@@ -18,7 +18,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import record1, record2
-from nodegrad.engine.traced import Traced, describe, unwrap
+from nodegrad.engine.traced import DEFERS_TO, Traced, describe, unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops import reduce
 from nodegrad.ops.batching import comparison, value_function, value_ufunc
@@ -217,58 +217,94 @@ class _ArrayMethods:
 
     # -- operators ------------------------------------------------------------------------
     def __add__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(ADD, self, other)
 
     def __radd__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(ADD, other, self)
 
     def __sub__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(SUBTRACT, self, other)
 
     def __rsub__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(SUBTRACT, other, self)
 
     def __mul__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(MULTIPLY, self, other)
 
     def __rmul__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(MULTIPLY, other, self)
 
     def __truediv__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(DIVIDE, self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return record2(DIVIDE, other, self)
 
     def __pow__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return power(self, other)
 
     def __rpow__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return power(other, self)
 
     def __matmul__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return matmul(other, self)
 
     def __mod__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return remainder(self, other)
 
     def __rmod__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return remainder(other, self)
 
     # Floor division is piecewise constant: plain values, no gradient (as np.floor_divide).
     def __floordiv__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value // unwrap(other)
 
     def __rfloordiv__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return unwrap(other) // self.value
 
     def __divmod__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self // other, self % other  # np.divmod's pair: a plain quotient, a traced remainder
 
     def __rdivmod__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return other // self, other % self
 
     # int(), round() and math.trunc/floor/ceil are step functions, whose derivative is zero
@@ -299,21 +335,33 @@ class _ArrayMethods:
 
     # Comparisons give plain boolean masks: they have no gradient.
     def __lt__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value < unwrap(other)
 
     def __le__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value <= unwrap(other)
 
     def __gt__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value > unwrap(other)
 
     def __ge__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value >= unwrap(other)
 
     def __eq__(self, other: object) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value == unwrap(other)
 
     def __ne__(self, other: object) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented  # a table's column answers, keeping its labels
         return self.value != unwrap(other)
 
 
@@ -371,9 +419,13 @@ class _BatchedValues:
         return value_function(np.argsort, (self,), {"axis": axis})
 
     def __floordiv__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented
         return value_ufunc(np.floor_divide, "__call__", (self, other), {})
 
     def __rfloordiv__(self, other: Any) -> Any:
+        if type(other) in DEFERS_TO:
+            return NotImplemented
         return value_ufunc(np.floor_divide, "__call__", (other, self), {})
 
     __and__ = comparison(np.bitwise_and)  # masks combined: plain values, batched

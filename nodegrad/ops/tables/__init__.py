@@ -1,0 +1,20 @@
+"""Tables: pandas DataFrames and Series as differentiable values, with pandas' answers.
+
+A DataFrame is a structured value like a dict, with no registration: its float and
+complex columns are differentiable, every other column static, its index part of its
+structure; its gradient is a DataFrame with the same index (a Series' a Series). Inside a
+transform a DataFrame is a :class:`Frame` and a column a :class:`Series`, which speak
+pandas and give pandas' answers: pandas itself chooses the rows of every step from the
+plain values, and computes every step no differentiated value takes part in.
+
+The rooms: :mod:`.common` (pandas on demand, rows by label), :mod:`.series` (a column),
+:mod:`.reductions` (NaN-skipping reductions on traced values), :mod:`.frame` and
+:mod:`.frame_arithmetic` (a table), :mod:`.groupby`, :mod:`.joins`, and :mod:`.values`
+(pandas objects taken apart and rebuilt by transforms).
+"""
+
+from nodegrad.ops.tables.frame import Frame
+from nodegrad.ops.tables.series import Series
+from nodegrad.ops.tables.values import as_tables
+
+__all__ = ["Frame", "Series", "as_tables"]

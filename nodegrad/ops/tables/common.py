@@ -1,0 +1,236 @@
+"""What every part of a table needs: pandas on demand, and telling values from handles.
+
+A column's values are a plain array (numpy's, or pandas' own array for an extension dtype:
+a categorical, a string, a datetime with a time zone) or a value an interpreter stands for
+(traced by ``grad``, batched by ``vmap``, staged by ``replay``). Where no column of a step
+is such a value, the step is pandas' own (the answer is pandas' by construction); where one
+is, nodegrad computes it with its ops, and pandas still decides every choice of rows (which
+rows a mask, a sort, a group or a join takes, in which order) from the plain values.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import numpy as np
+
+from nodegrad.engine.batched import HANDLES, Batched
+from nodegrad.engine.staged import Staged, Unreplayable, now
+from nodegrad.engine.traced import unwrap
+from nodegrad.errors import (
+    ArgumentError,
+    BatchingError,
+    DtypeError,
+    NoGradientError,
+    OpIndexError,
+    ShapeError,
+    StructureError,
+    user_location,
+)
+
+__all__ = [
+    "MAKERS",
+    "aligned",
+    "as_index",
+    "check_key",
+    "dtype_of",
+    "from_pandas",
+    "is_float",
+    "is_handle",
+    "length",
+    "no_gradient",
+    "pandas",
+    "pandas_step",
+    "plain_values",
+    "row_positions",
+    "take_rows",
+    "to_pandas",
+]
+
+
+def pandas() -> Any:
+    """The pandas module, imported the first time a table needs it."""
+    module = sys.modules.get("pandas")
+    if module is not None:
+        return module
+    try:
+        return importlib.import_module("pandas")
+    except ImportError:  # pragma: no cover - the extra is installed in every test environment
+        msg = "nodegrad's tables need pandas: python -m pip install 'nodegrad[pandas]'"
+        raise ArgumentError(msg) from None
+
+
+def is_handle(value: Any) -> bool:
+    """Whether ``value`` is a value an interpreter stands for (traced, batched, staged)."""
+    return type(value) in HANDLES
+
+
+def dtype_of(value: Any) -> Any:
+    """The dtype user code sees for a column's values (a batched value's examples' dtype)."""
+    return getattr(now(unwrap(value)), "dtype", None)
+
+
+def is_float(value: Any) -> bool:
+    """Whether a column's values are float or complex (the columns a table differentiates)."""
+    dtype = dtype_of(value)
+    return isinstance(dtype, np.dtype) and dtype.kind in "fc"
+
+
+def length(value: Any) -> int:
+    """The number of rows of a column's values."""
+    shape = np.shape(now(unwrap(value)))
+    if not shape:
+        msg = f"a column of a table must have one entry per row, got a 0-d value [at {user_location()}]"
+        raise ShapeError(msg)
+    return int(shape[0])
+
+
+def plain_values(value: Any, what: str) -> Any:
+    """The plain values under a traced ``value``, for deciding which rows go where (a choice
+    with no gradient). A staged value cannot be read so (the choice would be frozen into the
+    recording: the call runs eagerly instead), nor a batched one (each example would choose
+    its own rows)."""
+    plain = unwrap(value)
+    if type(plain) is Staged:
+        msg = f"a table step: {what} depends on the values of a column [at {user_location()}]"
+        raise Unreplayable(msg)
+    if type(plain) is Batched:
+        msg = (
+            f"a table step: {what} depends on values that differ from example to example under vmap; each example "
+            f"would take its own rows: compute it outside vmap, or loop over the examples [at {user_location()}]"
+        )
+        raise BatchingError(msg)
+    return plain
+
+
+def take_rows(values: Any, positions: np.ndarray) -> Any:
+    """``values`` at row ``positions`` (an integer array; -1 for a row with no value, which
+    gets NaN as pandas gives it, an integer column becoming float as in pandas). The rows
+    present are one gather of ``values`` (a table read so has row-sparse gradients)."""
+    positions = np.asarray(positions, dtype=np.int64)
+    missing = positions < 0
+    if not missing.any():
+        return values[positions]
+    gathered = values[positions[~missing]]
+    if not is_float(values):
+        gathered = gathered.astype(np.float64) if is_handle(gathered) else np.asarray(gathered, dtype=np.float64)
+    slots = np.full(len(positions), len(positions) - int(missing.sum()))
+    slots[~missing] = np.arange(len(slots) - int(missing.sum()))
+    return np.concatenate([gathered, np.full(1, np.nan, dtype=dtype_of(gathered))])[slots]
+
+
+def pandas_step(where: str, step: Any) -> Any:
+    """``step()``, a pandas computation on plain values: what pandas refuses (a string
+    column multiplied by a float, labels that do not compare) raises the nodegrad error of
+    its kind, naming ``where``."""
+    try:
+        return step()
+    except TypeError as exc:
+        raise DtypeError(f"{where}: {exc} [at {user_location()}]") from None
+    except (ValueError, KeyError) as exc:
+        raise StructureError(f"{where}: {exc} [at {user_location()}]") from None
+
+
+def check_key(values: Any, label: Any, where: str) -> None:
+    """Refuse a differentiated key column: rows are grouped and paired by the keys' values,
+    which carry no gradient. A staged one is read (so the call runs eagerly)."""
+    if type(values) is Staged or type(values) is Batched:
+        plain_values(values, f"{where}'s keys")
+    elif is_handle(values):
+        msg = f"Frame.{where}: the key column {label!r} is differentiated; use static key columns [at {user_location()}]"
+        raise ArgumentError(msg)
+
+
+def no_gradient(kind: str, name: str, advice: str = "") -> NoGradientError:
+    """The error for a pandas method a table cannot run on differentiated columns."""
+    more = f": {advice}" if advice else ""
+    return NoGradientError(
+        f"{kind}.{name}: not something nodegrad's tables compute on differentiated columns{more} [at {user_location()}]"
+    )
+
+
+def aligned(left: Any, right: Any, join: str = "outer") -> tuple[np.ndarray, np.ndarray, Any] | None:
+    """How pandas aligns two axes of labels ``left`` and ``right`` (pandas Indexes): the
+    positions of each result label's entry on each side (-1 where that side has none) and
+    the result's labels, from pandas' own ``align``; None where the labels are equal (pandas
+    pairs the entries as they are)."""
+    if left.equals(right):
+        return None
+    pd = pandas()
+    ours = pd.Series(np.arange(len(left), dtype=np.float64), index=left)
+    theirs = pd.Series(np.arange(len(right), dtype=np.float64), index=right)
+    ours, theirs = ours.align(theirs, join=join)
+    return _positions(ours), _positions(theirs), ours.index
+
+
+def _positions(probe: Any) -> np.ndarray:
+    found = probe.to_numpy(dtype=np.float64, na_value=np.nan)
+    return np.where(np.isnan(found), -1, found).astype(np.int64)
+
+
+def row_positions(index: Any, key: Any, how: str, where: str = "Frame") -> tuple[Any, Any]:
+    """The rows ``key`` selects from labels ``index`` by pandas' own indexing (``how`` is
+    ``"loc"``, ``"iloc"`` or ``"getitem"``): an array of positions and the result's labels,
+    or one position and None where pandas gives a single row. What pandas refuses raises
+    the nodegrad error of its kind, naming ``where`` and the key."""
+    pd = pandas()
+    probe = pd.Series(np.arange(len(index)), index=index)
+    try:
+        found = probe[key] if how == "getitem" else getattr(probe, how)[key]
+    except KeyError as exc:
+        msg = f"{where}{'' if how == 'getitem' else '.' + how}[...]: no rows labelled {exc} [at {user_location()}]"
+        raise StructureError(msg) from None
+    except IndexError as exc:
+        msg = f"{where}.{how}[...]: {exc} [at {user_location()}]"
+        raise OpIndexError(msg) from None
+    except (TypeError, ValueError) as exc:
+        msg = f"{where}{'' if how == 'getitem' else '.' + how}[{key!r}]: {exc} [at {user_location()}]"
+        raise ArgumentError(msg) from None
+    if isinstance(found, pd.Series):
+        return found.to_numpy(), found.index
+    return int(found), None
+
+
+#: The table types, filled by their modules: ``"Series"`` and ``"Frame"``.
+MAKERS: dict[str, Any] = {}
+
+
+def as_index(labels: Any) -> Any:
+    """``labels`` as a pandas Index, a MultiIndex kept as it is (``pd.Index(mi)`` is flat)."""
+    pd = pandas()
+    return labels if isinstance(labels, pd.Index) else pd.Index(labels)
+
+
+def from_pandas(value: Any) -> Any:
+    """A pandas Series or DataFrame as nodegrad's table type; anything else as it is."""
+    pd = sys.modules.get("pandas")
+    if pd is not None:
+        if isinstance(value, pd.DataFrame):
+            return MAKERS["Frame"](value)
+        if isinstance(value, pd.Series):
+            return MAKERS["Series"](value)
+    return value
+
+
+def to_pandas(value: Any, what: str = "") -> Any:
+    """``value`` with nodegrad's table types as pandas', through lists, tuples and dicts;
+    a traced value read as its plain values where ``what`` names a choice of rows (a key
+    or a mask, which carries no gradient)."""
+    if isinstance(value, MAKERS["Series"]):
+        return value._pandas() if not is_handle(value._values) else to_pandas_plain(value, what)
+    if isinstance(value, MAKERS["Frame"]):
+        return value._pandas()
+    if isinstance(value, list | tuple):
+        return type(value)(to_pandas(v, what) for v in value)
+    if isinstance(value, dict):
+        return {k: to_pandas(v, what) for k, v in value.items()}
+    if what and is_handle(value):
+        return plain_values(value, what)
+    return value
+
+
+def to_pandas_plain(series: Any, what: str) -> Any:
+    values = plain_values(series._values, what or "a pandas call")
+    return pandas().Series(values, index=series._index, name=series._name)
