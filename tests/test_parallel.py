@@ -100,6 +100,50 @@ def test_gradient_matches_central_differences_of_the_partitioned_value(problem: 
     np.testing.assert_allclose(g.b, (up - down) / (2 * eps), rtol=1e-5, atol=1e-8)
 
 
+@given(problems(), st.sampled_from(["mean", "sum"]))
+def test_the_gradient_of_the_blocks_is_a_dask_array_split_alike(problem: Any, reduction: str) -> None:
+    model, data, blocks = problem
+    loss = mean_loss if reduction == "mean" else sum_loss
+    vg = parallel.value_and_grad(loss, argnums=(0, 1), reduction=reduction, scheduler="sync")
+    value, (g, g_data) = vg(model, split(data, blocks))
+    want_value, (want, want_data) = ng.value_and_grad(loss, argnums=(0, 1))(model, data)
+    assert_same((value, g), (want_value, want))
+    assert list(g_data) == ["x", "y"]
+    for key, column in g_data.items():
+        assert isinstance(column, da.Array) and column.chunks[0] == blocks
+        np.testing.assert_allclose(column.compute(scheduler="sync"), want_data[key], rtol=1e-11, atol=1e-13)
+
+
+def test_extra_arguments_and_plain_leaves_get_added_gradients() -> None:
+    rng = np.random.default_rng(3)
+    x, y, shift = rng.standard_normal((12, 2)), rng.standard_normal(12), rng.standard_normal(2)
+
+    def loss(params: dict[str, Any], batch: Any, scale: float) -> Any:
+        data, offset, count = batch
+        return np.mean(((data.x + offset) @ params["w"] * scale - data.y) ** 2) * count
+
+    params = {"w": rng.standard_normal(2)}
+    chunked = [Columns(da.from_array(x, chunks=(5, 2)), da.from_array(y, chunks=5)), shift, 3]
+    value, (g_data, g_scale) = parallel.value_and_grad(loss, argnums=(1, 2), scheduler="sync")(params, chunked, 3.0)
+    want_value, (want_data, want_scale) = ng.value_and_grad(loss, argnums=(1, 2))(
+        params, [Columns(x, y), shift, 3], 3.0
+    )
+    np.testing.assert_allclose([value, g_scale], [want_value, want_scale], rtol=1e-12)
+    assert type(g_data) is list and type(g_data[0]) is Columns and g_data[2] is None
+    np.testing.assert_allclose(g_data[1], want_data[1], rtol=1e-11)  # a plain leaf: added over the blocks
+    np.testing.assert_allclose(g_data[0].x.compute(), want_data[0].x, rtol=1e-11)
+    np.testing.assert_allclose(g_data[0].y.compute(), want_data[0].y, rtol=1e-11)
+
+
+def test_integer_blocks_have_no_gradient() -> None:
+    data = {"x": da.from_array(np.arange(6.0), chunks=2), "n": da.arange(6, chunks=2)}
+    value, (g, g_data) = parallel.value_and_grad(
+        lambda w, b: np.sum(w * b["x"] * b["n"]), argnums=(0, 1), reduction="sum", scheduler="sync"
+    )(2.0, data)
+    assert (value, g) == (110.0, 55.0) and g_data["n"] is None
+    np.testing.assert_array_equal(g_data["x"].compute(), 2.0 * np.arange(6))
+
+
 @pytest.mark.parametrize("scheduler", ["threads", "processes"])
 def test_tasks_run_on_threads_and_processes(scheduler: str) -> None:
     rng = np.random.default_rng(0)
