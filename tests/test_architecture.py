@@ -68,7 +68,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops.nn",
             "nodegrad.ops.pipeline",
             "nodegrad.ops.sealed",
-            "nodegrad.ops.table_arithmetic",
             "nodegrad.ops.tables",
             "nodegrad.ops.traced_methods",
             "nodegrad.ops",

@@ -104,7 +104,9 @@ def test_the_ops_page_names_no_private_helper() -> None:
         ("debugging.md", 13),
         ("vmap.md", 20),
         ("replay.md", 10),
-        ("tables.md", 5),
+        ("tables.md", 25),
+        ("row-sparse.md", 6),
+        ("parallel.md", 16),
     ],
 )
 def test_the_examples_of_the_page_run_as_doctests(page: str, examples: int) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.staged import FOREIGN, Staged, call_on
-from nodegrad.engine.traced import ArrayFace, Traced, describe, next_stamp, unwrap
+from nodegrad.engine.traced import ArrayFace, Traced, describe, meet_pandas, next_stamp, unwrap
 from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError
 
 __all__ = [
@@ -45,6 +45,7 @@ class BatchLevel:
         self.name = name
         self.active = True
         self.stamp = next_stamp()
+        meet_pandas()
 
     def __repr__(self) -> str:
         return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"

@@ -28,7 +28,18 @@ from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
 
-__all__ = ["DEFERS_TO", "DETACH", "READERS", "ArrayFace", "Traced", "describe", "next_stamp", "read", "unwrap"]
+__all__ = [
+    "DEFERS_TO",
+    "DETACH",
+    "ON_PANDAS",
+    "READERS",
+    "ArrayFace",
+    "Traced",
+    "describe",
+    "next_stamp",
+    "read",
+    "unwrap",
+]
 
 
 _STAMPS = itertools.count()
@@ -92,8 +103,22 @@ DETACH = "call nodegrad.stop_gradient(x) or read x.value to detach on purpose."
 
 #: Value types of the layers above whose own operators and numpy protocols answer when a
 #: traced (or batched, or staged) value meets one: ``x * column`` is the column's product,
-#: which keeps its row labels. The handle's operator gives way (returns NotImplemented).
-DEFERS_TO: set[type] = set()
+#: which keeps its row labels. Each maps to how a value of it becomes the one that answers
+#: (a pandas Series closed over becomes nodegrad's column). The handle's operator gives way.
+DEFERS_TO: dict[type, Callable[[Any], Any]] = {}
+
+#: Called once, the first time pandas asks a handle for its ``__pandas_priority__`` (a pandas
+#: object met a traced value): the layer that knows pandas registers its types in
+#: :data:`DEFERS_TO` then, so that nodegrad never imports pandas itself.
+ON_PANDAS: list[Callable[[], None]] = []
+
+
+def meet_pandas() -> None:
+    """Run the :data:`ON_PANDAS` registrations once pandas is imported: called as a
+    transform starts, so a DataFrame closed over meets traced values as a table."""
+    if ON_PANDAS and "pandas" in sys.modules:
+        while ON_PANDAS:
+            ON_PANDAS.pop()()
 
 
 def _foreign_message(frame: FrameType, what: str) -> str:

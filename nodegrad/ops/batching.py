@@ -441,12 +441,20 @@ def _values_per_example(func: Any, level: BatchLevel, args: tuple[Any, ...], kwa
     return Batched(_stacked(name, results), level)
 
 
+_MIRRORED = {
+    np.less: "__gt__", np.less_equal: "__ge__", np.greater: "__lt__", np.greater_equal: "__le__",
+    np.equal: "__eq__", np.not_equal: "__ne__", np.bitwise_and: "__rand__", np.bitwise_or: "__ror__",
+    np.bitwise_xor: "__rxor__",
+}  # fmt: skip
+
+
 def comparison(ufunc: np.ufunc) -> Callable[[Any, Any], Any]:
     """A comparison operator of a batched value (a batched mask)."""
+    mirrored = _MIRRORED[ufunc]
 
     def compare(self: Any, other: Any) -> Any:
-        if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+        if type(other) in DEFERS_TO:  # a table's column answers, keeping its labels
+            return getattr(DEFERS_TO[type(other)](other), mirrored)(self)
         return value_ufunc(ufunc, "__call__", (self, other), {})
 
     return compare

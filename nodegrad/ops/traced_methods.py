@@ -18,7 +18,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import record1, record2
-from nodegrad.engine.traced import DEFERS_TO, Traced, describe, unwrap
+from nodegrad.engine.traced import DEFERS_TO, Traced, describe, meet_pandas, unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops import reduce
 from nodegrad.ops.batching import comparison, value_function, value_ufunc
@@ -215,96 +215,103 @@ class _ArrayMethods:
             raise DtypeError(msg)
         return (getitem(self, k) for k in range(len(unwrap(self.value))))
 
+    @property
+    def __pandas_priority__(self) -> int:
+        # Above a DataFrame's (4000): pandas' own operator gives way, and this value's
+        # reflected one answers, as nodegrad's table (series - x keeps the Series' labels).
+        meet_pandas()
+        return 5000
+
     # -- operators ------------------------------------------------------------------------
     def __add__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__radd__")
         return record2(ADD, self, other)
 
     def __radd__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__add__")
         return record2(ADD, other, self)
 
     def __sub__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rsub__")
         return record2(SUBTRACT, self, other)
 
     def __rsub__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__sub__")
         return record2(SUBTRACT, other, self)
 
     def __mul__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rmul__")
         return record2(MULTIPLY, self, other)
 
     def __rmul__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__mul__")
         return record2(MULTIPLY, other, self)
 
     def __truediv__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rtruediv__")
         return record2(DIVIDE, self, other)
 
     def __rtruediv__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__truediv__")
         return record2(DIVIDE, other, self)
 
     def __pow__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rpow__")
         return power(self, other)
 
     def __rpow__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__pow__")
         return power(other, self)
 
     def __matmul__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rmatmul__")
         return matmul(self, other)
 
     def __rmatmul__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__matmul__")
         return matmul(other, self)
 
     def __mod__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rmod__")
         return remainder(self, other)
 
     def __rmod__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__mod__")
         return remainder(other, self)
 
     # Floor division is piecewise constant: plain values, no gradient (as np.floor_divide).
     def __floordiv__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rfloordiv__")
         return self.value // unwrap(other)
 
     def __rfloordiv__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__floordiv__")
         return unwrap(other) // self.value
 
     def __divmod__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__rdivmod__")
         return self // other, self % other  # np.divmod's pair: a plain quotient, a traced remainder
 
     def __rdivmod__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__divmod__")
         return other // self, other % self
 
     # int(), round() and math.trunc/floor/ceil are step functions, whose derivative is zero
@@ -336,33 +343,39 @@ class _ArrayMethods:
     # Comparisons give plain boolean masks: they have no gradient.
     def __lt__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__gt__")
         return self.value < unwrap(other)
 
     def __le__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__ge__")
         return self.value <= unwrap(other)
 
     def __gt__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__lt__")
         return self.value > unwrap(other)
 
     def __ge__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__le__")
         return self.value >= unwrap(other)
 
     def __eq__(self, other: object) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__eq__")
         return self.value == unwrap(other)
 
     def __ne__(self, other: object) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented  # a table's column answers, keeping its labels
+            return _deferred(self, other, "__ne__")
         return self.value != unwrap(other)
+
+
+def _deferred(self: Any, other: Any, mirrored: str) -> Any:
+    """``self`` met with a table's column (or a table): the column's operator answers,
+    keeping its labels (a pandas Series closed over is taken as nodegrad's first)."""
+    return getattr(DEFERS_TO[type(other)](other), mirrored)(self)
 
 
 def _on_value(fn: Any, x: Any, *args: Any) -> Any:
@@ -420,12 +433,12 @@ class _BatchedValues:
 
     def __floordiv__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented
+            return _deferred(self, other, "__rfloordiv__")
         return value_ufunc(np.floor_divide, "__call__", (self, other), {})
 
     def __rfloordiv__(self, other: Any) -> Any:
         if type(other) in DEFERS_TO:
-            return NotImplemented
+            return _deferred(self, other, "__floordiv__")
         return value_ufunc(np.floor_divide, "__call__", (other, self), {})
 
     __and__ = comparison(np.bitwise_and)  # masks combined: plain values, batched

@@ -35,8 +35,11 @@ __all__ = [
     "aligned",
     "as_index",
     "check_key",
+    "column_values",
+    "dtype_carrier",
     "dtype_of",
     "from_pandas",
+    "holds_handles",
     "is_float",
     "is_handle",
     "length",
@@ -47,6 +50,7 @@ __all__ = [
     "row_positions",
     "take_rows",
     "to_pandas",
+    "to_values",
 ]
 
 
@@ -139,7 +143,9 @@ def check_key(values: Any, label: Any, where: str) -> None:
     if type(values) is Staged or type(values) is Batched:
         plain_values(values, f"{where}'s keys")
     elif is_handle(values):
-        msg = f"Frame.{where}: the key column {label!r} is differentiated; use static key columns [at {user_location()}]"
+        msg = (
+            f"Frame.{where}: the key column {label!r} is differentiated; use static key columns [at {user_location()}]"
+        )
         raise ArgumentError(msg)
 
 
@@ -234,3 +240,41 @@ def to_pandas(value: Any, what: str = "") -> Any:
 def to_pandas_plain(series: Any, what: str) -> Any:
     values = plain_values(series._values, what or "a pandas call")
     return pandas().Series(values, index=series._index, name=series._name)
+
+
+def column_values(series: Any) -> Any:
+    """A pandas Series' values: a numpy array for a numpy dtype, pandas' own array for one of
+    its extension dtypes (a categorical, a string, a datetime with a time zone)."""
+    return series.to_numpy() if isinstance(series.dtype, np.dtype) else series.array
+
+
+def dtype_carrier(value: Any) -> Any:
+    """What numpy reads a shape from: the value itself, a plain array under a handle."""
+    return now(unwrap(value))
+
+
+def to_values(value: Any) -> Any:
+    """``value`` with every Series and table in it replaced by its values (as numpy reads
+    pandas objects), through lists, tuples and dicts."""
+    if isinstance(value, MAKERS["Series"]):
+        return value._values
+    if isinstance(value, MAKERS["Frame"]):
+        return value.to_numpy()
+    if isinstance(value, list | tuple):
+        return type(value)(to_values(v) for v in value)
+    if isinstance(value, dict):
+        return {k: to_values(v) for k, v in value.items()}
+    return value
+
+
+def holds_handles(value: Any) -> bool:
+    """Whether a differentiated value is in ``value`` (a table's column, a list, ...)."""
+    if isinstance(value, MAKERS["Series"]):
+        return is_handle(value._values)
+    if isinstance(value, MAKERS["Frame"]):
+        return any(is_handle(v) for v in value._columns.values())
+    if isinstance(value, list | tuple):
+        return any(holds_handles(v) for v in value)
+    if isinstance(value, dict):
+        return any(holds_handles(v) for v in value.values())
+    return is_handle(value)

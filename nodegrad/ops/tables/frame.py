@@ -21,6 +21,8 @@ from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_loca
 from nodegrad.ops.tables.common import (
     MAKERS,
     as_index,
+    column_values,
+    dtype_carrier,
     from_pandas,
     is_float,
     is_handle,
@@ -35,7 +37,7 @@ from nodegrad.ops.tables.common import (
 from nodegrad.ops.tables.frame_arithmetic import FrameArithmetic
 from nodegrad.ops.tables.groupby import FrameGroupBy
 from nodegrad.ops.tables.joins import merged
-from nodegrad.ops.tables.series import Series, column_values, dtype_carrier
+from nodegrad.ops.tables.series import Series
 
 __all__ = ["Frame"]
 
@@ -116,7 +118,7 @@ class Frame(FrameArithmetic):
     @property
     def columns(self) -> Any:
         """The column labels (a pandas Index), in order."""
-        return pandas().Index(list(self._columns), tupleize_cols=False)
+        return pandas().Index(list(self._columns))  # labels that are all tuples: a MultiIndex, as pandas
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -397,6 +399,14 @@ class Frame(FrameArithmetic):
         return self._rows_at(positions, index)
 
     # -- the table as numbers ---------------------------------------------------------------------
+    def select_dtypes(self, include: Any = None, exclude: Any = None) -> Frame:
+        """The columns whose dtypes ``include`` names (and ``exclude`` does not), as pandas picks them."""
+        probe = pandas().DataFrame(
+            {label: pandas().Series([], dtype=Series(v).dtype) for label, v in self._columns.items()}
+        )
+        picked = probe.select_dtypes(include=include, exclude=exclude).columns
+        return self._with_columns({label: self._columns[label] for label in picked})
+
     def to_numpy(self, dtype: Any = None, copy: bool = False, na_value: Any = None) -> Any:
         """The columns side by side: a (rows, columns) array, traced where a column is."""
         if self._plain():
@@ -481,7 +491,10 @@ class _Indexer:
 
 def _is_row_label(frame: Frame, key: tuple[Any, ...]) -> bool:
     """Whether a tuple key is one row label of a MultiIndex (not ``[rows, columns]``)."""
-    return frame._index.nlevels > 1 and key in frame._index and not any(k in frame._columns for k in key[1:2])
+    try:
+        return frame._index.nlevels > 1 and key in frame._index and not any(k in frame._columns for k in key[1:2])
+    except TypeError:  # a list or a slice in it: rows and columns
+        return False
 
 
 def _unique_labels(table: Any) -> list[Hashable]:
@@ -522,5 +535,11 @@ def _not_mask(key: Any) -> bool:
 
 
 MAKERS["Frame"] = Frame
-DEFERS_TO.add(Frame)  # a traced value met with one gives way to its operators
+
+
+def _itself(value: Any) -> Any:
+    return value
+
+
+DEFERS_TO[Frame] = _itself  # a traced value met with one gives way to its operators
 FOREIGN.add(Frame)  # and a staged one

@@ -20,6 +20,7 @@ from nodegrad.ops.tables.common import (
     MAKERS,
     aligned,
     as_index,
+    dtype_carrier,
     from_pandas,
     is_handle,
     length,
@@ -28,9 +29,10 @@ from nodegrad.ops.tables.common import (
     pandas_step,
     take_rows,
     to_pandas,
+    to_values,
 )
 from nodegrad.ops.tables.reductions import REDUCTIONS, reduce_values
-from nodegrad.ops.tables.series import Series, dtype_carrier, to_values
+from nodegrad.ops.tables.series import Series
 
 __all__ = ["FrameArithmetic"]
 
@@ -100,7 +102,10 @@ class FrameArithmetic:
         rows = aligned(self._index, other._index)
         columns = aligned(_labels(self), _labels(other))
         if (rows is not None or columns is not None) and name in ("eq", "ne", "lt", "le", "gt", "ge"):
-            msg = f"Frame {name} Frame: can only compare tables with the same row and column labels [at {user_location()}]"
+            msg = (
+                f"Frame {name} Frame: can only compare tables with the same row and column labels "
+                f"[at {user_location()}]"
+            )
             raise StructureError(msg)
         index = self._index if rows is None else rows[2]
         left, right = _placed(self, rows, 0), _placed(other, rows, 1)
@@ -234,6 +239,8 @@ class FrameArithmetic:
             passed = {k: v for k, v in kwargs.items() if v is not None and v is not np._NoValue}
             if method in REDUCTIONS and "axis" not in passed:
                 passed["axis"] = None  # numpy reduces over every entry; pandas' default is by column
+            if method in ("std", "var"):
+                passed.setdefault("ddof", 0)  # numpy's default, which numpy passes to pandas' method
             return getattr(self, method)(*args[1:], **passed)
         return func(*to_values(args), **to_values(kwargs))  # as numpy reads a DataFrame: its values
 

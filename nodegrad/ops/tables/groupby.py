@@ -27,8 +27,9 @@ from nodegrad.ops.tables.common import (
     take_rows,
     to_pandas,
 )
+from nodegrad.ops.tables.reductions import ratio, root
 
-__all__ = ["FrameGroupBy", "SeriesGroupBy"]
+__all__ = ["FrameGroupBy", "SeriesGroupBy", "series_groupby"]
 
 #: The aggregations a differentiated column has by group.
 DIFFERENTIABLE = ("sum", "mean", "min", "max", "std", "var", "count", "size", "first", "last")
@@ -82,13 +83,13 @@ class _Groups:
         total = segment_sum(np.where(present, values, 0.0), codes, groups)
         if name == "sum":
             return total
-        mean = total / np.where(counts > 0, counts, np.nan)
+        mean = ratio(total, counts)
         if name == "mean":
             return mean
         if name in ("var", "std"):
-            centred = np.where(present, values - take_rows(mean, codes), 0.0)
-            spread = segment_sum(centred * centred, codes, groups) / np.where(counts - ddof > 0, counts - ddof, np.nan)
-            return spread if name == "var" else np.sqrt(spread)
+            centred = np.where(present, values - take_rows(np.where(np.isnan(mean), 0.0, mean), codes), 0.0)
+            spread = ratio(segment_sum(centred * centred, codes, groups), counts - ddof)
+            return spread if name == "var" else root(spread)
         sign = 1.0 if name == "max" else -1.0
         extreme = sign * segment_max(np.where(present, sign * values, -np.inf), codes, groups)
         return np.where(counts > 0, extreme, np.nan)
@@ -252,12 +253,13 @@ class FrameGroupBy:
 class SeriesGroupBy:
     """``frame.groupby(by)["x"]``: one column's aggregations by group, each a Series."""
 
-    def __init__(self, parent: FrameGroupBy, label: Hashable) -> None:
+    def __init__(self, parent: FrameGroupBy, label: Hashable, name: Hashable = ...) -> None:
         self._parent = parent
         self._label = label
+        self._name = label if name is ... else name  # (a Series grouped by itself keeps its own name)
 
     def _series(self, values: Any, index: Any) -> Any:
-        return MAKERS["Series"](values, index=index, name=self._label)
+        return MAKERS["Series"](values, index=index, name=self._name)
 
     def _each(self, name: str, **options: Any) -> Any:
         parent = self._parent
@@ -349,6 +351,23 @@ class SeriesGroupBy:
         raise no_gradient("Frame.groupby(...)[column]", name, f"one of {', '.join(DIFFERENTIABLE)}, agg, transform")
 
 
+class _Values:
+    """The label of a grouped Series' values in the table it is grouped as."""
+
+    def __repr__(self) -> str:
+        return "<values>"
+
+
+VALUES = _Values()
+
+
+def series_groupby(series: Any, by: Any, level: Any, options: dict[str, Any]) -> SeriesGroupBy:
+    """``series.groupby(by)``: the Series as a one-column table grouped by ``by`` (keys that
+    are not its labels: a Series, an array, index levels)."""
+    table = MAKERS["Frame"]({VALUES: series._values}, index=series._index)
+    return SeriesGroupBy(FrameGroupBy(table, by, level, True, options), VALUES, series._name)
+
+
 def _is_label(key: Any) -> bool:
     try:
         hash(key)
@@ -372,5 +391,3 @@ def _plain_series(values: Any, index: Any) -> Any:
 
 def _values_of(series: Any) -> Any:
     return series.to_numpy() if isinstance(series.dtype, np.dtype) else series.array
-
-

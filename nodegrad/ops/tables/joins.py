@@ -21,25 +21,18 @@ from nodegrad.ops.tables.common import MAKERS, check_key, is_float, is_handle, p
 __all__ = ["merged"]
 
 
-class _Rows:
-    """The label of the column holding a side's row positions (one nothing else can have)."""
-
-    __slots__ = ("side",)
-
-    def __init__(self, side: str) -> None:
-        self.side = side
-
-    def __repr__(self) -> str:
-        return f"<{self.side} rows>"
-
-
-_LEFT, _RIGHT = _Rows("left"), _Rows("right")
+#: The labels of the columns holding each side's row positions (pandas sorts and compares
+#: column labels, so they are strings, ones no table has).
+_LEFT, _RIGHT = "\x00nodegrad: left rows", "\x00nodegrad: right rows"
 
 
 def merged(left: Any, right: Any, **options: Any) -> Any:
     """``left.merge(right, **options)`` as pandas merges, with differentiated columns gathered."""
     if not isinstance(right, MAKERS["Frame"]):
-        msg = f"Frame.merge: the other table is a {type(right).__name__}; pass a DataFrame or a Frame [at {user_location()}]"
+        msg = (
+            f"Frame.merge: the other table is a {type(right).__name__}; pass a DataFrame or a Frame "
+            f"[at {user_location()}]"
+        )
         raise ArgumentError(msg)
     pd = pandas()
     options = _default_keys(left, right, options)
@@ -52,7 +45,7 @@ def merged(left: Any, right: Any, **options: Any) -> Any:
     sources = _sources(left, right, options)
     columns: dict[Hashable, Any] = {}
     for label in joined.columns:
-        if isinstance(label, _Rows):
+        if label in (_LEFT, _RIGHT):
             continue
         side, original = sources.get(label, ("left", None))  # (the indicator column: pandas' own)
         table = left if side == "left" else right
@@ -65,7 +58,7 @@ def merged(left: Any, right: Any, **options: Any) -> Any:
     return MAKERS["Frame"](columns, index=joined.index)
 
 
-def _plain(table: Any, rows: _Rows) -> Any:
+def _plain(table: Any, rows: str) -> Any:
     """The table for pandas: plain columns as they are, a differentiated one by a column of
     zeros (only its label matters), and the rows' positions."""
     pd = pandas()

@@ -14,7 +14,7 @@ import numpy as np
 
 from nodegrad.ops.tables.common import length, take_rows
 
-__all__ = ["REDUCTIONS", "cumulative", "reduce_values", "windows"]
+__all__ = ["REDUCTIONS", "cumulative", "ratio", "reduce_values", "root", "windows"]
 
 
 def _present(values: Any, skipna: bool) -> Any:
@@ -33,17 +33,31 @@ def _or_nan(value: Any, keep: Any) -> Any:
     return np.where(keep, value, np.nan)
 
 
+def ratio(numerator: Any, denominator: Any) -> Any:
+    """``numerator / denominator``, NaN where the denominator is not positive (an empty
+    group's mean), with no NaN in the gradient of the entries it does not divide: the
+    division is by 1 there, and its result dropped."""
+    defined = denominator > 0
+    return np.where(defined, numerator / np.where(defined, denominator, 1.0), np.nan)
+
+
+def root(value: Any) -> Any:
+    """``sqrt(value)`` of a value that may be NaN (a group too small for a deviation), with
+    no NaN in the gradient of the entries it does not take part in."""
+    defined = ~np.isnan(value)
+    return np.where(defined, np.sqrt(np.where(defined, value, 1.0)), np.nan)
+
+
 def _mean(values: Any, present: Any, axis: Any) -> Any:
-    count = _count(present, axis)
-    return _total(values, present, axis) / np.where(count > 0, count, np.nan)
+    return ratio(_total(values, present, axis), _count(present, axis))
 
 
 def _var(values: Any, present: Any, axis: Any, ddof: int) -> Any:
     count = _count(present, axis)
     mean = _mean(values, present, axis)
-    centred = np.where(present, values - (mean if axis is None else mean[:, None]), 0.0)
+    centred = np.where(present, values - np.where(np.isnan(mean), 0.0, mean if axis is None else mean[:, None]), 0.0)
     spread = np.sum(centred * centred, axis=axis)
-    return spread / np.where(count - ddof > 0, count - ddof, np.nan)
+    return ratio(spread, count - ddof)
 
 
 def _extreme(values: Any, present: Any, axis: Any, sign: float) -> Any:
@@ -68,7 +82,7 @@ def reduce_values(name: str, values: Any, skipna: bool, axis: Any = None, min_co
     elif name == "var":
         found = _var(values, present, axis, ddof)
     elif name == "std":
-        found = np.sqrt(_var(values, present, axis, ddof))
+        found = root(_var(values, present, axis, ddof))
     else:
         found = _extreme(values, present, axis, 1.0 if name == "max" else -1.0)
     if min_count > 0:

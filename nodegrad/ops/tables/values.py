@@ -27,11 +27,12 @@ from nodegrad.engine.containers import Handler, register_handler
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.staged import Staged
+from nodegrad.engine.traced import DEFERS_TO, ON_PANDAS
 from nodegrad.errors import ShapeError, StructureError
 from nodegrad.ops.sealed import Sealed, index_key
-from nodegrad.ops.tables.common import pandas
+from nodegrad.ops.tables.common import column_values, pandas
 from nodegrad.ops.tables.frame import Frame
-from nodegrad.ops.tables.series import Series, column_values
+from nodegrad.ops.tables.series import Series
 
 __all__ = ["as_tables"]
 
@@ -89,7 +90,7 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     if not data and labels:
         return None  # a gradient of a table holding no floats: None, as for any such entry
     kept = [label for label in labels if label in data]
-    return pandas().DataFrame(data, index=template.index, columns=kept if kept else None)
+    return pandas().DataFrame(data, index=template.index, columns=pandas().Index(kept) if kept else None)
 
 
 def _ours_labels(frame: Frame) -> list[Hashable]:
@@ -137,7 +138,8 @@ def _check_columns(data: dict[Hashable, Any]) -> None:
         if np.ndim(column) != 1:
             msg = (
                 f"a table's column {label!r} has shape {np.shape(column)}; under vmap each example's table is its "
-                "own, and a table cannot stack them: return the columns' values, {c: f[c].to_numpy() for c in f.columns}"
+                "own, and a table cannot stack them: return the columns' values, "
+                "{c: f[c].to_numpy() for c in f.columns}"
             )
             raise ShapeError(msg)
 
@@ -180,3 +182,14 @@ def _map_handler(labels: Any, column: Any, build: Any, family: str) -> Handler:
 register_handler(Frame, _map_handler(_ours_labels, _ours_column, _frame_build, "table"))
 register_handler(Series, _map_handler(_series_labels, _series_column, _series_build, "column"))
 PLUGINS.library_containers["pandas"] = _handler_for
+
+
+def _pandas_operands() -> None:
+    """pandas' Series and DataFrame met with a traced value (a table closed over) answer as
+    nodegrad's: ``series - x`` is a Series with the series' labels."""
+    pd = pandas()
+    DEFERS_TO[pd.Series] = Series
+    DEFERS_TO[pd.DataFrame] = Frame
+
+
+ON_PANDAS.append(_pandas_operands)
