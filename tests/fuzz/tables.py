@@ -488,6 +488,9 @@ class Draw:
         if self.on("align"):
             for label in floats:
                 options.append(("align", f"{var}[{label!r}].iloc[::-1]"))
+        if self.on("series"):
+            for label in floats:  # a Series' name
+                options.append(("series", f"({var}[{label!r}] * float({var}[{label!r}].name == {label!r}))"))
         if not options:
             statics = [c for c, k in kinds.items() if k in ("int", "bool")]
             return f"({var}[{self.pick(statics)!r}] * 0.5)" if statics else "0.5"
@@ -764,7 +767,7 @@ class Draw:
         return [_python(labels[int(self.rng.integers(len(labels)))]) for _ in range(k)]
 
     def _step_loc(self, frame: pd.DataFrame) -> str | None:
-        forms = ["columns", "labels", "mask", "mask_columns", "all_columns", "labels_columns", "slice"]
+        forms = ["columns", "labels", "mask", "mask_columns", "all_columns", "labels_columns", "slice", "series_index"]
         if isinstance(frame.index, pd.MultiIndex):
             forms.append("level")
         form = self.pick(forms)
@@ -787,6 +790,9 @@ class Draw:
         if form == "slice":
             a, b = self._labels(frame, 2)
             return f"t.loc[{_literal(a)}:{_literal(b)}]"
+        if form == "series_index":  # the labels a column (a Series) carries
+            column = self.pick(list(column_kinds(frame)) or [None])
+            return f"t.loc[t[{column!r}].index[{self.pick(['::2', '1:', ':-1', '::-1'])}]]" if column else None
         return f"t.loc[{_literal(_python(frame.index.get_level_values(0)[0]))}]"
 
     def _step_iloc(self, frame: pd.DataFrame) -> str | None:
@@ -1463,14 +1469,14 @@ MARKERS = {
     "assign": re.compile(r"lambda u"),
     "reduce": re.compile(r"\.(sum|mean|std|var|min|max|prod|count)\(\)"),
     "window": re.compile(r"\.(rolling|shift|diff|cumsum)\("),
-    "series": re.compile(r"\.(clip|where|map|astype)\("),
+    "series": re.compile(r"\.(clip|where|map|astype)\(|\.name\b"),
     "align": re.compile(r"\.iloc\[(::-1|1:)\]|\.sort_values\(\)"),
     "transform": re.compile(r"\.transform\("),
     "groupby": re.compile(r"groupby\("),
     "groupby_stats": re.compile(r"\.(std|var)\(\)|'(std|var)'"),
     "merge": re.compile(r"\.merge\("),
     "sort": re.compile(r"\.sort_values\("),
-    "loc": re.compile(r"\.loc\[|^t\[\["),
+    "loc": re.compile(r"\.loc\[|^t\[\[|\.index\["),
     "iloc": re.compile(r"\.iloc\["),
     "frame_math": re.compile(r"t\[\["),
 }
