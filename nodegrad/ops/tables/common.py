@@ -43,6 +43,7 @@ __all__ = [
     "is_float",
     "is_handle",
     "length",
+    "missing_apart",
     "no_gradient",
     "pandas",
     "pandas_step",
@@ -137,6 +138,22 @@ def pandas_step(where: str, step: Any) -> Any:
         raise StructureError(f"{where}: {exc} [at {user_location()}]") from None
 
 
+def missing_apart(step: Any, *operands: Any) -> Any:
+    """``step(*operands)`` on float values, NaN wherever an operand is NaN (pandas' missing
+    value), computed so that no NaN reaches the gradient of any other entry: a missing
+    operand is replaced by 1 in the step and its result dropped (numpy's arithmetic would
+    give ``0 * nan = nan`` in the gradient of every entry it meets)."""
+    floats = [o for o in operands if is_float(o)]
+    missing = None
+    for o in floats:
+        found = np.isnan(o)
+        missing = found if missing is None else missing | found
+    if missing is None or ((type(missing) is np.ndarray or type(missing) is np.bool_) and not missing.any()):
+        return step(*operands)  # nothing missing (known now): the step as it is
+    safe = [np.where(np.isnan(o), 1.0, o) if is_float(o) else o for o in operands]
+    return np.where(missing, np.nan, step(*safe))
+
+
 def check_key(values: Any, label: Any, where: str) -> None:
     """Refuse a differentiated key column: rows are grouped and paired by the keys' values,
     which carry no gradient. A staged one is read (so the call runs eagerly)."""
@@ -149,8 +166,12 @@ def check_key(values: Any, label: Any, where: str) -> None:
         raise ArgumentError(msg)
 
 
-def no_gradient(kind: str, name: str, advice: str = "") -> NoGradientError:
-    """The error for a pandas method a table cannot run on differentiated columns."""
+def no_gradient(kind: str, name: str, advice: str = "", values: Any = None) -> BaseException:
+    """The error for a pandas method a table cannot run on differentiated columns. On a
+    column a replay stages (``values``), pandas itself would run it: the call runs eagerly
+    instead (see :class:`~nodegrad.engine.staged.Unreplayable`)."""
+    if any(type(unwrap(v)) is Staged for v in (values if isinstance(values, list) else [values])):
+        return Unreplayable(f"{kind}.{name} on a staged column is pandas' own [at {user_location()}]")
     more = f": {advice}" if advice else ""
     return NoGradientError(
         f"{kind}.{name}: not something nodegrad's tables compute on differentiated columns{more} [at {user_location()}]"

@@ -185,7 +185,7 @@ class Frame(FrameArithmetic):
 
     def _pandas_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if not self._plain():
-            raise no_gradient("Frame", name)
+            raise no_gradient("Frame", name, values=list(self._columns.values()))
         return from_pandas(getattr(self._pandas(), name)(*to_pandas(args), **to_pandas(kwargs)))
 
     def __getattr__(self, name: str) -> Any:
@@ -199,7 +199,8 @@ class Frame(FrameArithmetic):
             if not callable(attribute):
                 return from_pandas(attribute)
             return lambda *args, **kwargs: from_pandas(attribute(*to_pandas(args), **to_pandas(kwargs)))
-        raise no_gradient("Frame", name, "take the columns (f['x'], f.to_numpy()) and use their arithmetic")
+        advice = "take the columns (f['x'], f.to_numpy()) and use their arithmetic"
+        raise no_gradient("Frame", name, advice, list(columns.values()))
 
     # -- columns --------------------------------------------------------------------------------
     def _column(self, label: Any) -> Any:

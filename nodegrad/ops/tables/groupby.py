@@ -51,9 +51,8 @@ class _Groups:
         spec = [k if _is_label(k) and k in frame._columns else to_pandas(k, "a group key") for k in keys]
         spec_by = spec if isinstance(by, list) else (spec[0] if spec else None)
         self.grouped = self.probe.groupby(spec_by, level=level, **options)
-        codes = self.grouped.ngroup().to_numpy(dtype=float, na_value=np.nan)
-        self.codes = np.where(np.isnan(codes), -1, codes).astype(np.int64)
-        self.labels = self.grouped.size().index
+        self.labels = self.grouped.size().index  # the groups' labels, in pandas' order
+        self.codes = _codes(self.grouped, self.labels, len(frame._index))
         self.rows = np.flatnonzero(self.codes >= 0)
 
     def aggregate(self, frame: Any, label: Hashable, name: str, **options: Any) -> Any:
@@ -366,6 +365,18 @@ def series_groupby(series: Any, by: Any, level: Any, options: dict[str, Any]) ->
     are not its labels: a Series, an array, index levels)."""
     table = MAKERS["Frame"]({VALUES: series._values}, index=series._index)
     return SeriesGroupBy(FrameGroupBy(table, by, level, True, options), VALUES, series._name)
+
+
+def _codes(grouped: Any, labels: Any, rows: int) -> np.ndarray:
+    """Each row's group: its position among the groups' ``labels`` (-1 for a row in none).
+    Read from the rows pandas puts in each group, not from ``ngroup``, whose numbers skip
+    the unobserved categories ``observed=False`` lists among the groups."""
+    codes = np.full(rows, -1, dtype=np.int64)
+    for key, members in grouped.indices.items():
+        if labels.nlevels == 1 and isinstance(key, tuple) and len(key) == 1:
+            key = key[0]
+        codes[members] = labels.get_loc(key)
+    return codes
 
 
 def _is_label(key: Any) -> bool:

@@ -70,6 +70,8 @@ def reduce_values(name: str, values: Any, skipna: bool, axis: Any = None, min_co
     """The reduction ``name`` of ``values`` (over every entry, or each row with ``axis=1``):
     pandas' answer, with NaN entries skipped where ``skipna``; NaN where fewer than
     ``min_count`` entries are present (a rolling window's ``min_periods``)."""
+    if axis is None and not length(values):  # no entries: pandas' answer for an empty column
+        return np.float64(0.0 if name == "sum" else 1.0 if name == "prod" else np.nan) if name != "count" else 0
     present = _present(values, skipna)
     if name == "count":
         return _count(present, axis)
@@ -89,7 +91,7 @@ def reduce_values(name: str, values: Any, skipna: bool, axis: Any = None, min_co
         found = _or_nan(found, _count(present, axis) >= min_count)
     if not skipna and name in ("sum", "prod"):
         found = _or_nan(found, np.all(present, axis=axis))
-    return found
+    return found[()] if axis is None else found  # one number, as numpy's and pandas' reductions give it
 
 
 REDUCTIONS = frozenset({"sum", "prod", "mean", "var", "std", "min", "max", "count"})

@@ -38,12 +38,13 @@ from nodegrad.ops.tables.common import (
     dtype_of,
     from_pandas,
     holds_handles,
+    is_float,
     is_handle,
     length,
+    missing_apart,
     no_gradient,
     pandas,
     pandas_step,
-    plain_values,
     take_rows,
     to_pandas,
     to_values,
@@ -60,6 +61,7 @@ _NUMPY_METHODS: dict[Any, str] = {
 }  # fmt: skip
 
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
+_ARITHMETIC = {"add", "sub", "mul", "truediv", "pow", "mod"}
 _SAME = object()
 
 
@@ -222,11 +224,11 @@ class Series(SeriesMethods):
             raise AttributeError(f"'Series' object has no attribute {name!r}")
         if self._plain():
             return from_pandas(_delegated(getattr(self._pandas(), name)))
-        raise no_gradient("Series", name, "compute it with the Series' arithmetic and numpy's functions")
+        raise no_gradient("Series", name, "compute it with the Series' arithmetic and numpy's functions", self._values)
 
     def _pandas_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         if not self._plain():
-            raise no_gradient("Series", name)
+            raise no_gradient("Series", name, values=self._values)
         return from_pandas(getattr(self._pandas(), name)(*to_pandas(args), **to_pandas(kwargs)))
 
     # -- arithmetic, aligned by label ----------------------------------------------------------
@@ -259,7 +261,10 @@ class Series(SeriesMethods):
                 )
                 raise ShapeError(msg)
             mine, theirs, index, label = self._values, other, self._index, self._name
-        return Series(op(theirs, mine) if reflected else op(mine, theirs), index=index, name=label)
+        pair = (lambda a, b: op(b, a)) if reflected else op
+        if name in _ARITHMETIC and (is_float(mine) or is_float(theirs)):
+            return Series(missing_apart(pair, mine, theirs), index=index, name=label)
+        return Series(pair(mine, theirs), index=index, name=label)
 
     def __add__(self, other: Any) -> Any:
         return self._binary(other, operator.add, "add")
@@ -354,7 +359,7 @@ class Series(SeriesMethods):
         return self._like(abs(self._values))
 
     def __invert__(self) -> Series:
-        return self._like(~plain_values(self._values, "~"))
+        return self._like(~self._values)
 
     def dot(self, other: Any) -> Any:
         """The sum of products with ``other`` (a Series, aligned by label, or an array)."""
@@ -386,7 +391,11 @@ class Series(SeriesMethods):
                 msg = f"np.{ufunc.__name__}: Series with different row labels: align them first [at {user_location()}]"
                 raise StructureError(msg)
         names = {s._name for s in series}
-        result = ufunc(*(to_values(i) for i in inputs), **kwargs)
+        values = [to_values(i) for i in inputs]
+        if ufunc.nout == 1 and _gives_floats(ufunc, values):
+            result = missing_apart(lambda *v: ufunc(*v, **kwargs), *values)
+        else:
+            result = ufunc(*values, **kwargs)
         name = names.pop() if len(names) == 1 else None
         if isinstance(result, tuple):
             return tuple(Series(r, index=first._index, name=name) for r in result)
@@ -409,6 +418,15 @@ _BINARY_UFUNCS: dict[np.ufunc, Callable[[Any, Any], Any]] = {
     np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt, np.greater_equal: operator.ge,
     np.equal: operator.eq, np.not_equal: operator.ne,
 }  # fmt: skip
+
+
+def _gives_floats(ufunc: np.ufunc, values: list[Any]) -> bool:
+    """Whether ``ufunc`` of ``values`` gives floats (not a mask: ``np.isnan``, a comparison)."""
+    kinds = [np.zeros(0, dtype_of(v)) if isinstance(dtype_of(v), np.dtype) else v for v in values]
+    try:
+        return ufunc(*kinds).dtype.kind in "fc"
+    except TypeError:
+        return False
 
 
 def _values_of(series: Series) -> Any:

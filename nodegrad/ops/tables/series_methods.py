@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.tables.common import (
     MAKERS,
@@ -96,7 +97,7 @@ class SeriesMethods:
         """The number of values present (not NaN)."""
         if self._plain():
             return self._pandas().count()
-        return int(np.sum(~np.isnan(plain_values(self._values, "count"))))
+        return np.sum(~np.isnan(self._values)).astype(np.int64)
 
     def agg(self, func: Any, *args: Any, **kwargs: Any) -> Any:
         """``func`` by name (``"sum"``, ``"mean"``, ...) or a function of the Series."""
@@ -132,7 +133,7 @@ class SeriesMethods:
         """Windows of ``window`` rows, aggregated with ``.sum()``, ``.mean()``, ``.std()``,
         ``.var()``, ``.min()``, ``.max()`` or ``.count()`` as pandas' rolling windows."""
         if kwargs and not self._plain():
-            raise no_gradient("Series", "rolling", f"the options {sorted(kwargs)}")
+            raise no_gradient("Series", "rolling", f"the options {sorted(kwargs)}", self._values)
         return Rolling(self, window, min_periods, center, kwargs)
 
     # -- values ---------------------------------------------------------------------------------
@@ -233,13 +234,15 @@ class SeriesMethods:
         """``func`` of each value: pandas' own for plain values; refused on differentiated
         values (call the function on the Series itself: ``np.exp(s)``, ``f(s)``)."""
         if not self._plain():
-            raise no_gradient("Series", "apply", "call the function on the Series itself, np.exp(s) or f(s)")
+            raise no_gradient(
+                "Series", "apply", "call the function on the Series itself, np.exp(s) or f(s)", self._values
+            )
         return self._pandas_call("apply", func, *args, **kwargs)
 
     def map(self, arg: Any, na_action: Any = None) -> Any:
         """Each value mapped through a dict, a Series or a function (plain values only)."""
         if not self._plain():
-            raise no_gradient("Series", "map", "map the static key column, then index or gather by it")
+            raise no_gradient("Series", "map", "map the static key column, then index or gather by it", self._values)
         return self._pandas_call("map", arg, na_action=na_action)
 
     def to_frame(self, name: Hashable = None) -> Any:
@@ -348,7 +351,8 @@ class SeriesMethods:
             if not cond._index.equals(self._index):
                 cond = from_pandas(cond._pandas().reindex(self._index, fill_value=False))
             cond = cond._values
-        return plain_values(np.asarray(cond) if isinstance(cond, list) else cond, "a condition")
+        cond = np.asarray(cond) if isinstance(cond, list) else cond
+        return cond if type(cond) is Batched else plain_values(cond, "a condition")  # (a batched mask: per example)
 
     def _aligned_operand(self, other: Any, where: str) -> Any:
         other = from_pandas(other)
