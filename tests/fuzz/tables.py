@@ -933,7 +933,7 @@ def random_program(seed: int, families: Iterable[str] = ALL_FAMILIES) -> Program
     steps: list[Step] = []
     for _ in range(int(d.rng.integers(1, 6))):
         for _attempt in range(6):
-            step = d.step(frame)
+            step = _drawn(lambda: d.step(frame))  # noqa: B023
             if step is None:
                 continue
             value = _try_step(step.line, frame, ns, d.pending, len(d.rights), table=True)
@@ -944,7 +944,7 @@ def random_program(seed: int, families: Iterable[str] = ALL_FAMILIES) -> Program
             frame = value
             break
     for _attempt in range(6):
-        tail = d.tail(frame)
+        tail = _drawn(lambda: d.tail(frame)) or Step("t", frozenset())
         out = _try_step(tail.line, frame, ns, [], 0, table=False)
         if out is not None:
             break
@@ -960,6 +960,15 @@ def random_program(seed: int, families: Iterable[str] = ALL_FAMILIES) -> Program
             break
         loss = None
     return Program(seed, table, other, tuple(d.rights), tuple(steps), tail, loss, chosen)
+
+
+def _drawn(thunk: Callable[[], Step | None]) -> Step | None:
+    """A step drawn, or None where the table leaves nothing to draw it from (no columns, no
+    rows of a kind): the same for the same seed."""
+    try:
+        return quietly(thunk)
+    except (ValueError, IndexError, KeyError):
+        return None
 
 
 def _try_step(line: str, frame: Any, ns: dict[str, Any], pending: list[Table], first: int, table: bool) -> Any:
