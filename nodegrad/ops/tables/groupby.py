@@ -371,12 +371,29 @@ def _codes(grouped: Any, labels: Any, rows: int) -> np.ndarray:
     """Each row's group: its position among the groups' ``labels`` (-1 for a row in none).
     Read from the rows pandas puts in each group, not from ``ngroup``, whose numbers skip
     the unobserved categories ``observed=False`` lists among the groups."""
+    position = {_comparable(label): k for k, label in enumerate(labels)}
     codes = np.full(rows, -1, dtype=np.int64)
     for key, members in grouped.indices.items():
         if labels.nlevels == 1 and isinstance(key, tuple) and len(key) == 1:
             key = key[0]
-        codes[members] = labels.get_loc(key)
+        codes[members] = position[_comparable(key)]
     return codes
+
+
+class _Missing:
+    """A missing key (NaN, None, NaT), which equals itself here as it does in a group's label."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+
+def _comparable(label: Any) -> Any:
+    if isinstance(label, tuple):
+        return tuple(_comparable(part) for part in label)
+    return _MISSING if pandas().isna(label) is True else label
 
 
 def _is_label(key: Any) -> bool:

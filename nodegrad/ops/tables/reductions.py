@@ -42,10 +42,12 @@ def ratio(numerator: Any, denominator: Any) -> Any:
 
 
 def root(value: Any) -> Any:
-    """``sqrt(value)`` of a value that may be NaN (a group too small for a deviation), with
-    no NaN in the gradient of the entries it does not take part in."""
-    defined = ~np.isnan(value)
-    return np.where(defined, np.sqrt(np.where(defined, value, 1.0)), np.nan)
+    """``sqrt(value)`` of a variance that may be NaN (a group too small for a deviation) or
+    0 (equal values), with no NaN in the gradient of the entries it does not take part in:
+    at 0, where the square root has no derivative, the gradient is 0 (equal values moved
+    together keep a deviation of 0)."""
+    positive = value > 0
+    return np.where(positive, np.sqrt(np.where(positive, value, 1.0)), np.where(np.isnan(value), np.nan, 0.0))
 
 
 def _mean(values: Any, present: Any, axis: Any) -> Any:
