@@ -217,3 +217,50 @@ def test_what_a_table_cannot_differentiate_is_refused_naming_it() -> None:
     # a static table's own pandas methods are pandas'
     pivoted = ng.grad(lambda w, f: (f.pivot_table(index="store", values="cost").cost * w).sum())(1.0, frame)
     assert pivoted == pytest.approx(4.0 + 2.5 / 3 + 2.25, rel=1e-14)
+
+
+SPELLINGS = {
+    "groupby column sum": lambda f: f.groupby("store")["price"].sum(),
+    "groupby attribute": lambda f: f.groupby("store").price.sum(),
+    "minus a group mean": lambda f: f["price"] - f.groupby("store")["price"].transform("mean"),
+    "np.sum of a group sum": lambda f: np.sum(f.groupby("store")["price"].sum()),
+    "to_numpy and values": lambda f: f["price"].to_numpy() + f["cost"].values,
+    "column reductions": lambda f: f["price"].sum() + f["price"].mean() + f["price"].std(),
+    "rolling": lambda f: f["cost"].rolling(2).mean(),
+    "loc duplicate labels": lambda f: f.reset_index(drop=True).set_index("store").loc["n"],
+    "loc slice": lambda f: f.loc["mon":"tue"],
+    "loc rows and a column": lambda f: f.loc[f["units"] > 1, "cost"],
+    "iloc rows and a column": lambda f: f.iloc[[0, 2], 2],
+    "floor division": lambda f: f[["cost", "units"]] // 2,
+    "comparison": lambda f: f[["cost", "units"]] > 1,
+    "np.exp of a table": lambda f: np.exp(f[["cost"]]),
+    "as_index": lambda f: f.groupby("store", as_index=False)["cost"].sum(),
+    "observed": lambda f: f.astype({"store": "category"}).groupby("store", observed=False)["cost"].sum(),
+    "dropna and sort": lambda f: f.groupby("store", dropna=False, sort=False)["cost"].max(),
+    "level": lambda f: f.groupby(level="shift")["cost"].mean(),
+    "na_position": lambda f: f.sort_values("price", na_position="first")["price"],
+    "left_on and right_on": lambda f: f.merge(
+        f[["store", "cost"]].rename(columns={"store": "s"}), left_on="store", right_on="s"
+    ),
+    "right and outer joins": lambda f: f.merge(f.iloc[:2], on="store", how="right").merge(
+        f.iloc[3:], on="store", how="outer"
+    ),
+    "mask by a boolean Series": lambda f: f[f["open"]],
+    "mask by a list": lambda f: f[[True, False, True, True, False, False]],
+    "a DataFrame plus a table": lambda f: f[["cost"]] + f[["cost"]] * 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLINGS))
+def test_the_spellings_a_pandas_user_writes_first_give_pandas_answers(name: str) -> None:
+    spelling = SPELLINGS[name]
+    frame = _sales()
+    got, _ = ng.vjp(spelling, frame)
+    _same(got, spelling(frame))
+
+
+def test_a_plain_data_frame_meets_a_table_as_pandas_would() -> None:
+    frame = _sales()
+    plain = frame[["cost"]] * 3.0
+    got, _ = ng.vjp(lambda f: plain + f[["cost"]], frame)
+    _same(got, plain + frame[["cost"]])
