@@ -92,10 +92,12 @@ def main(steps: int = 300) -> int:
 
     value_and_grad = ng.value_and_grad(loss)
     state = None
-    for step in ng.display.progress(range(steps + 1), desc="training", leave=False):
+    bar = ng.display.progress(range(steps + 1), desc="training", leave=False)
+    for step in bar:
         value, g = value_and_grad(model, train)
         if step % 50 == 0:
-            print(f"step {step:4d}  loss {float(value):.4f}  grad norm {ng.tree.global_norm(g):.4f}")
+            # Through the bar: a plain print would land on the bar's line in a terminal.
+            bar.write(f"step {step:4d}  loss {float(value):.4f}  grad norm {ng.tree.global_norm(g):.4f}")
         model, state = ng.optim.adam(model, g, state, lr=0.02)
     parts = f"hidden={type(g.hidden).__name__}, out={type(g.out).__name__}, classes={g.classes}"
     print(f"gradient type: {type(g).__name__}({parts})")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import sys
 import warnings
 from collections.abc import Callable
@@ -168,7 +169,8 @@ def error_like(exc: BaseException) -> type[NodegradError] | None:
 
 
 def user_location() -> str:
-    """Return ``"file:line"`` of the innermost caller outside the nodegrad package.
+    """Return ``"file:line"`` of the innermost caller outside the nodegrad package; for code
+    run in a notebook cell, the cell's name and line (``In[3] line 9``).
 
     Called only when an error is being built, so it costs nothing on the normal path.
     """
@@ -176,9 +178,40 @@ def user_location() -> str:
     while frame is not None:
         filename = frame.f_code.co_filename
         if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
-            return f"{filename}:{frame.f_lineno}"
+            return shown_location(filename, frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"
+
+
+# IPython compiles each cell into a file of its own, in a Jupyter kernel a temporary one
+# (/tmp/ipykernel_123/4567.py) whose name tells the reader nothing; IPython's tracebacks
+# name the cell instead, and so do nodegrad's messages and tables.
+_KERNEL_CELL = re.compile(r"ipykernel_\d+[\\/]\d+\.py$")
+
+
+def shown_location(filename: str, line: int) -> str:
+    """``file:line`` as a message shows it; code run in a notebook cell as ``In[3] line 9``."""
+    cell = cell_name(filename, ipython_shell())
+    return f"{cell} line {line}" if cell else f"{filename}:{line}"
+
+
+def cell_name(filename: str, shell: Any) -> str:
+    """The name IPython's ``shell`` gives the cell compiled into ``filename`` (``In[3]``),
+    ``"cell"`` for a Jupyter kernel's cell it does not name, ``""`` for any other file."""
+    try:
+        named = shell.compile.format_code_name(filename) if shell is not None else None
+    except Exception:  # an IPython that does not name cells: the file's name is still known
+        named = None
+    if named:
+        return str(named[1])
+    return "cell" if _KERNEL_CELL.search(filename) else ""
+
+
+def ipython_shell() -> Any:
+    """The running IPython shell (a Jupyter kernel's, or a terminal's), or None."""
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return get() if get is not None else None
 
 
 def user_stacklevel() -> int:

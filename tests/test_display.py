@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import builtins
+import html
 import importlib
 import io
 import re
 import runpy
+import sys
 import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,6 +19,7 @@ import numpy as np
 import pytest
 
 import nodegrad as ng
+from nodegrad import errors
 from nodegrad.display import sources
 from nodegrad.engine.arena import current_arena
 
@@ -220,7 +223,7 @@ def test_checking_arenas_show_source_lines() -> None:
     assert "test_display.py:" in a._repr_html_()
 
 
-def test_without_tqdm_progress_counts_in_text_and_says_how_to_get_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+def _without_tqdm(monkeypatch: pytest.MonkeyPatch) -> None:
     real_import = builtins.__import__
 
     def no_tqdm(name: str, *args: Any, **kwargs: Any) -> Any:
@@ -229,6 +232,10 @@ def test_without_tqdm_progress_counts_in_text_and_says_how_to_get_the_bar(monkey
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_tqdm)
+
+
+def test_without_tqdm_progress_counts_in_text_and_says_how_to_get_the_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_tqdm(monkeypatch)
     monkeypatch.setattr(progress_module, "_hinted", [False])
     log = io.StringIO()  # not a terminal: a line every tenth of the way
     assert list(ng.display.progress(range(20), desc="train", file=log)) == list(range(20))
@@ -249,6 +256,56 @@ def test_with_tqdm_progress_is_tqdm_auto() -> None:
     assert list(bar) == [0, 1, 2]
     assert "train: 100%" in out.getvalue() and "3/3" in out.getvalue()
     assert "pip install" not in out.getvalue()
+
+
+class _Terminal(io.StringIO):
+    """What a terminal shows of the text both standard streams write to it: a carriage
+    return goes back to the start of the line, and what follows overwrites it."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def screen(self) -> list[str]:
+        lines: list[list[str]] = [[]]
+        column = 0
+        for char in self.getvalue():
+            if char == "\r":
+                column = 0
+            elif char == "\n":
+                lines.append([])
+                column = 0
+            else:
+                line = lines[-1]
+                line.extend(" " * (column + 1 - len(line)))
+                line[column] = char
+                column += 1
+        return ["".join(line).rstrip() for line in lines if "".join(line).strip()]
+
+
+def _steps_beside_a_bar(monkeypatch: pytest.MonkeyPatch, **options: Any) -> list[str]:
+    """The screen of a loop that prints a line each step through its bar."""
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    monkeypatch.setattr(sys, "stderr", terminal)
+    bar = ng.display.progress(range(4), desc="train", **options)
+    for k in bar:
+        bar.write(f"step {k}")
+    return terminal.screen()
+
+
+def test_lines_written_through_the_text_count_do_not_share_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    _without_tqdm(monkeypatch)
+    monkeypatch.setattr(progress_module, "_hinted", [True])
+    screen = _steps_beside_a_bar(monkeypatch)
+    assert screen[:4] == ["step 0", "step 1", "step 2", "step 3"]
+    assert len(screen) == 5 and screen[4].startswith("train: 4/4 100% ")
+
+
+def test_lines_written_through_the_tqdm_bar_do_not_share_its_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("tqdm")
+    screen = _steps_beside_a_bar(monkeypatch, mininterval=0)
+    assert screen[:4] == ["step 0", "step 1", "step 2", "step 3"]
+    assert len(screen) == 5 and screen[4].startswith("train: 100%")
 
 
 def test_a_node_shows_its_key_path_source_line_and_gradient() -> None:
@@ -296,18 +353,71 @@ def _training_loop(steps: int = 30) -> tuple[ng.Arena, Any]:
     return a, loss
 
 
-def test_the_arena_table_fits_1000_px_with_the_gradient_before_the_long_columns() -> None:
+def _specificity(selector: str) -> tuple[int, int, int]:
+    """(ids, classes, elements) of a CSS selector of the simple kinds compared here; a
+    ``:not(x)`` counts as its argument, as CSS counts it."""
+    selector = re.sub(r":not\(([^)]*)\)", r"\1", selector)
+    classes = len(re.findall(r"[.\[]|:(?!:)", selector))
+    elements = len(re.findall(r"(?:^|[\s>+~])[a-z][a-z0-9]*", selector))
+    return selector.count("#"), classes, elements
+
+
+def _rules(style: str) -> list[tuple[list[str], str]]:
+    """The style's rules: their selectors and their declarations."""
+    return [(sel.split(","), body) for sel, body in re.findall(r"([^{}]+)\{([^}]*)\}", style)]
+
+
+def _declarations(table: str) -> dict[str, str]:
+    """What the style of ``table`` declares for each selector, its rules' bodies joined."""
+    out: dict[str, str] = {}
+    for selectors, body in _rules(table.split("<style>")[1].split("</style>")[0]):
+        for selector in selectors:
+            out[selector] = out.get(selector, "") + body + ";"
+    return out
+
+
+# JupyterLab's rule for a cell of any HTML output (its rendermime CSS): right-aligned.
+JUPYTERLAB_CELLS = ":not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td"
+
+
+def test_the_arena_table_keeps_its_alignment_under_jupyterlabs_rules() -> None:
     a, _ = _training_loop()
     table = a._repr_html_()
+    assert table.startswith('<div class="ng-view"><style>') and table.endswith("</table></div>")
     style = table[: table.index("</style>")]
-    assert "table.ng-arena{table-layout:fixed;width:100%;max-width:1000px}" in style
-    assert "nowrap" not in style.split(".ng-code")[0]  # cells wrap; only a source line folds
-    assert "overflow-wrap:anywhere" in style
+    aligned = [sel for sels, body in _rules(style) if "text-align:left" in body for sel in sels if "td" in sel]
+    assert aligned and all(_specificity(sel) > _specificity(JUPYTERLAB_CELLS) for sel in aligned)
+    # Every rule is scoped to the view, so a notebook's other tables keep their own look.
+    assert all(sel.startswith("div.ng-view") for sels, _ in _rules(style.split("<style>")[1]) for sel in sels)
+
+
+def test_the_arena_table_breaks_no_word_and_scrolls_when_narrow() -> None:
+    a, _ = _training_loop()
+    table = a._repr_html_()
+    rules = _declarations(table)
+    assert "overflow-x:auto" in rules["div.ng-view"]
+    assert "table-layout:auto" in rules["div.ng-view table.ng-table"]  # JupyterLab fixes the layout
+    assert "white-space:nowrap" in rules["div.ng-view table.ng-table td"]  # headers, op names, shapes
+    assert "<colgroup>" not in table  # no share of the width to squeeze a header into
     headers = re.findall(r"<th>(.*?)</th>", table)
     assert headers == _HEADERS  # no source lines noted outside a notebook: no source column
-    widths = [float(w) for w in re.findall(r'<col style="width:([0-9.]+)%">', table)]
-    assert len(widths) == len(headers) and abs(sum(widths) - 100) < 0.5
     assert headers.index("gradient") < min(headers.index(h) for h in ("value", "key path"))
+    rows = [_cells(row) for row in table.split("<tr>")[2:]]
+    assert rows[5][1] == "map_lookup" and rows[5][3] == "(4,) float64"  # whole words: the cells do not wrap
+    # Values and gradients wrap between their words, in columns of bounded width.
+    assert rows[5][_HEADERS.index("value")].startswith('<div class="ng-text">[')
+    wrapping = rules["div.ng-view .ng-text"]
+    assert "white-space:normal" in wrapping and "max-width:30ch" in wrapping
+
+
+def test_a_source_line_shows_whole_up_to_64_characters(tmp_path: Path) -> None:
+    code = _declarations(ng.Arena()._repr_html_())["div.ng-view code.ng-code"]
+    # At least 30 characters, whole up to 64, then an ellipsis after the last whole word.
+    assert "min-width:30ch" in code and "max-width:64ch" in code and "-webkit-line-clamp:1" in code
+    line = "loss = ng.mean(h * h) + 0.001 * ng.sum(p['w'] * p['w'])  # with a regulariser, a long line"
+    (tmp_path / "train.py").write_text(line + "\n")
+    shown = sources.source_html(f"{tmp_path / 'train.py'}:1")
+    assert f'title="{html.escape(line)}">{html.escape(line)}</code>' in shown  # and whole in its tooltip
 
 
 def test_a_record_parameter_row_shows_its_gradient_one_line_per_key_path() -> None:
@@ -395,14 +505,27 @@ def test_an_arena_made_in_a_notebook_shows_its_source_lines(monkeypatch: pytest.
     assert f"test_display.py:{line}</span>" in table
     assert "h = ng.tanh(h @ p.w + p.b) * p.scale[&quot;gain&quot;]" in table
     assert a[20].source.endswith(f"test_display.py:{line}")
-    # A notebook cell is named as IPython's tracebacks name it.
-    assert sources.source_html("/tmp/ipykernel_1/cell7.py:3").startswith(
-        '<span title="/tmp/ipykernel_1/cell7.py:3">In[7] line 3'
-    )
+    # A notebook cell is named as IPython's tracebacks name it, and the temporary file the
+    # kernel compiled it into is not shown, not even in a tooltip.
+    cell = sources.source_html("/tmp/ipykernel_1/cell7.py:3")
+    assert cell.startswith("<span>In[7] line 3</span>") and "ipykernel" not in cell
     # A transform's arena notes nothing, in a notebook too.
     seen = []
     ng.grad(lambda x: seen.append(type(current_arena()._nodes)) or ng.sum(x * x))(np.ones(2))
     assert seen == [list]
+
+
+def test_a_location_in_a_notebook_cell_names_the_cell(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Outside the kernel that ran it (a message read later), a kernel's cell is still a cell.
+    assert errors.shown_location("/tmp/ipykernel_12345/123456.py", 9) == "cell line 9"
+    assert errors.shown_location("C:\\Temp\\ipykernel_8\\42.py", 9) == "cell line 9"
+    assert errors.shown_location("/home/me/train.py", 12) == "/home/me/train.py:12"  # a script's, as it was
+    monkeypatch.setattr(errors, "ipython_shell", lambda: _FAKE_SHELL)
+    assert errors.shown_location("/tmp/ipykernel_1/cell7.py", 3) == "In[7] line 3"
+    # An error raised by code run in a cell names the cell's line.
+    code = compile("ng.exp(ng.Arena().param(np.ones(2))) @ np.ones(3)", "/tmp/ipykernel_1/cell7.py", "exec")
+    with pytest.raises(ValueError, match=r"\[recorded at In\[7\] line 1\]"):
+        exec(code, {"ng": ng, "np": np})
 
 
 def test_the_arena_tour_shows_the_users_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ import sysconfig
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from nodegrad.errors import cell_name, ipython_shell
+
 __all__ = ["SourcedNodes", "notebook_nodes", "source_html"]
 
 _PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
@@ -103,11 +105,7 @@ class SourcedNodes(list[Any]):
         del self._lines[len(self) :]
 
 
-def _shell() -> Any:
-    """The running IPython shell (a Jupyter kernel's, or a terminal's), or None."""
-    ipython = sys.modules.get("IPython")
-    get = getattr(ipython, "get_ipython", None)
-    return get() if get is not None else None
+_shell = ipython_shell  # looked up when called, so a test can stand a shell in for it
 
 
 def notebook_nodes() -> list[Any]:
@@ -116,27 +114,18 @@ def notebook_nodes() -> list[Any]:
     return SourcedNodes() if _shell() is not None else []
 
 
-def _where(path: str, line: str) -> str:
-    """A short name for a source file: ``In[3]`` for a notebook cell, else the file's name."""
-    shell = _shell()
-    label = None
-    if shell is not None:
-        try:
-            label = shell.compile.format_code_name(path)
-        except Exception:  # an IPython without cell names: the file's name will do
-            label = None
-    if label:
-        return f"{label[1]} line {line}"
-    return f"{os.path.basename(path)}:{line}"
-
-
 def source_html(location: str, previous: str = "") -> str:
-    """A table cell's text for a ``file:line`` location: the file's short name and line,
-    and the code on that line unless the row above showed the same one."""
+    """A table cell's text for a ``file:line`` location: the file's short name and line
+    (its whole path in a tooltip), or a notebook cell's name and line, and the code on that
+    line unless the row above showed the same one."""
     path, _, line = location.rpartition(":")
     if not line.isdigit():
         return html.escape(location)
-    where = f'<span title="{html.escape(location)}">{html.escape(_where(path, line))}</span>'
+    cell = cell_name(path, _shell())
+    if cell:  # the temporary file the kernel compiled the cell into would tell the reader nothing
+        where = f"<span>{html.escape(cell)} line {line}</span>"
+    else:
+        where = f'<span title="{html.escape(location)}">{html.escape(os.path.basename(path))}:{line}</span>'
     code = linecache.getline(path, int(line)).strip()
     if not code or location == previous:
         return where

@@ -13,32 +13,42 @@ from nodegrad.engine.structure import flatten, flatten_with_paths, is_container
 
 __all__ = ["Summary", "arena_html", "describe_value", "gradient_html", "node_html", "summary"]
 
-# The arena's table fits 1,000 px: a fixed layout in which long cells wrap (a value, a key
-# path) or fold to one line with the whole text in a tooltip (a source line), and the
-# gradient comes right after the short columns, before the long ones.
+# The tables sit in a view at most 1,000 px wide that scrolls sideways when they do not fit
+# (a docs page's narrow column): headers, op names, shapes and key paths never break inside
+# a word, values and gradients wrap between theirs, and a source line shows whole up to 64
+# characters, then ends in an ellipsis with the whole line in its tooltip. Every rule is
+# scoped to the view (div.ng-view table.ng-table td): a notebook's own rules for output
+# tables (JupyterLab's right-aligned, fixed-layout cells) are less specific, so ours win.
 _STYLE = (
-    "<style>table.ng-table{border-collapse:collapse;font-family:monospace;font-size:12px;margin:0}"
-    "table.ng-arena{table-layout:fixed;width:100%;max-width:1000px}"
-    "table.ng-table td,table.ng-table th{border:1px solid #ccc;padding:2px 5px;text-align:left;"
-    "vertical-align:top;white-space:normal;overflow-wrap:anywhere;line-height:1.35}"
-    "table.ng-table th{background:#f3f3f3}table.ng-table caption{text-align:left;padding:2px 0}"
-    "table.ng-table td.ng-elided{color:#888;text-align:center}"
-    "table.ng-table .ng-line{padding-left:1.5em;text-indent:-1.5em}"
-    "table.ng-table .ng-code{display:block;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;color:#555}"
+    "<style>div.ng-view{max-width:1000px;overflow-x:auto}"
+    "div.ng-view table.ng-table{border-collapse:collapse;table-layout:auto;width:auto;margin:0;"
+    "font-family:monospace;font-size:12px}"
+    "div.ng-view table.ng-table td,div.ng-view table.ng-table th{border:1px solid #ccc;padding:2px 5px;"
+    "text-align:left;vertical-align:top;white-space:nowrap;line-height:1.35;max-width:none}"
+    "div.ng-view table.ng-table th{background:#f3f3f3;font-weight:bold}"
+    "div.ng-view table.ng-table caption{text-align:left;padding:2px 0;white-space:normal}"
+    "div.ng-view table.ng-table td.ng-elided{color:#888;text-align:center}"
+    "div.ng-view .ng-line,div.ng-view .ng-text{white-space:normal;overflow-wrap:break-word;"
+    "min-width:12ch;max-width:30ch}div.ng-view .ng-text.ng-wide{max-width:64ch}"
+    "div.ng-view .ng-line{padding-left:1.5em;text-indent:-1.5em}"
+    "div.ng-view code.ng-code{display:-webkit-box;-webkit-box-orient:vertical;-webkit-line-clamp:1;overflow:hidden;"
+    "white-space:pre-wrap;overflow-wrap:anywhere;min-width:30ch;max-width:64ch;"
+    "color:#555;background:none;border:0;padding:0;font-size:inherit}"
     "</style>"
 )
 _GRADIENT_LINES = 12  # a gradient with more leaves shows its first ones in a table cell
-# The arena table's columns and their shares of its width; "source" only when lines were noted.
-_COLUMNS = {
-    "index": 5,
-    "op": 11,
-    "parents": 7,
-    "shape, dtype": 12,
-    "gradient": 23,
-    "value": 21,
-    "key path": 11,
-    "source": 13,
-}
+# The arena table's columns; "source" only when lines were noted.
+_COLUMNS = ("index", "op", "parents", "shape, dtype", "gradient", "value", "key path", "source")
+
+
+def table_view(table: str) -> str:
+    """``table`` in the scrolling view its style rules are scoped to."""
+    return f'<div class="ng-view">{_STYLE}{table}</div>'
+
+
+def _text(text: str) -> str:
+    """A cell's text that wraps between words, in a column of bounded width."""
+    return f'<div class="ng-text">{text}</div>' if text else ""
 
 
 def describe_value(value: Any, limit: int = 4) -> str:
@@ -159,7 +169,7 @@ def _row(arena: Any, i: int, locations: Any) -> str:
         ", ".join(map(str, parents)),
         f"{_shape(value)} {dtype}" if dtype else _shape(value),
         gradient_html(arena, i),
-        describe_value(value, limit=3),
+        _text(describe_value(value, limit=3)),
         html.escape(arena.path_of(i)),
     ]
     if locations:
@@ -173,9 +183,7 @@ def arena_html(arena: Any, limit: int = 40) -> str:
     first and last ``limit // 2`` nodes with the middle elided."""
     n = len(arena.nodes)
     locations = arena.source_locations
-    columns = {h: w for h, w in _COLUMNS.items() if locations or h != "source"}
-    scale = 100 / sum(columns.values())
-    cols = "".join(f'<col style="width:{w * scale:.1f}%">' for w in columns.values())
+    columns = [h for h in _COLUMNS if locations or h != "source"]
     head = "<tr>" + "".join(f"<th>{h}</th>" for h in columns) + "</tr>"
     if n <= limit:
         rows = [_row(arena, i, locations) for i in range(n)]
@@ -190,7 +198,7 @@ def arena_html(arena: Any, limit: int = 40) -> str:
     requested = ", ".join(map(str, sorted(arena.last_gradients)))
     note = f"; gradients of nodes {requested} from the last backward" if requested else ""
     caption = f"<caption>Arena: {n} nodes, {arena.nbytes:,} bytes of arrays{note}</caption>"
-    return f'{_STYLE}<table class="ng-table ng-arena">{caption}<colgroup>{cols}</colgroup>{head}{"".join(rows)}</table>'
+    return table_view(f'<table class="ng-table ng-arena">{caption}{head}{"".join(rows)}</table>')
 
 
 def node_html(node: Any) -> str:
@@ -203,13 +211,13 @@ def node_html(node: Any) -> str:
         "dtype": _dtype(node.value),
         "key path": html.escape(node.path),
         "source": source_html(node.source) if node.source else "",
-        "value": describe_value(node.value, limit=8),
-        "gradient": "" if node.gradient is None else describe_value(node.gradient, limit=8),
+        "value": _text(describe_value(node.value, limit=8)),
+        "gradient": "" if node.gradient is None else _text(describe_value(node.gradient, limit=8)),
     }
     order = ["index", "op", "parents", "shape", "dtype", "gradient", "value", "key path", "source"]
     fields = {k: fields[k] for k in order}
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in fields.items())
-    return f'{_STYLE}<table class="ng-table">{rows}</table>'
+    return table_view(f'<table class="ng-table">{rows}</table>')
 
 
 class Summary:
@@ -231,7 +239,7 @@ class Summary:
     def _repr_html_(self) -> str:
         head = "<tr><th>key path</th><th>shape</th><th>dtype</th><th>L2 norm</th></tr>"
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows())
-        return f'{_STYLE}<table class="ng-table">{head}{body}</table>'
+        return table_view(f'<table class="ng-table">{head}{body}</table>')
 
     def __repr__(self) -> str:
         return "\n".join(f"{p:40s} {s:12s} {d:8s} {n}" for p, s, d, n in self.rows())

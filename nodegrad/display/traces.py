@@ -6,13 +6,12 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from nodegrad.display.tables import _STYLE
+from nodegrad.display.tables import table_view
 from nodegrad.transforms.replay import describe_instruction
 
 __all__ = ["trace_html"]
 
-# The columns and their shares of the table's width.
-_COLUMNS = {"step": 5, "writes": 10, "call": 55, "holds": 22, "checked": 8}
+_COLUMNS = ("step", "writes", "call", "holds", "checked")
 
 
 def _row(k: int, step: Any, describe: Any) -> str:
@@ -24,8 +23,13 @@ def _row(k: int, step: Any, describe: Any) -> str:
         writes, _, call = text.rpartition(" = ") if " = " in text and step.outs else ("", "", text)
         holds = ", ".join(step.values)
         checked = "shape" if any(shape is not None for shape in step.shapes) else ""
-    cells = [str(k), writes, call, holds, checked]
-    return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
+    # A call and the values it holds wrap between words; the short columns stay whole.
+    cells = [html.escape(str(k)), html.escape(writes), _wrapping(call, "ng-text ng-wide"), _wrapping(holds), checked]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def _wrapping(text: str, kind: str = "ng-text") -> str:
+    return f'<div class="{kind}">{html.escape(text)}</div>' if text else ""
 
 
 def trace_html(trace: Any, limit: int = 60) -> str:
@@ -33,8 +37,6 @@ def trace_html(trace: Any, limit: int = 60) -> str:
     long one), at most 1,000 px wide, with the signature and the number of checks above."""
     describe = describe_instruction
     steps = trace.instructions
-    scale = 100 / sum(_COLUMNS.values())
-    cols = "".join(f'<col style="width:{w * scale:.1f}%">' for w in _COLUMNS.values())
     head = "<tr>" + "".join(f"<th>{h}</th>" for h in _COLUMNS) + "</tr>"
     if len(steps) <= limit:
         rows = [_row(k, s, describe) for k, s in enumerate(steps)]
@@ -49,5 +51,4 @@ def trace_html(trace: Any, limit: int = 60) -> str:
     caption = (
         f"<caption>Replay trace of {html.escape(trace.signature)}: {len(steps)} steps, {trace.guards} checks</caption>"
     )
-    table = f'<table class="ng-table ng-arena">{caption}<colgroup>{cols}</colgroup>{head}{"".join(rows)}</table>'
-    return _STYLE + table
+    return table_view(f'<table class="ng-table ng-arena">{caption}{head}{"".join(rows)}</table>')
