@@ -14,6 +14,7 @@ from nodegrad.engine.arena import Arena, arena_with_nodes
 from nodegrad.engine.nodes import GradOp
 from nodegrad.engine.structure import leaves
 from nodegrad.engine.traced import Traced
+from nodegrad.errors import shown_location
 
 __all__ = ["Recording", "record_call"]
 
@@ -46,7 +47,7 @@ class Recording:
             return "recorded at an unknown line"
         path, _, line = location.rpartition(":")
         function = _function_at(path, int(line))
-        return f"recorded at {location}" + (f" in {function}" if function else "")
+        return f"recorded at {shown_location(path, int(line))}" + (f" in {function}" if function else "")
 
     def on_path(self) -> list[int]:
         """The op nodes between the differentiated arguments and the output, in order:
