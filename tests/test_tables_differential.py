@@ -120,6 +120,24 @@ def test_the_tester_catches_a_transform_that_reorders_rows(monkeypatch: pytest.M
     compile(script, "<repro>", "exec")
 
 
+def test_the_tester_catches_a_gradient_of_zeros(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Zeros:  # pandas' loss, and a gradient of zeros in df's shape
+        @staticmethod
+        def value_and_grad(fun: Any) -> Any:
+            def run(df: pd.DataFrame) -> Any:
+                floats = [c for c in df.columns if df[c].dtype.kind == "f"]
+                return fun(df), pd.DataFrame(0.0, index=df.index, columns=floats)
+
+            return run
+
+    monkeypatch.setattr(tables, "ng", Zeros)
+    programs = [p for p in map(random_program, program_seeds(12, SEED)) if p.loss is not None]
+    outcomes = [tables.check_grad(p) for p in programs]
+    assert {o.verdict for o in outcomes} <= {"agree", "differs"}
+    caught = [o for o in outcomes if o.verdict == "differs"]
+    assert caught and all(o.what == "gradient" and o.entry is not None for o in caught), outcomes
+
+
 def test_the_command_line_writes_a_report(tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     command = [sys.executable, "-m", "tests.fuzz.tables", "--programs", "2", "--checks", "vjp", "--no-shrink"]

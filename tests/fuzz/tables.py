@@ -84,7 +84,8 @@ DEFECTS = ("foreign", "unexplained", "differs")  # the verdicts that are defects
 SCALES = (1.0, 0.99, 1.015)  # vmap's examples: small enough that no drawn row filter switches
 EPS = 1e-6  # central differences' step; drawn floats are quarters, thresholds between them
 RTOL = 1e-12
-ENTRIES = 3  # float entries of df a gradient is checked at
+ENTRIES = 3  # float entries of df a gradient is checked at one by one
+DIRECTIONS = 2  # random directions it is checked along
 MAX_ROWS = 300
 SHRINK_BUDGET = 60  # checks run while shrinking one defect
 SHRINK_PER_CLASS = 3  # defects of one class shrunk; the others are counted only
@@ -1214,19 +1215,18 @@ def check_vjp(program: Program) -> Outcome:
     return differs("vjp", found, notes) if found else Outcome("vjp", "agree", notes=notes)
 
 
-def _central(f: Callable[[pd.DataFrame], float], df: pd.DataFrame, row: int, label: str) -> float | None:
-    """The derivative of ``f`` in one entry by central differences, or None at a kink (where
-    the one-sided differences part) or where pandas gives no finite value."""
-    base = df[label].to_numpy(dtype=float, copy=True)
+def _central(f: Callable[[pd.DataFrame], float], df: pd.DataFrame, direction: dict[str, np.ndarray]) -> float | None:
+    """The derivative of ``f`` at ``df`` along ``direction`` (column -> one number per row)
+    by central differences, or None at a kink (where the one-sided differences part) or
+    where pandas gives no finite value or refuses a neighbour (a row filter switched)."""
 
     def at(delta: float) -> float:
-        values = base.copy()
-        values[row] += delta
-        return float(quietly(lambda: f(df.assign(**{label: values}))))
+        moved = {c: df[c].to_numpy(dtype=float) + delta * v for c, v in direction.items()}
+        return float(quietly(lambda: f(df.assign(**moved))))
 
     try:
         f0, up, down = at(0.0), at(EPS), at(-EPS)
-    except Exception:  # pandas refuses a neighbour (a row filter switched under the step)
+    except Exception:
         return None
     if not np.isfinite([f0, up, down]).all():
         return None
@@ -1234,6 +1234,10 @@ def _central(f: Callable[[pd.DataFrame], float], df: pd.DataFrame, row: int, lab
     if abs(forward - backward) > 1e-3 * (1.0 + abs(central)):
         return None
     return central
+
+
+def _one_hot(df: pd.DataFrame, row: int, label: str) -> dict[str, np.ndarray]:
+    return {label: (np.arange(len(df)) == row).astype(float)}
 
 
 def _derivative_kind(name: str, got: float, want: float) -> str:
@@ -1249,12 +1253,18 @@ def _derivative_agrees(got: float, want: float, value: float) -> bool:
     return bool(abs(got - want) <= 1e-5 * (1.0 + abs(want)) + 1e-9 * abs(value))
 
 
-def _entries(program: Program, df: pd.DataFrame) -> list[tuple[int, str]]:
-    rng = np.random.default_rng(program.seed + 1)
-    found = [(r, c) for c in program.scaled for r in range(len(df)) if np.isfinite(df[c].iloc[r])]
-    if len(found) <= ENTRIES:
-        return found
-    return [found[i] for i in sorted(rng.choice(len(found), size=ENTRIES, replace=False))]
+def _entries(rng: np.random.Generator, g: pd.DataFrame, finite: dict[str, np.ndarray]) -> list[tuple[int, str]]:
+    """A few finite entries of df to check one by one: some the gradient says move the loss,
+    some drawn from all (where it may wrongly say they do not)."""
+    found = [(r, c) for c, mask in finite.items() for r in np.flatnonzero(mask).tolist()]
+    moving = [(r, c) for r, c in found if g[c].iloc[r] != 0.0]
+    chosen: list[tuple[int, str]] = []
+    for pool in (moving, found):
+        rest = [e for e in pool if e not in chosen]
+        if rest:
+            k = min(ENTRIES - 1 if pool is moving else ENTRIES, len(rest))
+            chosen += [rest[i] for i in sorted(rng.choice(len(rest), size=k, replace=False))]
+    return chosen
 
 
 def check_grad(program: Program) -> Outcome:
@@ -1273,8 +1283,22 @@ def check_grad(program: Program) -> Outcome:
     found = gradient_structure(g, df, program.scaled)
     if found:
         return differs("grad", found, notes)
-    for row, label in _entries(program, df):
-        expected = _central(loss, df, row, label)
+    rng = np.random.default_rng(program.seed + 1)
+    finite = {c: np.isfinite(df[c].to_numpy(dtype=float)) for c in program.scaled}
+    # Along random directions first: every finite entry at once, in three evaluations.
+    along = None
+    for _ in range(DIRECTIONS):
+        direction = {c: np.where(mask, rng.normal(size=len(df)), 0.0) for c, mask in finite.items()}
+        expected = _central(loss, df, direction)
+        got = sum(float(np.sum(g[c].to_numpy()[m] * direction[c][m])) for c, m in finite.items())
+        if expected is not None and not _derivative_agrees(got, expected, float(want)):
+            along = (_derivative_kind("gradient along a random direction", got, expected), f"{got!r} vs {expected!r}")
+            break
+    entries = _entries(rng, g, finite)
+    if along is not None:  # which entry: look at all of them
+        entries = [(r, c) for c, mask in finite.items() for r in np.flatnonzero(mask).tolist()][:40]
+    for row, label in entries:
+        expected = _central(loss, df, _one_hot(df, row, label))
         if expected is None:
             continue
         entry = float(g[label].iloc[row])
@@ -1284,6 +1308,8 @@ def check_grad(program: Program) -> Outcome:
             if np.isnan(entry) and df[program.scaled].isna().to_numpy().any():
                 kind += ", df holding NaN"
             return differs("grad", (kind, detail), notes, entry=(row, label))
+    if along is not None:
+        return differs("grad", along, notes)
     return Outcome("grad", "agree", notes=notes)
 
 
@@ -1622,7 +1648,7 @@ class HuntResult:
     refusals: Counter[tuple[str, str]] = attrs.Factory(Counter)  # (method, check) -> runs
     refused_where_vjp_agrees: Counter[tuple[str, str]] = attrs.Factory(Counter)  # of those, on programs vjp runs
     refused_same_rows: Counter[tuple[str, str]] = attrs.Factory(Counter)  # of those, vmap's with one index
-    refusal_texts: dict[str, str] = attrs.Factory(dict)  # method -> one message
+    refusal_texts: dict[str, str] = attrs.Factory(dict)  # method -> the first program's seed and message
     notes: Counter[str] = attrs.Factory(Counter)
     drawn: Counter[str] = attrs.Factory(Counter)  # family -> programs holding it
     defective: Counter[str] = attrs.Factory(Counter)  # family -> programs holding it with a defect
@@ -1682,7 +1708,7 @@ def hunt(
                     result.refusals[outcome.what, check] += 1
                     result.refused_where_vjp_agrees[outcome.what, check] += eager
                     result.refused_same_rows[outcome.what, check] += outcome.same_rows
-                    result.refusal_texts.setdefault(outcome.what, outcome.detail)
+                    result.refusal_texts.setdefault(outcome.what, f"seed {seed}: {outcome.detail}")
                 if not outcome.defect:
                     continue
                 small, found, shrinking = program, outcome, shrunk[outcome.key] < shrink_per_class
@@ -1751,13 +1777,13 @@ def report(result: HuntResult, title: str = "", shown: int = 2) -> str:
         parts.append(
             "Runs on programs whose vjp agrees; vmap's where pandas' output has one index for every example.\n"
         )
-        parts.append("| method | runs | checks | vjp agrees | one index | message |")
+        parts.append("| method | runs | checks | vjp agrees | one index | first program and message |")
         parts.append("|---|---|---|---|---|---|")
         methods: dict[str, Counter[str]] = {}
         for (method, check), n in result.refusals.items():
             methods.setdefault(method, Counter())[check] += n
         for method, checks in sorted(methods.items(), key=lambda kv: -kv[1].total()):
-            text = result.refusal_texts.get(method, "").replace("|", "/")[:160]
+            text = result.refusal_texts.get(method, "").replace("|", "/")[:200]
             where = ", ".join(f"{c} x{n}" for c, n in checks.items())
             eager = sum(n for (m, _), n in result.refused_where_vjp_agrees.items() if m == method)
             same = sum(n for (m, _), n in result.refused_same_rows.items() if m == method)
