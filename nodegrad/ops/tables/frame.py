@@ -76,7 +76,7 @@ class Frame(FrameArithmetic):
     c    2.0
     """
 
-    __slots__ = ("_columns", "_index", "_rows")
+    __slots__ = ("_columns", "_index", "_label_dtype", "_rows")
     __pandas_priority__ = 5000  # pandas' own operators give way: dataframe + f is ours
 
     def __init__(self, data: Mapping[Hashable, Any] | Frame | Any = None, index: Any = None) -> None:
@@ -108,6 +108,7 @@ class Frame(FrameArithmetic):
             raise ShapeError(msg)
         self._columns = columns
         self._rows = rows
+        self._label_dtype = None  # the column labels' dtype where no label says it (no columns)
 
     # -- what it is ---------------------------------------------------------------------------
     @property
@@ -118,6 +119,8 @@ class Frame(FrameArithmetic):
     @property
     def columns(self) -> Any:
         """The column labels (a pandas Index), in order."""
+        if not self._columns and self._label_dtype is not None:
+            return pandas().Index([], dtype=self._label_dtype)
         return pandas().Index(list(self._columns))  # labels that are all tuples: a MultiIndex, as pandas
 
     @property
@@ -487,7 +490,9 @@ class _Indexer:
         picked = [labels[k] for k in chosen.to_numpy()]
         if index is None:
             return frame._row(positions, picked)
-        return Frame({label: take_rows(frame._columns[label], positions) for label in picked}, index=index)
+        made = Frame({label: take_rows(frame._columns[label], positions) for label in picked}, index=index)
+        made._label_dtype = frame.columns.dtype
+        return made
 
 
 def _is_row_label(frame: Frame, key: tuple[Any, ...]) -> bool:

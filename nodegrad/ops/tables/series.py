@@ -356,7 +356,7 @@ class Series(SeriesMethods):
         return self
 
     def __abs__(self) -> Series:
-        return self._like(abs(self._values))
+        return self._like(missing_apart(np.abs, self._values))
 
     def __invert__(self) -> Series:
         return self._like(~self._values)

@@ -21,6 +21,7 @@ from nodegrad.ops.tables.common import (
     as_index,
     from_pandas,
     holds_handles,
+    missing_apart,
     no_gradient,
     pandas,
     plain_values,
@@ -153,7 +154,7 @@ class SeriesMethods:
         """Each value minus the one ``periods`` rows before."""
         if self._plain():
             return self._pandas_call("diff", periods)
-        return self._like(self._values - self.shift(periods)._values)
+        return self._like(missing_apart(np.subtract, self._values, self.shift(periods)._values))
 
     def abs(self) -> Any:
         """The absolute values."""

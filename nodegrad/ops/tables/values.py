@@ -90,7 +90,7 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     if not data and labels:
         return None  # a gradient of a table holding no floats: None, as for any such entry
     kept = [label for label in labels if label in data]
-    return pandas().DataFrame(data, index=template.index, columns=pandas().Index(kept) if kept else None)
+    return pandas().DataFrame(data, index=template.index, columns=pandas().Index(kept) if kept else template.columns)
 
 
 def _ours_labels(frame: Frame) -> list[Hashable]:
