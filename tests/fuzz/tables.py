@@ -559,7 +559,10 @@ class Draw:
 
     def _series(self, var: str, frame: pd.DataFrame, depth: int) -> str | None:
         a = self.series(var, frame, depth)
-        lo, hi = sorted(self.pick([-1.0, -0.5, 0.0, 0.5, 1.5]) + d for d in (0.0, self.pick([0.5, 1.0, 2.0])))
+        # Bounds off the quarters the floats are drawn on: no entry sits on one, where clip's
+        # derivative is a choice (and central differences see whatever the steps after make of it).
+        lo = self.pick([-1.1, -0.6, 0.1, 0.6, 1.6])
+        hi = round(lo + self.pick([0.5, 1.0, 2.0]), 1)
         options = [f"{a}.clip({lo}, {hi})", f"{a}.clip(lower={lo})", f"{a}.clip(upper={hi})", f"{a}.astype('float64')"]
         mask = self.mask(var, frame, 0)
         if mask is not None:
