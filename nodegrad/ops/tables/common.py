@@ -32,6 +32,7 @@ from nodegrad.errors import (
 
 __all__ = [
     "MAKERS",
+    "NUMPY_METHODS",
     "aligned",
     "as_index",
     "check_key",
@@ -218,6 +219,14 @@ def row_positions(index: Any, key: Any, how: str, where: str = "Frame") -> tuple
     if isinstance(found, pd.Series):
         return found.to_numpy(), found.index
     return int(found), None
+
+
+#: numpy functions pandas answers with the object's own method (numpy calls ``s.sum(...)``).
+NUMPY_METHODS: dict[Any, str] = {
+    np.sum: "sum", np.mean: "mean", np.std: "std", np.var: "var", np.min: "min", np.max: "max",
+    np.amin: "min", np.amax: "max", np.prod: "prod", np.cumsum: "cumsum", np.cumprod: "cumprod",
+    np.round: "round", np.around: "round", np.clip: "clip", np.argmax: "argmax", np.argmin: "argmin",
+}  # fmt: skip
 
 
 #: The table types, filled by their modules: ``"Series"`` and ``"Frame"``.

@@ -38,11 +38,12 @@ from nodegrad.ops.tables.frame_arithmetic import FrameArithmetic
 from nodegrad.ops.tables.groupby import FrameGroupBy
 from nodegrad.ops.tables.joins import merged
 from nodegrad.ops.tables.series import Series
+from nodegrad.ops.tables.spelling import Selection
 
 __all__ = ["Frame"]
 
 
-class Frame(FrameArithmetic):
+class Frame(Selection, FrameArithmetic):
     """A table of columns inside a transform: what a pandas DataFrame argument is there,
     with pandas' spelling and pandas' answers for the steps of a pipeline.
 
@@ -87,7 +88,7 @@ class Frame(FrameArithmetic):
             data = dict(data._columns)
         elif isinstance(data, pd.DataFrame):
             index = data.index if index is None else index
-            data = {label: column_values(data[label]) for label in _unique_labels(data)}
+            data = {label: column_values(data[label]) for label in unique_labels(data)}
         elif index is None:
             index = next((v.index for v in data.values() if isinstance(v, Series | pd.Series)), None)
         columns = {}
@@ -317,6 +318,9 @@ class Frame(FrameArithmetic):
         return func(self, *args, **kwargs)
 
     # -- rows -----------------------------------------------------------------------------------
+    def _indexer(self, how: str) -> _Indexer:
+        return _Indexer(self, how)
+
     def _rows_at(self, positions: Any, index: Any) -> Frame:
         """The rows at ``positions`` (an integer array; -1 gives a row of NaN), labelled ``index``."""
         return Frame({label: take_rows(v, positions) for label, v in self._columns.items()}, index=index)
@@ -330,34 +334,6 @@ class Frame(FrameArithmetic):
             if not is_float(self._columns[label]) and Series(self._columns[label]).dtype.kind not in "biu":
                 raise no_gradient("Frame", "loc", f"a row of mixed columns ({label!r} is not numeric)")
         return Series(np.stack(values), index=pandas().Index(labels, tupleize_cols=False), name=self._index[position])
-
-    @property
-    def loc(self) -> _Indexer:
-        """Rows (and columns) by label: labels, lists, slices, masks, ``[rows, columns]``."""
-        return _Indexer(self, "loc")
-
-    @property
-    def iloc(self) -> _Indexer:
-        """Rows (and columns) by position: ints, lists, slices, masks, ``[rows, columns]``."""
-        return _Indexer(self, "iloc")
-
-    @property
-    def at(self) -> _Indexer:
-        """One value by row and column label."""
-        return _Indexer(self, "loc")
-
-    @property
-    def iat(self) -> _Indexer:
-        """One value by row and column position."""
-        return _Indexer(self, "iloc")
-
-    def head(self, n: int = 5) -> Frame:
-        """The first ``n`` rows."""
-        return self.iloc[:n]
-
-    def tail(self, n: int = 5) -> Frame:
-        """The last ``n`` rows."""
-        return self.iloc[max(self._rows - n, 0) :] if n >= 0 else self.iloc[-n:]
 
     def sort_values(self, by: Any, *, ascending: Any = True, kind: str = "quicksort", **kwargs: Any) -> Frame:
         """The rows in the order of the column(s) ``by``, by pandas' own sort of their plain
@@ -503,7 +479,8 @@ def _is_row_label(frame: Frame, key: tuple[Any, ...]) -> bool:
         return False
 
 
-def _unique_labels(table: Any) -> list[Hashable]:
+def unique_labels(table: Any) -> list[Hashable]:
+    """A DataFrame's column labels, refused where one repeats (a column is found by its label)."""
     labels = list(table.columns)
     if len(set(labels)) != len(labels):
         msg = f"a DataFrame with repeated column labels {labels} cannot be taken apart by label"

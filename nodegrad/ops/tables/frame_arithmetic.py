@@ -18,6 +18,7 @@ import numpy as np
 from nodegrad.errors import NodegradError, StructureError, user_location
 from nodegrad.ops.tables.common import (
     MAKERS,
+    NUMPY_METHODS,
     aligned,
     as_index,
     dtype_carrier,
@@ -33,17 +34,12 @@ from nodegrad.ops.tables.common import (
 )
 from nodegrad.ops.tables.reductions import REDUCTIONS, reduce_values
 from nodegrad.ops.tables.series import Series
+from nodegrad.ops.tables.spelling import Operators
 
 __all__ = ["FrameArithmetic"]
 
-_NUMPY_METHODS: dict[Any, str] = {
-    np.sum: "sum", np.mean: "mean", np.std: "std", np.var: "var", np.min: "min", np.max: "max",
-    np.amin: "min", np.amax: "max", np.prod: "prod", np.cumsum: "cumsum", np.round: "round",
-    np.around: "round", np.clip: "clip",
-}  # fmt: skip
 
-
-class FrameArithmetic:
+class FrameArithmetic(Operators):
     """What a table does column by column; the class :class:`~nodegrad.ops.tables.frame.Frame`
     builds on (its ``_columns``, ``_index``, ``_rows``, ``_plain`` and ``_pandas``)."""
 
@@ -132,74 +128,6 @@ class FrameArithmetic:
             found[label] = pair(left, series._values[b] if b >= 0 else np.nan)
         return self._made(found)
 
-    def __add__(self, other: Any) -> Any:
-        return self._binary(other, operator.add, "add")
-
-    def __radd__(self, other: Any) -> Any:
-        return self._binary(other, operator.add, "add", reflected=True)
-
-    def __sub__(self, other: Any) -> Any:
-        return self._binary(other, operator.sub, "sub")
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._binary(other, operator.sub, "sub", reflected=True)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._binary(other, operator.mul, "mul")
-
-    def __rmul__(self, other: Any) -> Any:
-        return self._binary(other, operator.mul, "mul", reflected=True)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._binary(other, operator.truediv, "truediv")
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return self._binary(other, operator.truediv, "truediv", reflected=True)
-
-    def __floordiv__(self, other: Any) -> Any:
-        return self._binary(other, operator.floordiv, "floordiv")
-
-    def __rfloordiv__(self, other: Any) -> Any:
-        return self._binary(other, operator.floordiv, "floordiv", reflected=True)
-
-    def __mod__(self, other: Any) -> Any:
-        return self._binary(other, operator.mod, "mod")
-
-    def __rmod__(self, other: Any) -> Any:
-        return self._binary(other, operator.mod, "mod", reflected=True)
-
-    def __pow__(self, other: Any) -> Any:
-        return self._binary(other, operator.pow, "pow")
-
-    def __rpow__(self, other: Any) -> Any:
-        return self._binary(other, operator.pow, "pow", reflected=True)
-
-    def __and__(self, other: Any) -> Any:
-        return self._binary(other, operator.and_, "and")
-
-    def __or__(self, other: Any) -> Any:
-        return self._binary(other, operator.or_, "or")
-
-    def __lt__(self, other: Any) -> Any:
-        return self._binary(other, operator.lt, "lt")
-
-    def __le__(self, other: Any) -> Any:
-        return self._binary(other, operator.le, "le")
-
-    def __gt__(self, other: Any) -> Any:
-        return self._binary(other, operator.gt, "gt")
-
-    def __ge__(self, other: Any) -> Any:
-        return self._binary(other, operator.ge, "ge")
-
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._binary(other, operator.eq, "eq")
-
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._binary(other, operator.ne, "ne")
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __neg__(self) -> Any:
         return self._columnwise(operator.neg)
 
@@ -234,8 +162,8 @@ class FrameArithmetic:
         raise no_gradient("Frame", f"np.{ufunc.__name__}", "call it on the columns")
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        method = _NUMPY_METHODS.get(func)
-        if method is not None and args and args[0] is self:
+        method = NUMPY_METHODS.get(func)
+        if method is not None and args and args[0] is self and hasattr(pandas().DataFrame, method):
             passed = {k: v for k, v in kwargs.items() if v is not None and v is not np._NoValue}
             if method in REDUCTIONS and "axis" not in passed:
                 passed["axis"] = None  # numpy reduces over every entry; pandas' default is by column

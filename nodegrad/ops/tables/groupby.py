@@ -109,7 +109,58 @@ class _Groups:
         return take_rows(per_group, at)
 
 
-class FrameGroupBy:
+class _Aggregations:
+    """The aggregations by name, each one call of the class's ``_each(name, **options)``."""
+
+    def _each(self, name: str, **options: Any) -> Any:
+        raise NotImplementedError
+
+    def sum(self, **options: Any) -> Any:
+        """The sum per group (NaN skipped)."""
+        return self._each("sum", **options)
+
+    def mean(self, **options: Any) -> Any:
+        """The mean per group, over the values present."""
+        return self._each("mean", **options)
+
+    def min(self, **options: Any) -> Any:
+        """The smallest value per group."""
+        return self._each("min", **options)
+
+    def max(self, **options: Any) -> Any:
+        """The largest value per group."""
+        return self._each("max", **options)
+
+    def std(self, ddof: int = 1) -> Any:
+        """The standard deviation per group (``ddof=1``)."""
+        return self._each("std", ddof=ddof)
+
+    def var(self, ddof: int = 1) -> Any:
+        """The variance per group (``ddof=1``)."""
+        return self._each("var", ddof=ddof)
+
+    def prod(self, **options: Any) -> Any:
+        """The product per group (of plain columns)."""
+        return self._each("prod", **options)
+
+    def count(self) -> Any:
+        """The number of values present per group."""
+        return self._each("count")
+
+    def size(self) -> Any:
+        """Each group's number of rows."""
+        return self._each("size")
+
+    def first(self) -> Any:
+        """The first value present per group."""
+        return self._each("first")
+
+    def last(self) -> Any:
+        """The last value present per group."""
+        return self._each("last")
+
+
+class FrameGroupBy(_Aggregations):
     """``frame.groupby(by)``: aggregations of the columns other than the keys."""
 
     def __init__(
@@ -167,50 +218,6 @@ class FrameGroupBy:
         found = {label: self._groups.aggregate(self._frame, label, name, **options) for label in self._columns()}
         return self._result(found)
 
-    def sum(self, **options: Any) -> Any:
-        """Each column's sum per group (NaN skipped)."""
-        return self._each("sum", **options)
-
-    def mean(self, **options: Any) -> Any:
-        """Each column's mean per group, over its values present."""
-        return self._each("mean", **options)
-
-    def min(self, **options: Any) -> Any:
-        """Each column's smallest value per group."""
-        return self._each("min", **options)
-
-    def max(self, **options: Any) -> Any:
-        """Each column's largest value per group."""
-        return self._each("max", **options)
-
-    def std(self, ddof: int = 1) -> Any:
-        """Each column's standard deviation per group (``ddof=1``)."""
-        return self._each("std", ddof=ddof)
-
-    def var(self, ddof: int = 1) -> Any:
-        """Each column's variance per group (``ddof=1``)."""
-        return self._each("var", ddof=ddof)
-
-    def prod(self, **options: Any) -> Any:
-        """Each column's product per group (plain columns)."""
-        return self._each("prod", **options)
-
-    def count(self) -> Any:
-        """Each column's number of values present per group."""
-        return self._each("count")
-
-    def size(self) -> Any:
-        """Each group's number of rows."""
-        return self._each("size")
-
-    def first(self) -> Any:
-        """Each column's first value present per group."""
-        return self._each("first")
-
-    def last(self) -> Any:
-        """Each column's last value present per group."""
-        return self._each("last")
-
     def agg(self, func: Any = None, **named: Any) -> Any:
         """Aggregations by name: one for every column (``"sum"``), several (a list: columns
         labelled ``(column, name)``), by column (a dict), or named (``total=("x", "sum")``)."""
@@ -249,7 +256,7 @@ class FrameGroupBy:
         return MAKERS["Frame"](found, index=self._frame._index)
 
 
-class SeriesGroupBy:
+class SeriesGroupBy(_Aggregations):
     """``frame.groupby(by)["x"]``: one column's aggregations by group, each a Series."""
 
     def __init__(self, parent: FrameGroupBy, label: Hashable, name: Hashable = ...) -> None:
@@ -268,50 +275,6 @@ class SeriesGroupBy:
         if not parent._as_index:
             return parent._result({self._label: found})
         return self._series(found, parent._groups.labels)
-
-    def sum(self, **options: Any) -> Any:
-        """The column's sum per group."""
-        return self._each("sum", **options)
-
-    def mean(self, **options: Any) -> Any:
-        """The column's mean per group."""
-        return self._each("mean", **options)
-
-    def min(self, **options: Any) -> Any:
-        """The column's smallest value per group."""
-        return self._each("min", **options)
-
-    def max(self, **options: Any) -> Any:
-        """The column's largest value per group."""
-        return self._each("max", **options)
-
-    def std(self, ddof: int = 1) -> Any:
-        """The column's standard deviation per group."""
-        return self._each("std", ddof=ddof)
-
-    def var(self, ddof: int = 1) -> Any:
-        """The column's variance per group."""
-        return self._each("var", ddof=ddof)
-
-    def prod(self, **options: Any) -> Any:
-        """The column's product per group (plain columns)."""
-        return self._each("prod", **options)
-
-    def count(self) -> Any:
-        """The column's number of values present per group."""
-        return self._each("count")
-
-    def size(self) -> Any:
-        """Each group's number of rows."""
-        return self._each("size")
-
-    def first(self) -> Any:
-        """The column's first value present per group."""
-        return self._each("first")
-
-    def last(self) -> Any:
-        """The column's last value present per group."""
-        return self._each("last")
 
     def agg(self, func: Any = None, **named: Any) -> Any:
         """An aggregation by name, or several (a list: a table with a column per name)."""

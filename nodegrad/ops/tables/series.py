@@ -31,6 +31,7 @@ from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (
     MAKERS,
+    NUMPY_METHODS,
     aligned,
     as_index,
     column_values,
@@ -50,22 +51,17 @@ from nodegrad.ops.tables.common import (
     to_values,
 )
 from nodegrad.ops.tables.series_methods import SeriesMethods
+from nodegrad.ops.tables.spelling import Operators
 
 __all__ = ["Series"]
 
-#: numpy functions pandas answers with the Series' own method (numpy calls ``s.sum(...)``).
-_NUMPY_METHODS: dict[Any, str] = {
-    np.sum: "sum", np.mean: "mean", np.std: "std", np.var: "var", np.min: "min", np.max: "max",
-    np.amin: "min", np.amax: "max", np.prod: "prod", np.cumsum: "cumsum", np.cumprod: "cumprod",
-    np.round: "round", np.around: "round", np.clip: "clip", np.argmax: "argmax", np.argmin: "argmin",
-}  # fmt: skip
 
 _COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
 _ARITHMETIC = {"add", "sub", "mul", "truediv", "pow", "mod"}
 _SAME = object()
 
 
-class Series(SeriesMethods):
+class Series(Operators, SeriesMethods):
     """A column of a table inside a transform: pandas' Series over nodegrad's values.
 
     What ``frame["x"]``, ``frame.groupby(k)["x"].sum()`` and a pandas Series argument are
@@ -266,83 +262,6 @@ class Series(SeriesMethods):
             return Series(missing_apart(pair, mine, theirs), index=index, name=label)
         return Series(pair(mine, theirs), index=index, name=label)
 
-    def __add__(self, other: Any) -> Any:
-        return self._binary(other, operator.add, "add")
-
-    def __radd__(self, other: Any) -> Any:
-        return self._binary(other, operator.add, "add", reflected=True)
-
-    def __sub__(self, other: Any) -> Any:
-        return self._binary(other, operator.sub, "sub")
-
-    def __rsub__(self, other: Any) -> Any:
-        return self._binary(other, operator.sub, "sub", reflected=True)
-
-    def __mul__(self, other: Any) -> Any:
-        return self._binary(other, operator.mul, "mul")
-
-    def __rmul__(self, other: Any) -> Any:
-        return self._binary(other, operator.mul, "mul", reflected=True)
-
-    def __truediv__(self, other: Any) -> Any:
-        return self._binary(other, operator.truediv, "truediv")
-
-    def __rtruediv__(self, other: Any) -> Any:
-        return self._binary(other, operator.truediv, "truediv", reflected=True)
-
-    def __floordiv__(self, other: Any) -> Any:
-        return self._binary(other, operator.floordiv, "floordiv")
-
-    def __rfloordiv__(self, other: Any) -> Any:
-        return self._binary(other, operator.floordiv, "floordiv", reflected=True)
-
-    def __mod__(self, other: Any) -> Any:
-        return self._binary(other, operator.mod, "mod")
-
-    def __rmod__(self, other: Any) -> Any:
-        return self._binary(other, operator.mod, "mod", reflected=True)
-
-    def __pow__(self, other: Any) -> Any:
-        return self._binary(other, operator.pow, "pow")
-
-    def __rpow__(self, other: Any) -> Any:
-        return self._binary(other, operator.pow, "pow", reflected=True)
-
-    def __and__(self, other: Any) -> Any:
-        return self._binary(other, operator.and_, "and")
-
-    def __rand__(self, other: Any) -> Any:
-        return self._binary(other, operator.and_, "and", reflected=True)
-
-    def __or__(self, other: Any) -> Any:
-        return self._binary(other, operator.or_, "or")
-
-    def __ror__(self, other: Any) -> Any:
-        return self._binary(other, operator.or_, "or", reflected=True)
-
-    def __xor__(self, other: Any) -> Any:
-        return self._binary(other, operator.xor, "xor")
-
-    def __lt__(self, other: Any) -> Any:
-        return self._binary(other, operator.lt, "lt")
-
-    def __le__(self, other: Any) -> Any:
-        return self._binary(other, operator.le, "le")
-
-    def __gt__(self, other: Any) -> Any:
-        return self._binary(other, operator.gt, "gt")
-
-    def __ge__(self, other: Any) -> Any:
-        return self._binary(other, operator.ge, "ge")
-
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._binary(other, operator.eq, "eq")
-
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._binary(other, operator.ne, "ne")
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __matmul__(self, other: Any) -> Any:
         return self.dot(other)
 
@@ -402,7 +321,7 @@ class Series(SeriesMethods):
         return Series(result, index=first._index, name=name)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        method = _NUMPY_METHODS.get(func)
+        method = NUMPY_METHODS.get(func)
         if method is not None and args and args[0] is self:
             passed = {k: v for k, v in kwargs.items() if v is not None and v is not np._NoValue}
             passed.pop("axis", None)

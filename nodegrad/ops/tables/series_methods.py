@@ -32,11 +32,12 @@ from nodegrad.ops.tables.common import (
 )
 from nodegrad.ops.tables.groupby import series_groupby
 from nodegrad.ops.tables.reductions import REDUCTIONS, cumulative, reduce_values, windows
+from nodegrad.ops.tables.spelling import Selection
 
 __all__ = ["Rolling", "SeriesMethods"]
 
 
-class SeriesMethods:
+class SeriesMethods(Selection):
     """The methods of a column; :class:`~nodegrad.ops.tables.series.Series` builds on it (its
     ``_values``, ``_index``, ``_name``, ``_plain``, ``_pandas``, ``_like``, ``_pandas_call``)."""
 
@@ -275,6 +276,9 @@ class SeriesMethods:
         return self._like(self._values, index=as_index(labels))
 
     # -- rows -----------------------------------------------------------------------------------
+    def _indexer(self, how: str) -> _Indexer:
+        return _Indexer(self, how)
+
     def _rows(self, positions: Any, index: Any) -> Any:
         return self._like(take_rows(self._values, positions), index=index)
 
@@ -283,34 +287,6 @@ class SeriesMethods:
             key = key(self)
         positions, index = row_positions(self._index, to_pandas(key, "a row key"), "getitem")
         return self._values[positions] if index is None else self._rows(positions, index)
-
-    @property
-    def loc(self) -> _Indexer:
-        """Rows by label: a label, a list, a slice of labels, a boolean mask."""
-        return _Indexer(self, "loc")
-
-    @property
-    def iloc(self) -> _Indexer:
-        """Rows by position: an int, a list, a slice, a boolean mask."""
-        return _Indexer(self, "iloc")
-
-    @property
-    def at(self) -> _Indexer:
-        """One value by label."""
-        return _Indexer(self, "loc")
-
-    @property
-    def iat(self) -> _Indexer:
-        """One value by position."""
-        return _Indexer(self, "iloc")
-
-    def head(self, n: int = 5) -> Any:
-        """The first ``n`` rows."""
-        return self.iloc[:n]
-
-    def tail(self, n: int = 5) -> Any:
-        """The last ``n`` rows."""
-        return self.iloc[max(len(self) - n, 0) :] if n >= 0 else self.iloc[-n:]
 
     def _ordered(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """The rows pandas' method ``name`` keeps, in its order: pandas runs it on the plain

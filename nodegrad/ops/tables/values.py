@@ -28,10 +28,10 @@ from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.staged import Staged
 from nodegrad.engine.traced import DEFERS_TO, ON_PANDAS
-from nodegrad.errors import ShapeError, StructureError
+from nodegrad.errors import ShapeError
 from nodegrad.ops.sealed import Sealed, index_key
 from nodegrad.ops.tables.common import column_values, pandas
-from nodegrad.ops.tables.frame import Frame
+from nodegrad.ops.tables.frame import Frame, unique_labels
 from nodegrad.ops.tables.series import Series
 
 __all__ = ["as_tables"]
@@ -60,14 +60,6 @@ def as_tables(value: Any) -> Any:
 
 
 # -- the handlers ---------------------------------------------------------------------------------
-
-
-def _frame_labels(frame: Any) -> list[Hashable]:
-    labels = list(frame.columns)
-    if len(set(labels)) != len(labels):
-        msg = f"a DataFrame with repeated column labels {labels} cannot be taken apart by label"
-        raise StructureError(msg)
-    return labels
 
 
 def _frame_column(frame: Any, label: Hashable) -> Any:
@@ -153,7 +145,7 @@ def _handler_for(cls: type) -> Handler | None:
     subclasses); ``None`` (a leaf) for any other."""
     pd = importlib.import_module("pandas")
     if issubclass(cls, pd.DataFrame):
-        handler = _map_handler(_frame_labels, _frame_column, _frame_build, "table")
+        handler = _map_handler(unique_labels, _frame_column, _frame_build, "table")
     elif issubclass(cls, pd.Series):
         handler = _map_handler(_series_labels, _series_column, _series_build, "column")
     else:
