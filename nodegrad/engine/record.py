@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INTERPRETERS",
     "LEAN_BYTES",
+    "OPERANDS",
     "RERUNS",
     "SealedNodes",
     "append_leaves",
@@ -45,6 +46,7 @@ __all__ = [
     "call_atomically",
     "composite",
     "guarded",
+    "guarded_structure",
     "inner_arena",
     "interpreting",
     "is_array_subclass",
@@ -454,28 +456,28 @@ def _as_operands(values: Any) -> Any:
         kind = type(v)
         if kind in OPERANDS:
             v, found = OPERANDS[kind](v), True
-        elif kind is list or kind is tuple:
-            inner = _as_operands(v)
-            if inner is not None:
-                v, found = kind(inner), True
+        elif (kind is list or kind is tuple) and any(type(u) in OPERANDS for u in v):  # (one level: ng.stack)
+            v, found = kind(OPERANDS[type(u)](u) if type(u) in OPERANDS else u for u in v), True
         made.append(v)
     return made if found else None
 
 
-def guarded(fn: F) -> F:
+def guarded(fn: F, operands: bool = True) -> F:
     """Make ``fn``, a public function that reads its arguments before it records (axes,
     shapes, index lists, options), raise nodegrad errors only: a builtin exception that
     escapes it becomes the nodegrad error of its kind naming ``fn`` and the user's line,
     with the original as its ``__cause__``; a structure too deep (or cyclic) to walk
-    raises the walker's StructureError, naming ``fn``."""
+    raises the walker's StructureError, naming ``fn``. Its arguments of an
+    :data:`OPERANDS` type reach it as what they stand for, unless ``operands`` is False (a
+    function of structures, which takes a table as a table)."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        if OPERANDS:
-            operands = _as_operands(args)
-            if operands is not None:
-                args = tuple(operands)
+        if OPERANDS and operands:
+            found = _as_operands(args)
+            if found is not None:
+                args = tuple(found)
         try:
             return fn(*args, **kwargs)
         except UnwalkableError as exc:
@@ -500,6 +502,11 @@ def guarded(fn: F) -> F:
 
     checked.guarded = True  # type: ignore[attr-defined]
     return checked  # type: ignore[return-value]
+
+
+def guarded_structure(fn: F) -> F:
+    """:func:`guarded` for a function of structures: a table reaches it as a table."""
+    return guarded(fn, operands=False)
 
 
 def composite(fn: F) -> F:

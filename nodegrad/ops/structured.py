@@ -23,7 +23,7 @@ import numpy as np
 
 from nodegrad.engine.cotangents import StructCotangent
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import guarded, record, record1
+from nodegrad.engine.record import guarded, guarded_structure, record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.structure import (
     LEAF,
@@ -274,7 +274,7 @@ def _float_arrays(found: list[Any]) -> bool:
     return True
 
 
-@guarded
+@guarded_structure
 def pack(value: Any) -> Any:
     """Record a constructor node for a structure holding traced values, bottom-up.
 

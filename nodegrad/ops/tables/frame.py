@@ -329,7 +329,7 @@ class Frame(Selection, FrameArithmetic):
         """One row as pandas gives it: a Series indexed by the column labels."""
         values = [self._columns[label][position] for label in labels]
         if all(not is_handle(v) for v in values):
-            return from_pandas(self._pandas()[labels].iloc[position])
+            return from_pandas(self[labels]._pandas().iloc[position])
         for label in labels:
             if not is_float(self._columns[label]) and Series(self._columns[label]).dtype.kind not in "biu":
                 raise no_gradient("Frame", "loc", f"a row of mixed columns ({label!r} is not numeric)")

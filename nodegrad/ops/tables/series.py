@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.record import OPERANDS
-from nodegrad.engine.staged import FOREIGN
+from nodegrad.engine.staged import FOREIGN, Staged
 from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (
@@ -46,6 +46,7 @@ from nodegrad.ops.tables.common import (
     no_gradient,
     pandas,
     pandas_step,
+    plain_values,
     take_rows,
     to_pandas,
     to_values,
@@ -200,7 +201,12 @@ class Series(Operators, SeriesMethods):
 
     # -- pandas where the values are plain ----------------------------------------------------
     def _plain(self) -> bool:
-        return not is_handle(self._values)
+        """Whether the values are plain (so pandas' own method answers). A static column a
+        replay stages is read, so that pandas answers (the call runs eagerly)."""
+        values = self._values
+        if type(values) is Staged and values.dtype.kind not in "fc":
+            plain_values(values, "a pandas method of a static column")
+        return not is_handle(values)
 
     def _pandas(self) -> Any:
         """This Series as a pandas Series (its values plain)."""
@@ -269,7 +275,9 @@ class Series(Operators, SeriesMethods):
         return np.matmul(to_values(other), self._values)
 
     def __neg__(self) -> Series:
-        return self._like(-self._values)
+        if self._plain():
+            return from_pandas(-self._pandas())
+        return self._like(~self._values if self.dtype == np.bool_ else -self._values)  # (pandas' -mask is ~mask)
 
     def __pos__(self) -> Series:
         return self

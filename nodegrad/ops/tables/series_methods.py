@@ -325,9 +325,12 @@ class SeriesMethods(Selection):
     def _condition(self, cond: Any) -> Any:
         cond = from_pandas(cond)
         if isinstance(cond, MAKERS["Series"]):
-            if not cond._index.equals(self._index):
-                cond = from_pandas(cond._pandas().reindex(self._index, fill_value=False))
-            cond = cond._values
+            pairing = aligned(self._index, cond._index, join="left")
+            if pairing is None:
+                cond = cond._values
+            else:  # placed by label, as pandas places it: False for a label the condition lacks
+                at = pairing[1]
+                cond = np.where(at >= 0, cond._values[np.maximum(at, 0)], False)
         cond = np.asarray(cond) if isinstance(cond, list) else cond
         return cond if type(cond) is Batched else plain_values(cond, "a condition")  # (a batched mask: per example)
 
