@@ -36,6 +36,7 @@ __all__ = [
     "ArrayFace",
     "Traced",
     "describe",
+    "meet_pandas",
     "next_stamp",
     "read",
     "unwrap",
