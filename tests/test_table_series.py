@@ -264,3 +264,17 @@ def test_a_plain_data_frame_meets_a_table_as_pandas_would() -> None:
     plain = frame[["cost"]] * 3.0
     got, _ = ng.vjp(lambda f: plain + f[["cost"]], frame)
     _same(got, plain + frame[["cost"]])
+
+
+def test_under_vmap_a_choice_of_rows_the_examples_share_is_made_once() -> None:
+    frame = pd.DataFrame({"x": [3.0, 1.0, 2.0, np.nan], "k": list("abca")})
+
+    def loss(s: Any, d: Any) -> Any:
+        t = d.assign(x=d["x"] * s)
+        return t.sort_values("x")["x"].iloc[:2].sum() + t[t["x"] > 1.5]["x"].sum() + t["x"].nlargest(2).sum()
+
+    scales = np.array([1.0, 0.99, 1.015])
+    np.testing.assert_allclose(ng.vmap(loss, in_axes=(0, None))(scales, frame), [loss(s, frame) for s in scales])
+    np.testing.assert_allclose(ng.vmap(ng.grad(loss), in_axes=(0, None))(scales, frame), [13.0, 13.0, 13.0])
+    with pytest.raises(BatchingError, match="the examples choose different rows"):
+        ng.vmap(loss, in_axes=(0, None))(np.array([1.0, -1.0]), frame)

@@ -37,6 +37,7 @@ __all__ = [
     "as_index",
     "check_key",
     "column_values",
+    "decided",
     "dtype_carrier",
     "dtype_of",
     "from_pandas",
@@ -196,6 +197,66 @@ def aligned(left: Any, right: Any, join: str = "outer") -> tuple[np.ndarray, np.
 def _positions(probe: Any) -> np.ndarray:
     found = probe.to_numpy(dtype=np.float64, na_value=np.nan)
     return np.where(np.isnan(found), -1, found).astype(np.int64)
+
+
+def decided(inputs: Any, decide: Any, what: str) -> Any:
+    """``decide(inputs)``: a choice of rows pandas makes from plain values (a mask's rows, a
+    sort's order). Under vmap, where ``inputs`` hold batched values (in Series, lists, tuples
+    and dicts), each example's choice is made from its own values: a choice that is the same
+    for every example is the choice (one set of rows, one index, for all); where examples
+    choose differently, a BatchingError says so."""
+    found = _batched_in(inputs)
+    if found is None:
+        return decide(inputs)
+    choices = [decide(_example(inputs, k)) for k in range(found.level.size)]
+    if all(_same_choice(choices[0], other) for other in choices[1:]):
+        return choices[0]
+    msg = (
+        f"a table step: {what} depends on values that differ from example to example under vmap, and the examples "
+        f"choose different rows, so no one table holds them: compute it outside vmap, or loop over the examples "
+        f"[at {user_location()}]"
+    )
+    raise BatchingError(msg)
+
+
+def _batched_in(value: Any) -> Any:
+    """A batched value in ``value`` (through Series, lists, tuples and dicts), or None."""
+    if isinstance(value, MAKERS["Series"]):
+        value = value._values
+    if isinstance(value, list | tuple):
+        return next((b for b in map(_batched_in, value) if b is not None), None)
+    if isinstance(value, dict):
+        return _batched_in(list(value.values()))
+    plain = unwrap(value)
+    return plain if type(plain) is Batched else None
+
+
+def _example(value: Any, k: int) -> Any:
+    """``value`` with each batched value in it replaced by its ``k``-th example's values."""
+    if isinstance(value, MAKERS["Series"]):
+        return MAKERS["Series"](_example(value._values, k), index=value._index, name=value._name)
+    if isinstance(value, list | tuple):
+        return type(value)(_example(v, k) for v in value)
+    if isinstance(value, dict):
+        return {key: _example(v, k) for key, v in value.items()}
+    plain = unwrap(value)
+    if type(plain) is not Batched:
+        return value
+    examples = unwrap(plain.value)
+    if type(examples) is Batched:  # batched twice (vmap of vmap): each level would choose
+        return plain_values(plain, "a choice of rows")
+    return np.asarray(examples)[k]
+
+
+def _same_choice(a: Any, b: Any) -> bool:
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same_choice(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b))
+    pd = pandas()
+    if isinstance(a, pd.Index) and isinstance(b, pd.Index):
+        return a.equals(b) and list(a.names) == list(b.names)
+    return bool(a == b) if not isinstance(a, pd.Index | pd.Series) else False
 
 
 def row_positions(index: Any, key: Any, how: str, where: str = "Frame") -> tuple[Any, Any]:

@@ -22,14 +22,15 @@ from nodegrad.ops.tables.common import (
     MAKERS,
     as_index,
     column_values,
+    decided,
     dtype_carrier,
+    dtype_of,
     from_pandas,
     is_float,
     is_handle,
     length,
     no_gradient,
     pandas,
-    plain_values,
     row_positions,
     take_rows,
     to_pandas,
@@ -227,8 +228,8 @@ class Frame(Selection, FrameArithmetic):
         if isinstance(key, Frame):
             return self.where(key)
         if isinstance(key, slice) or _is_mask(key):
-            positions, index = row_positions(self._index, to_pandas(key, "a row mask"), "getitem")
-            return self._rows_at(positions, index)
+            choose = lambda k: row_positions(self._index, to_pandas(k, "a row mask"), "getitem")
+            return self._rows_at(*decided(key, choose, "a row mask"))
         if isinstance(key, list):
             missing = [k for k in key if k not in self._columns]
             msg = f"Frame: no columns {missing}; the columns are {list(self._columns)} [at {user_location()}]"
@@ -340,10 +341,14 @@ class Frame(Selection, FrameArithmetic):
         values (the caller's ``kind``, ``na_position``, ``ignore_index``); the order carries
         no gradient, the values moved do."""
         labels = [by] if not isinstance(by, list) else list(by)
-        keys = {label: Series(self._column(label))._plain_copy("sort_values' order") for label in labels}
-        probe = pandas().DataFrame(keys).reset_index(drop=True)
         renumber = kwargs.pop("ignore_index", False)
-        positions = probe.sort_values(labels, ascending=ascending, kind=kind, **kwargs).index.to_numpy()
+
+        def choose(keys: dict[Hashable, Any]) -> Any:
+            plain = {label: Series(v)._plain_copy("sort_values' order") for label, v in keys.items()}
+            probe = pandas().DataFrame(plain).reset_index(drop=True)
+            return probe.sort_values(labels, ascending=ascending, kind=kind, **kwargs).index.to_numpy()
+
+        positions = decided({label: self._column(label) for label in labels}, choose, "sort_values' order")
         index = pandas().RangeIndex(len(positions)) if renumber else self._index[positions]
         return self._rows_at(positions, index)
 
@@ -371,10 +376,14 @@ class Frame(Selection, FrameArithmetic):
     def _chosen(self, name: str, *args: Any, **kwargs: Any) -> Frame:
         """The rows pandas' method ``name`` keeps, run on the plain values labelled by
         position, in its order."""
-        plain = {label: Series(v)._plain_copy(name).to_numpy() for label, v in self._columns.items()}
-        probe = pandas().DataFrame(plain, index=pandas().RangeIndex(self._rows), columns=self.columns)
         renumber = kwargs.pop("ignore_index", False)
-        positions = getattr(probe, name)(*args, **kwargs).index.to_numpy()
+
+        def choose(columns: dict[Hashable, Any]) -> Any:
+            plain = {label: Series(v)._plain_copy(name).to_numpy() for label, v in columns.items()}
+            probe = pandas().DataFrame(plain, index=pandas().RangeIndex(self._rows), columns=self.columns)
+            return getattr(probe, name)(*args, **kwargs).index.to_numpy()
+
+        positions = decided(dict(self._columns), choose, f"Frame.{name}")
         index = pandas().RangeIndex(len(positions)) if renumber else self._index[positions]
         return self._rows_at(positions, index)
 
@@ -455,7 +464,9 @@ class _Indexer:
         )
         rows = rows(frame) if callable(rows) else rows
         columns = columns(frame) if callable(columns) else columns
-        positions, index = row_positions(frame._index, to_pandas(rows, "a row key"), self._how)
+        how = self._how
+        choose = lambda k: row_positions(frame._index, to_pandas(k, "a row key"), how)
+        positions, index = decided(rows, choose, "a row key")
         labels = list(frame._columns)
         chosen = pandas().Series(np.arange(len(labels)), index=pandas().Index(labels, tupleize_cols=False))
         chosen = getattr(chosen, self._how)[to_pandas(columns, "a column key")]
@@ -504,8 +515,9 @@ def _is_mask(key: Any) -> bool:
         return key.dtype == np.bool_
     if isinstance(key, list):
         return bool(key) and all(isinstance(k, bool | np.bool_) for k in key)
-    found = plain_values(key, "a row mask") if is_handle(key) else key
-    return (isinstance(found, np.ndarray) and found.dtype == np.bool_) or _is_pandas_mask(found)
+    if is_handle(key):
+        return dtype_of(key) == np.bool_
+    return (isinstance(key, np.ndarray) and key.dtype == np.bool_) or _is_pandas_mask(key)
 
 
 def _is_pandas_mask(key: Any) -> bool:

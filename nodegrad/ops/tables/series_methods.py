@@ -19,6 +19,7 @@ from nodegrad.ops.tables.common import (
     MAKERS,
     aligned,
     as_index,
+    decided,
     from_pandas,
     holds_handles,
     missing_apart,
@@ -285,15 +286,20 @@ class SeriesMethods(Selection):
     def __getitem__(self, key: Any) -> Any:
         if callable(key):
             key = key(self)
-        positions, index = row_positions(self._index, to_pandas(key, "a row key"), "getitem")
+        choose = lambda k: row_positions(self._index, to_pandas(k, "a row key"), "getitem", "Series")
+        positions, index = decided(key, choose, "a row key")
         return self._values[positions] if index is None else self._rows(positions, index)
 
     def _ordered(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """The rows pandas' method ``name`` keeps, in its order: pandas runs it on the plain
         values (labelled by position), and the values are moved as it moved them."""
-        probe = pandas().Series(plain_values(self._values, f"Series.{name}"), index=pandas().RangeIndex(len(self)))
         renumber = kwargs.pop("ignore_index", False)
-        positions = getattr(probe, name)(*args, **kwargs).index.to_numpy()
+
+        def choose(values: Any) -> Any:
+            probe = pandas().Series(plain_values(values, f"Series.{name}"), index=pandas().RangeIndex(len(self)))
+            return getattr(probe, name)(*args, **kwargs).index.to_numpy()
+
+        positions = decided(self._values, choose, f"Series.{name}")
         return self._rows(positions, pandas().RangeIndex(len(positions)) if renumber else self._index[positions])
 
     def sort_values(
@@ -359,7 +365,9 @@ class _Indexer:
         series = self._series
         if callable(key):
             key = key(series)
-        positions, index = row_positions(series._index, to_pandas(key, "a row key"), self._how)
+        how = self._how
+        choose = lambda k: row_positions(series._index, to_pandas(k, "a row key"), how, "Series")
+        positions, index = decided(key, choose, "a row key")
         return series._values[positions] if index is None else series._rows(positions, index)
 
 
