@@ -1,4 +1,4 @@
-"""A fixed budget of the tables' differential tester (``tests/fuzz/tables.py``): random pandas
+"""A fixed budget of the tables' differential tester (``tests/fuzz/tables/``): random pandas
 pipelines run by ``ng.vjp``, ``ng.value_and_grad``, ``ng.vmap`` and ``ng.replay`` give pandas'
 own answers and gradients equal to central differences of pandas' loss.
 
@@ -18,8 +18,13 @@ import pandas as pd
 import pytest
 
 from nodegrad.errors import NoGradientError, StructureError
-from tests.fuzz import tables
-from tests.fuzz.tables import FAMILIES, Outcome, classify_error, compare, hunt, program_seeds, random_program
+from tests.fuzz.tables import checks
+from tests.fuzz.tables.compare import compare
+from tests.fuzz.tables.drawing import random_program
+from tests.fuzz.tables.hunt import hunt, program_seeds, report
+from tests.fuzz.tables.outcomes import Outcome, classify_error
+from tests.fuzz.tables.programs import FAMILIES
+from tests.fuzz.tables.shrink import repro
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 20261210
@@ -31,7 +36,7 @@ PROGRAMS_PER_PART = 20  # 40 programs, every check: about 10 s a part, more whil
 def test_random_table_programs_agree_with_pandas(part: int) -> None:
     seeds = program_seeds(PROGRAMS_PER_PART, SEED + part)
     result = hunt(seeds, shrink_budget=10, shrink_per_class=1)
-    assert result.defects == [], tables.report(result, title=f"# seeds of part {part}: {seeds}\n")
+    assert result.defects == [], report(result, title=f"# seeds of part {part}: {seeds}\n")
 
 
 def test_a_program_is_drawn_again_from_its_seed() -> None:
@@ -112,10 +117,10 @@ def test_the_tester_catches_a_transform_that_reorders_rows(monkeypatch: pytest.M
         if isinstance(p.namespace()["pipeline"](p.namespace()["df"]), pd.DataFrame)
         and len(set(p.namespace()["pipeline"](p.namespace()["df"]).index)) > 1
     )
-    monkeypatch.setattr(tables, "ng", Reordering)
-    outcome = tables.check_vjp(program)
+    monkeypatch.setattr(checks, "ng", Reordering)
+    outcome = checks.check_vjp(program)
     assert outcome.verdict == "differs" and outcome.what == "row order", outcome
-    script = tables.repro(program, outcome)
+    script = repro(program, outcome)
     assert script.startswith("import numpy as np") and "def pipeline(t):" in script and "ng.vjp(pipeline" in script
     compile(script, "<repro>", "exec")
 
@@ -130,17 +135,17 @@ def test_the_tester_catches_a_gradient_of_zeros(monkeypatch: pytest.MonkeyPatch)
 
             return run
 
-    monkeypatch.setattr(tables, "ng", Zeros)
+    monkeypatch.setattr(checks, "ng", Zeros)
     programs = [p for p in map(random_program, program_seeds(12, SEED)) if p.loss is not None]
-    outcomes = [tables.check_grad(p) for p in programs]
+    outcomes = [checks.check_grad(p) for p in programs]
     assert {o.verdict for o in outcomes} <= {"agree", "differs"}
     caught = [o for o in outcomes if o.verdict == "differs"]
     assert caught and all(o.what == "gradient" and o.entry is not None for o in caught), outcomes
 
 
 def test_the_command_line_writes_a_report(tmp_path: Path) -> None:
-    report = tmp_path / "report.md"
+    report_file = tmp_path / "report.md"
     command = [sys.executable, "-m", "tests.fuzz.tables", "--programs", "2", "--checks", "vjp", "--no-shrink"]
-    done = subprocess.run([*command, "--report", str(report)], capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([*command, "--report", str(report_file)], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode in (0, 1), done.stderr
-    assert "2 programs" in report.read_text()
+    assert "2 programs" in report_file.read_text()
