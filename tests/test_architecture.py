@@ -67,7 +67,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops.reduce",
             "nodegrad.ops.nn",
             "nodegrad.ops.pipeline",
-            "nodegrad.ops.sealed",
             "nodegrad.ops.tables",
             "nodegrad.ops.traced_methods",
             "nodegrad.ops",

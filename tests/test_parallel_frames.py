@@ -128,7 +128,7 @@ def client() -> Iterator[Any]:
     """One cluster of two worker processes for every test here that needs one."""
     distributed = pytest.importorskip("distributed")
     with (
-        distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0") as cluster,
         distributed.Client(cluster, set_as_default=False) as found,
     ):
         yield found

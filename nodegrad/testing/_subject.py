@@ -188,7 +188,7 @@ def _table_inside(treedef: TreeDef) -> bool:
     if treedef.handler is None:
         return False
     module = type(treedef.template).__module__
-    table = module.split(".")[0] == "pandas" or module == "nodegrad.ops.tables"
+    table = module.split(".")[0] == "pandas" or module.startswith("nodegrad.ops.tables.")
     return table or any(_table_inside(c) for c in treedef.children)
 
 

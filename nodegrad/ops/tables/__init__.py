@@ -7,10 +7,12 @@ transform a DataFrame is a :class:`Frame` and a column a :class:`Series`, which 
 pandas and give pandas' answers: pandas itself chooses the rows of every step from the
 plain values, and computes every step no differentiated value takes part in.
 
-The rooms: :mod:`.common` (pandas on demand, rows by label), :mod:`.series` (a column),
-:mod:`.reductions` (NaN-skipping reductions on traced values), :mod:`.frame` and
-:mod:`.frame_arithmetic` (a table), :mod:`.groupby`, :mod:`.joins`, and :mod:`.values`
-(pandas objects taken apart and rebuilt by transforms).
+The rooms: :mod:`.common` (pandas on demand, rows chosen by pandas, missing values kept
+apart), :mod:`.spelling` (the operators and row selectors a table and a column share),
+:mod:`.series` and :mod:`.series_methods` (a column), :mod:`.reductions` (NaN-skipping
+reductions on traced values), :mod:`.frame` and :mod:`.frame_arithmetic` (a table),
+:mod:`.groupby`, :mod:`.joins`, :mod:`.values` (pandas objects taken apart and rebuilt by
+transforms) and :mod:`.signature` (what a replay's signature holds of a table's rows).
 """
 
 from nodegrad.ops.tables.frame import Frame

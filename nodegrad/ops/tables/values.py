@@ -26,13 +26,12 @@ from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.containers import Handler, register_handler
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.rows import RowSparse
-from nodegrad.engine.staged import Staged
 from nodegrad.engine.traced import DEFERS_TO, ON_PANDAS
 from nodegrad.errors import ShapeError
-from nodegrad.ops.sealed import Sealed, index_key
 from nodegrad.ops.tables.common import column_values, pandas
 from nodegrad.ops.tables.frame import Frame, unique_labels
 from nodegrad.ops.tables.series import Series
+from nodegrad.ops.tables.signature import index_key
 
 __all__ = ["as_tables"]
 
@@ -71,9 +70,9 @@ def _frame_build(template: Any, children: list[Any]) -> Any:
     child is None: a gradient's static entries; None where every child is); a Frame where a
     child is traced."""
     labels = list(template.columns)
-    if _staged_only(children):
-        return Sealed(template, labels, children)  # a replayed function's argument: see nodegrad.ops.sealed
-    if _has_handles(children):  # a gradient's static columns (None) left out
+    # Traced or batched columns, or a replayed function's argument (its columns staged); a
+    # gradient's static columns (None) are left out.
+    if _has_handles(children):
         return Frame({k: v for k, v in zip(labels, children, strict=True) if v is not None}, index=template.index)
     # A column read by row gathers only has a RowSparse gradient (sparse_rows=True): a
     # table's gradient is a table, so it is written out.
@@ -103,8 +102,6 @@ def _series_column(series: Any, label: Hashable) -> Any:
 
 def _series_build(template: Any, children: list[Any]) -> Any:
     (child,) = children
-    if _staged_only(children):
-        return Sealed(template, [template.name], children)  # a replayed function's argument
     if child is None:
         return None
     if type(child) in HANDLES:
@@ -115,13 +112,6 @@ def _series_build(template: Any, children: list[Any]) -> Any:
 
 def _has_handles(children: list[Any]) -> bool:
     return any(type(c) in HANDLES for c in children)
-
-
-def _staged_only(children: list[Any]) -> bool:
-    """Whether the values in ``children`` that stand for arrays are all staged by replay (so
-    the pandas object is an argument the recording hands the function), and some are."""
-    kinds = {type(c) for c in children if type(c) in HANDLES}
-    return kinds == {Staged}
 
 
 def _check_columns(data: dict[Hashable, Any]) -> None:
