@@ -226,6 +226,18 @@ def check_replay(program: Program) -> Outcome:
         found = compare(got, want)
         if found:
             return differs("replay", (f"forward {found[0]}", f"call {call + 1} ({name}): {found[1]}"), notes)
+    direct = ng.replay(pipeline)  # the function itself: its table steps recorded
+    for call, (name, frame) in enumerate(frames):
+        want = pandas_value(lambda frame=frame: pipeline(frame))
+        if want is None:
+            continue
+        got, error, more = attempt(lambda frame=frame: direct(frame))
+        notes += more
+        if error is not None:
+            return classify_error("replay", error, notes)
+        found = compare(got, want)
+        if found:
+            return differs("replay", (f"direct {found[0]}", f"call {call + 1} ({name}): {found[1]}"), notes)
     if program.loss is None:
         return Outcome("replay", "agree", notes=tuple(sorted(set(notes))))
     loss = ns["loss"]
