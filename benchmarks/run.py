@@ -117,11 +117,33 @@ W12 Row-sparse gradients of a lookup table: one training step (forward, gradient
     indices), the dense array's ``nbytes``, PyTorch's sparse gradient's values and indices
     after ``coalesce()``; each is checked, densified, against the dense gradient. Target:
     the sparse gradient <= 1 MiB.
+W14 A table pipeline's gradient, written in pandas (``pipeline_loss``): a sales table of
+    100,000 rows (float price and cost, each with 1% NaN; a string store key among 200
+    stores; int units) and params = {"effect": a DataFrame of 200 rows (store, effect),
+    "slope": a float}; ``joined = sales.merge(params["effect"], on="store", how="left")``,
+    ``resid = joined["cost"] - (joined["effect"] * joined["units"] + params["slope"] *
+    joined["price"])``, loss ``((resid - resid.groupby(joined["store"]).transform("mean"))
+    ** 2).mean()``, NaN skipped as pandas skips it (an effect added without ``units`` would
+    be removed by the per-store demeaning, its gradient zero). Rows: nodegrad,
+    ``ng.value_and_grad(pipeline_loss)(params, sales)`` (the parameters differentiated, the
+    table not); its replay; a hand-written numpy forward + backward given the same two
+    DataFrames, which factorizes the store column and looks its stores up in the effect
+    table on every step (what a user handed tables each step does; ``workloads/
+    table_pipeline.py`` says why it is not hoisted), checked against nodegrad's value and
+    gradient at startup; and "pandas (forward only)", the loss on plain pandas, for scale.
+    No peer row: PyTorch, HIPS autograd, MyGrad and JAX take no DataFrames. In ms, as a
+    ratio to the numpy baseline. Target: nodegrad <= 2.0x the pandas forward in the same
+    run (the ratio beside it): pandas chooses the rows (its merge alone is about two numpy
+    steps), so nodegrad's floor, that merge and pandas' groups plus the numpy step's
+    arithmetic, is about the pandas forward's time. The replay row fails: a merge on a
+    string key of a table argument makes ``ng.replay`` run eagerly (a ``ReplayWarning``);
+    were it to replay, its target is eager nodegrad's time.
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
-MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7).
+MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7);
+none in W14.
 
-Replay rows (W0, W1, W2, W4, W6, W7), "nodegrad (replay)": ``ng.replay`` of the very
+Replay rows (W0, W1, W2, W4, W6, W7, W14), "nodegrad (replay)": ``ng.replay`` of the very
 gradient function the nodegrad row calls, on the same arguments. Building the step records
 it and replays it once, so the warm-up and every timed run are replays; if ``ng.replay``
 gives up on the function (a ``ReplayWarning``, after which it runs eagerly) or records a
@@ -136,10 +158,10 @@ each case once as a warm-up (its gradient is compared with the baseline's: the "
 column). Then the libraries are timed with ``time.perf_counter`` in interleaved rounds
 (W0: 10 rounds of 20 runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back
 runs each; W3: 7 rounds of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1;
-W12: 10 rounds of 5), so that load from other processes on a shared machine hits all of
-them alike. Ratios use the minimum over all runs; the median is shown beside it. The
-garbage collector stays enabled (it is part of what a user pays); ``gc.collect()`` runs
-once before the first round.
+W12: 10 rounds of 5; W14: 10 rounds of 10), so that load from other processes on a shared
+machine hits all of them alike. Ratios use the minimum over all runs; the median is shown
+beside it. The garbage collector stays enabled (it is part of what a user pays);
+``gc.collect()`` runs once before the first round.
 
 Environment: fresh large allocations are page-fault bound on these machines, so every
 library runs under the same glibc malloc settings (W7's child processes excepted), and
@@ -160,8 +182,9 @@ Code: this file parses the command line, sets up the environment, runs the cases
 prints the table. The package ``workloads/`` next to it holds one module per workload
 (``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``,
 ``memory`` for W7 with ``memory_child``, its child processes' entry point,
-``higher_order``, ``batching`` for W9 to W11, ``sparse_rows`` for W12), each with its own
-docstring, and the shared ``environment``, ``libraries`` and ``timing``.
+``higher_order``, ``batching`` for W9 to W11, ``sparse_rows`` for W12, ``table_pipeline``
+for W14), each with its own docstring, and the shared ``environment``, ``libraries`` and
+``timing``.
 """
 
 from __future__ import annotations
@@ -440,7 +463,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = environment_report(versions, skipped, sizes, refaults)
     print_header(env)
     verify_hand_written_references(sizes)
-    print("check: hand-written numpy gradients equal nodegrad's (MLP float32/float64, W3 chain, W6 both variants)")
+    print(
+        "check: hand-written numpy gradients equal nodegrad's (MLP float32/float64, W3 chain, W6 both variants, "
+        "W14 table pipeline)"
+    )
     libraries = ["nodegrad", *(name for name in PEERS if name in versions)]
     rows: list[AnyRow] = []
     for key, make_cases in WORKLOADS.items():

@@ -13,6 +13,8 @@
                  ``chunk_size``): ``ng.vmap`` against the loops it replaces
 ``sparse_rows``  W12: a training step of a 1,000,000-row lookup table under a small MLP,
                  dense against row-sparse gradients (``grad(..., sparse_rows=True)``)
+``table_pipeline`` W14: the gradient of a pandas pipeline (a merge, a groupby transform, NaN
+                 skipped) on a 100,000-row sales table
 
 Shared: ``environment`` (malloc and thread settings, the header's facts), ``libraries``
 (the peers, their ops and gradient steps, gradient comparison) and ``timing`` (sizes,
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from . import gather, large_chain, mlp
+from . import gather, large_chain, mlp, table_pipeline
 from .batching import TracedMemoryCase, w9_cases, w10_cases, w11_cases
 from .chains import w1_case, w5_case
 from .dict_params import w4_case
@@ -40,6 +42,7 @@ from .large_chain import w3_case
 from .memory import MemoryCase, w7_cases
 from .mlp import w2_cases
 from .sparse_rows import GradientMemoryCase, w12_cases
+from .table_pipeline import w14_cases
 from .timing import Case, Sizes
 
 AnyCase = Case | MemoryCase | TracedMemoryCase | GradientMemoryCase
@@ -58,10 +61,11 @@ WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[AnyCase]]] = {
     "W10": w10_cases,
     "W11": w11_cases,
     "W12": w12_cases,
+    "W14": w14_cases,
 }
 
 
 def verify_hand_written_references(sizes: Sizes) -> None:
-    """Assert that the hand-written numpy gradients (W2, W3, W6) equal nodegrad's (tight tolerance)."""
-    for module in (mlp, large_chain, gather):
+    """Assert that the hand-written numpy gradients (W2, W3, W6, W14) equal nodegrad's (tight tolerance)."""
+    for module in (mlp, large_chain, gather, table_pipeline):
         module.check_hand_written(sizes)

@@ -28,6 +28,10 @@ PEERS = ("torch", "autograd", "mygrad", "jax")
 # calls (W6 with respect to w: the columns are not traced). It computes no gradient; it
 # shows how much of the baseline's time no library can change.
 PREFIX = "prefix"
+# A row that evaluates the loss and no gradient, for scale (W14: the pipeline on plain pandas).
+FORWARD = "pandas"
+# The check cell of the rows that compute no gradient to compare.
+NO_GRADIENT = {PREFIX: "part of every run", FORWARD: "forward only"}
 
 # nodegrad without vmap: the baselines of W9 (a loop of ng.grad over the examples), W10 (a
 # loop of VJP back calls, one per row of the Jacobian) and W11 (the call without chunk_size).
@@ -44,6 +48,7 @@ DISPLAY = {
     "numpy": "numpy (by hand)",
     "torch": "pytorch (cpu)",
     PREFIX: "shared prefix",
+    FORWARD: "pandas (forward only)",
     LOOP: "nodegrad, loop of ng.grad",
     VJP_LOOP: "nodegrad, loop of vjp rows",
     UNCHUNKED: "nodegrad, unchunked",

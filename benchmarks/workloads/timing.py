@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .libraries import PREFIX, REPLAY, Step, as_numpy, display_name, max_relative_error, replay_check
+from .libraries import NO_GRADIENT, REPLAY, Step, as_numpy, display_name, max_relative_error, replay_check
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class Sizes:
     table_features: int = 64
     table_hidden: int = 32
     lookups: int = 1000
+    sales_rows: int = 100_000  # W14: the sales table's rows and stores
+    sales_stores: int = 200
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
     rounds: dict[str, int] = field(
         default_factory=lambda: {
@@ -60,6 +62,7 @@ class Sizes:
             "W9": 5,
             "W10": 10,
             "W12": 10,
+            "W14": 10,
         }
     )
     runs_per_round: dict[str, int] = field(
@@ -75,6 +78,7 @@ class Sizes:
             "W9": 1,
             "W10": 10,
             "W12": 5,
+            "W14": 10,
         }
     )
     memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
@@ -107,8 +111,10 @@ QUICK = Sizes(
     table_features=8,
     table_hidden=4,
     lookups=50,
-    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12"), 1),
-    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12"), 1),
+    sales_rows=2000,
+    sales_stores=20,
+    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12", "W14"), 1),
+    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12", "W14"), 1),
     memory_children=1,
     memory_runs=1,
     judge_targets=False,
@@ -204,8 +210,8 @@ def prepare_library(case: Case, name: str, reference: Any) -> tuple[Row, Step | 
     except Exception as exc:  # a library failing a workload is a result, not a crash
         row.error = short_error(exc)
         return row, None, None
-    if name == PREFIX:
-        row.check = "part of every run"
+    if name in NO_GRADIENT:
+        row.check = NO_GRADIENT[name]
         return row, step, None
     if reference is None:
         row.check = "reference"
