@@ -278,3 +278,18 @@ def test_under_vmap_a_choice_of_rows_the_examples_share_is_made_once() -> None:
     np.testing.assert_allclose(ng.vmap(ng.grad(loss), in_axes=(0, None))(scales, frame), [13.0, 13.0, 13.0])
     with pytest.raises(BatchingError, match="the examples choose different rows"):
         ng.vmap(loss, in_axes=(0, None))(np.array([1.0, -1.0]), frame)
+
+
+def test_named_operators_fill_a_value_missing_on_one_side_as_pandas_does() -> None:
+    frame = pd.DataFrame({"x": [1.0, np.nan, 3.0]}, index=list("abc"))
+    other = pd.Series([10.0, 20.0, np.nan], index=list("bcd"), name="y")
+    for spelling in (
+        lambda t: t["x"].add(other, fill_value=0.5),
+        lambda t: t["x"].pow(2).rsub(1.0),
+        lambda t: t["x"].mul(2.0, fill_value=1.0),
+        lambda t: t["x"].lt(2.0),
+    ):
+        got, _ = ng.vjp(spelling, frame)
+        _same(got, spelling(frame))
+    g = ng.grad(lambda t: np.nansum(t["x"].add(other, fill_value=0.5) * 2))(frame)
+    np.testing.assert_array_equal(g["x"].to_numpy(), [2.0, 0.0, 2.0])  # b is filled: no gradient

@@ -128,6 +128,22 @@ class FrameArithmetic(Operators):
             found[label] = pair(left, series._values[b] if b >= 0 else np.nan)
         return self._made(found)
 
+    def _binary_with(
+        self,
+        other: Any,
+        op: Callable[[Any, Any], Any],
+        name: str,
+        reflected: bool,
+        fill_value: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> Any:
+        """The named form with pandas' options: pandas' own on plain tables."""
+        if not self._plain() or _differentiated(other):
+            raise no_gradient("Frame", name, "write the operator, f + g, or fill the missing values first")
+        method = getattr(self._pandas(), f"r{name}" if reflected else name)
+        return from_pandas(method(to_pandas(other), *args, fill_value=fill_value, **kwargs))
+
     def __neg__(self) -> Any:
         return self._columnwise(operator.neg)
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.errors import ArgumentError, user_location
-from nodegrad.ops.tables.common import MAKERS, check_key, is_float, is_handle, pandas, plain_values, take_rows
+from nodegrad.ops.tables.common import MAKERS, check_key, dtype_of, is_handle, pandas, take_rows
 
 __all__ = ["merged"]
 
@@ -64,8 +64,8 @@ def _plain(table: Any, rows: str) -> Any:
     pd = pandas()
     data = {}
     for label, values in table._columns.items():
-        if is_handle(values):  # (a staged key column is read: the merge runs eagerly)
-            data[label] = np.zeros(table._rows) if is_float(values) else plain_values(values, "a merge's keys")
+        if is_handle(values):  # (a key column is never one: see merged)
+            data[label] = np.zeros(table._rows, dtype=dtype_of(values))
         elif isinstance(values, np.ndarray) and type(values) is not np.ndarray:
             data[label] = values.view(np.ndarray)
         else:

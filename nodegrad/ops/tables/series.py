@@ -268,6 +268,34 @@ class Series(Operators, SeriesMethods):
             return Series(missing_apart(pair, mine, theirs), index=index, name=label)
         return Series(pair(mine, theirs), index=index, name=label)
 
+    def _binary_with(
+        self,
+        other: Any,
+        op: Callable[[Any, Any], Any],
+        name: str,
+        reflected: bool,
+        fill_value: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> Any:
+        """The named form with pandas' options: ``fill_value`` stands for a value missing on one
+        side only (after aligning the labels), as pandas fills it."""
+        other = from_pandas(other)
+        if self._plain() and not holds_handles(other):
+            method = f"r{name}" if reflected else name
+            return self._pandas_call(method, to_pandas(other), *args, fill_value=fill_value, **kwargs)
+        if args or kwargs:
+            raise no_gradient("Series", name, f"the options {sorted(kwargs)}", self._values)
+        if not isinstance(other, Series):
+            return self._like(_filled(self._values, other, fill_value))._binary(other, op, name, reflected)
+        pairing = aligned(self._index, other._index)
+        index = self._index if pairing is None else pairing[2]
+        mine = self._values if pairing is None else take_rows(self._values, pairing[0])
+        theirs = other._values if pairing is None else take_rows(other._values, pairing[1])
+        left = Series(_filled(mine, theirs, fill_value), index=index, name=self._name)
+        right = Series(_filled(theirs, mine, fill_value), index=index, name=other._name)
+        return left._binary(right, op, name, reflected)
+
     def __matmul__(self, other: Any) -> Any:
         return self.dot(other)
 
@@ -345,6 +373,14 @@ _BINARY_UFUNCS: dict[np.ufunc, Callable[[Any, Any], Any]] = {
     np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt, np.greater_equal: operator.ge,
     np.equal: operator.eq, np.not_equal: operator.ne,
 }  # fmt: skip
+
+
+def _filled(values: Any, other: Any, fill_value: Any) -> Any:
+    """``values`` with ``fill_value`` where they are missing and ``other`` is not."""
+    if not is_float(values):
+        return values
+    lonely = np.isnan(values) if not is_float(other) else np.isnan(values) & ~np.isnan(other)
+    return np.where(lonely, fill_value, values)
 
 
 def _gives_floats(ufunc: np.ufunc, values: list[Any]) -> bool:

@@ -21,12 +21,38 @@ def _operator(op: Callable[[Any, Any], Any], name: str, reflected: bool = False)
     return method
 
 
+def _named(op: Callable[[Any, Any], Any], name: str, reflected: bool = False) -> Callable[..., Any]:
+    """pandas' named form of an operator (``s.add(t, fill_value=0)``)."""
+
+    def method(self: Any, other: Any, *args: Any, fill_value: Any = None, **kwargs: Any) -> Any:
+        if args or kwargs or fill_value is not None:
+            return self._binary_with(other, op, name, reflected, fill_value, args, kwargs)
+        return self._binary(other, op, name, reflected)
+
+    method.__name__ = f"{'r' if reflected else ''}{name}"
+    method.__doc__ = f"``{'other ' if reflected else ''}{name} {'self' if reflected else 'other'}``, as pandas' method."
+    return method
+
+
 class Operators:
-    """``+ - * / // % ** & | ^`` (both ways) and the comparisons, through ``_binary``."""
+    """``+ - * / // % ** & | ^`` (both ways) and the comparisons, through ``_binary``, and
+    pandas' named forms of them (``add``, ``rsub``, ``pow``, ``lt``, ... with ``fill_value``)."""
 
     __slots__ = ()
 
     def _binary(self, other: Any, op: Callable[[Any, Any], Any], name: str, reflected: bool = False) -> Any:
+        raise NotImplementedError
+
+    def _binary_with(
+        self,
+        other: Any,
+        op: Callable[[Any, Any], Any],
+        name: str,
+        reflected: bool,
+        fill_value: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> Any:
         raise NotImplementedError
 
     __add__, __radd__ = _operator(operator.add, "add"), _operator(operator.add, "add", True)
@@ -46,6 +72,24 @@ class Operators:
     __eq__ = _operator(operator.eq, "eq")  # type: ignore[assignment]
     __ne__ = _operator(operator.ne, "ne")  # type: ignore[assignment]
     __hash__ = None  # type: ignore[assignment]
+
+    add, radd = _named(operator.add, "add"), _named(operator.add, "add", True)
+    sub, rsub = _named(operator.sub, "sub"), _named(operator.sub, "sub", True)
+    subtract = sub
+    mul, rmul = _named(operator.mul, "mul"), _named(operator.mul, "mul", True)
+    multiply = mul
+    truediv, rtruediv = _named(operator.truediv, "truediv"), _named(operator.truediv, "truediv", True)
+    div, rdiv, divide = truediv, rtruediv, truediv
+    floordiv, rfloordiv = _named(operator.floordiv, "floordiv"), _named(operator.floordiv, "floordiv", True)
+    mod, rmod = _named(operator.mod, "mod"), _named(operator.mod, "mod", True)
+    pow, rpow = _named(operator.pow, "pow"), _named(operator.pow, "pow", True)
+    lt, le, gt, ge = (
+        _named(operator.lt, "lt"),
+        _named(operator.le, "le"),
+        _named(operator.gt, "gt"),
+        _named(operator.ge, "ge"),
+    )
+    eq, ne = _named(operator.eq, "eq"), _named(operator.ne, "ne")
 
 
 class Selection:
