@@ -338,6 +338,9 @@ def _codes(grouped: Any, labels: Any, rows: int) -> np.ndarray:
     """Each row's group: its position among the groups' ``labels`` (-1 for a row in none).
     Read from the rows pandas puts in each group, not from ``ngroup``, whose numbers skip
     the unobserved categories ``observed=False`` lists among the groups."""
+    numbers = grouped.ngroup().to_numpy(dtype=float, na_value=np.nan)
+    if np.nanmax(numbers, initial=-1) + 1 == len(labels):  # every group has rows: ngroup is the order
+        return np.where(np.isnan(numbers), -1, numbers).astype(np.int64)
     position = {_comparable(label): k for k, label in enumerate(labels)}
     codes = np.full(rows, -1, dtype=np.int64)
     for key, members in grouped.indices.items():

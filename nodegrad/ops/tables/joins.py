@@ -76,7 +76,22 @@ def _plain(table: Any, rows: str) -> Any:
 
 def _sources(left: Any, right: Any, options: dict[str, Any]) -> dict[Hashable, tuple[str, Hashable | None]]:
     """Each output column's side and original label, from pandas merging one row per side
-    whose cells are their own column's name (keys all equal, so the rows pair)."""
+    whose cells are their own column's name (keys all equal, so the rows pair). They depend
+    on the labels and the options only: found once for each."""
+    key = (tuple(left._columns), tuple(right._columns), repr(sorted(options.items(), key=repr)))
+    found = _SOURCES.get(key)
+    if found is None:
+        found = _SOURCES[key] = _probed_sources(left, right, options)
+        if len(_SOURCES) > 256:
+            _SOURCES.pop(next(iter(_SOURCES)))
+    return found
+
+
+#: The sources of the output columns, by the labels of both sides and the options.
+_SOURCES: dict[Any, dict[Hashable, tuple[str, Hashable | None]]] = {}
+
+
+def _probed_sources(left: Any, right: Any, options: dict[str, Any]) -> dict[Hashable, tuple[str, Hashable | None]]:
     pd = pandas()
     keys = _key_labels(options)
     probes = []
