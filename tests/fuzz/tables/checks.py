@@ -213,31 +213,23 @@ def _central_scale(f: Callable[[float, pd.DataFrame], float], s: float, df: pd.D
 def check_replay(program: Program) -> Outcome:
     ns = program.namespace()
     pipeline, frames = ns["pipeline"], [("df", ns["df"]), ("df2", ns["df2"]), ("df", ns["df"])]
-    forward = ng.replay(lambda d: ng.vjp(pipeline, d)[0])
     notes: tuple[str, ...] = ()
-    for call, (name, frame) in enumerate(frames):
-        want = pandas_value(lambda frame=frame: pipeline(frame))
-        if want is None:
-            continue
-        got, error, more = attempt(lambda frame=frame: forward(frame))
-        notes += more
-        if error is not None:
-            return classify_error("replay", error, notes)
-        found = compare(got, want)
-        if found:
-            return differs("replay", (f"forward {found[0]}", f"call {call + 1} ({name}): {found[1]}"), notes)
-    direct = ng.replay(pipeline)  # the function itself: its table steps recorded
-    for call, (name, frame) in enumerate(frames):
-        want = pandas_value(lambda frame=frame: pipeline(frame))
-        if want is None:
-            continue
-        got, error, more = attempt(lambda frame=frame: direct(frame))
-        notes += more
-        if error is not None:
-            return classify_error("replay", error, notes)
-        found = compare(got, want)
-        if found:
-            return differs("replay", (f"direct {found[0]}", f"call {call + 1} ({name}): {found[1]}"), notes)
+    replayed = {
+        "forward": ng.replay(lambda d: ng.vjp(pipeline, d)[0]),  # through a transform
+        "direct": ng.replay(pipeline),  # the function itself: its table steps recorded
+    }
+    for kind, fast in replayed.items():
+        for call, (name, frame) in enumerate(frames):
+            want = pandas_value(lambda frame=frame: pipeline(frame))
+            if want is None:
+                continue
+            got, error, more = attempt(lambda frame=frame, fast=fast: fast(frame))
+            notes += more
+            if error is not None:
+                return classify_error("replay", error, notes)
+            found = compare(got, want)
+            if found:
+                return differs("replay", (f"{kind} {found[0]}", f"call {call + 1} ({name}): {found[1]}"), notes)
     if program.loss is None:
         return Outcome("replay", "agree", notes=tuple(sorted(set(notes))))
     loss = ns["loss"]
