@@ -462,19 +462,19 @@ def _as_operands(values: Any) -> Any:
     return made if found else None
 
 
-def guarded(fn: F, operands: bool = True) -> F:
+def guarded(fn: F) -> F:
     """Make ``fn``, a public function that reads its arguments before it records (axes,
     shapes, index lists, options), raise nodegrad errors only: a builtin exception that
     escapes it becomes the nodegrad error of its kind naming ``fn`` and the user's line,
     with the original as its ``__cause__``; a structure too deep (or cyclic) to walk
     raises the walker's StructureError, naming ``fn``. Its arguments of an
-    :data:`OPERANDS` type reach it as what they stand for, unless ``operands`` is False (a
-    function of structures, which takes a table as a table)."""
+    :data:`OPERANDS` type reach it as what they stand for, unless it is a function of
+    structures (:func:`guarded_structure`), which takes a table as a table."""
     name = fn.__name__
 
     @functools.wraps(fn)
     def checked(*args: Any, **kwargs: Any) -> Any:
-        if OPERANDS and operands:
+        if OPERANDS and fn not in _OF_STRUCTURES:
             found = _as_operands(args)
             if found is not None:
                 args = tuple(found)
@@ -504,9 +504,14 @@ def guarded(fn: F, operands: bool = True) -> F:
     return checked  # type: ignore[return-value]
 
 
+#: The guarded functions of structures, to which a table is a table, not an operand.
+_OF_STRUCTURES: set[Callable[..., Any]] = set()
+
+
 def guarded_structure(fn: F) -> F:
     """:func:`guarded` for a function of structures: a table reaches it as a table."""
-    return guarded(fn, operands=False)
+    _OF_STRUCTURES.add(fn)
+    return guarded(fn)
 
 
 def composite(fn: F) -> F:

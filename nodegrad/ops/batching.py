@@ -441,7 +441,7 @@ def _values_per_example(func: Any, level: BatchLevel, args: tuple[Any, ...], kwa
     return Batched(_stacked(name, results), level)
 
 
-_MIRRORED = {
+_MIRRORED: dict[Any, str] = {
     np.less: "__gt__", np.less_equal: "__ge__", np.greater: "__lt__", np.greater_equal: "__le__",
     np.equal: "__eq__", np.not_equal: "__ne__", np.bitwise_and: "__rand__", np.bitwise_or: "__ror__",
     np.bitwise_xor: "__rxor__",

@@ -145,14 +145,14 @@ def missing_apart(step: Any, *operands: Any) -> Any:
     value), computed so that no NaN reaches the gradient of any other entry: a missing
     operand is replaced by 1 in the step and its result dropped (numpy's arithmetic would
     give ``0 * nan = nan`` in the gradient of every entry it meets)."""
-    masks = [np.isnan(o) if is_float(o) else None for o in operands]
+    masks: list[Any] = [np.isnan(o) if is_float(o) else None for o in operands]
     # A mask known now (plain: under grad) of an operand with nothing missing needs no care;
     # under vmap and replay the masks are values of their own, and every float operand is kept apart.
     known = [m is not None and (type(m) is np.ndarray or type(m) is np.bool_) for m in masks]
     apart = [m is not None and not (k and not m.any()) for m, k in zip(masks, known, strict=True)]
     if not any(apart):
         return step(*operands)  # nothing missing: the step as it is
-    missing = None
+    missing: Any = None
     for m, kept in zip(masks, apart, strict=True):
         if kept:
             missing = m if missing is None else missing | m

@@ -226,6 +226,7 @@ class FrameGroupBy(_Aggregations):
         """Aggregations by name: one for every column (``"sum"``), several (a list: columns
         labelled ``(column, name)``), by column (a dict), or named (``total=("x", "sum")``)."""
         groups = self._groups
+        found: dict[Hashable, Any]
         if named:
             found = {out: groups.aggregate(self._frame, column, how) for out, (column, how) in named.items()}
             return self._result(found)

@@ -160,7 +160,7 @@ class SeriesMethods(Selection):
 
     def abs(self) -> Any:
         """The absolute values."""
-        return abs(self)
+        return self._like(missing_apart(np.abs, self._values)) if not self._plain() else self._pandas_call("abs")
 
     def round(self, decimals: int = 0, *args: Any, **kwargs: Any) -> Any:
         """The values rounded (a step function: no gradient flows through it)."""

@@ -69,8 +69,8 @@ class Operators:
     __xor__, __rxor__ = _operator(operator.xor, "xor"), _operator(operator.xor, "xor", True)
     __lt__, __le__ = _operator(operator.lt, "lt"), _operator(operator.le, "le")
     __gt__, __ge__ = _operator(operator.gt, "gt"), _operator(operator.ge, "ge")
-    __eq__ = _operator(operator.eq, "eq")  # type: ignore[assignment]
-    __ne__ = _operator(operator.ne, "ne")  # type: ignore[assignment]
+    __eq__ = _operator(operator.eq, "eq")
+    __ne__ = _operator(operator.ne, "ne")
     __hash__ = None  # type: ignore[assignment]
 
     add, radd = _named(operator.add, "add"), _named(operator.add, "add", True)
