@@ -35,6 +35,8 @@ __all__ = [
     "NUMPY_METHODS",
     "aligned",
     "as_index",
+    "as_numbers",
+    "by_example",
     "check_key",
     "column_values",
     "decided",
@@ -120,6 +122,10 @@ def take_rows(values: Any, positions: np.ndarray) -> Any:
     missing = positions < 0
     if not missing.any():
         return values[positions]
+    if is_handle(values) and not is_float(values) and getattr(dtype_of(values), "kind", "O") not in "iu":
+        values = plain_values(values, "the rows a column of bools or dates has no value for")  # NaN, NaT: pandas'
+    if not is_handle(values):
+        return pandas().api.extensions.take(values, positions, allow_fill=True)  # pandas' fill and its dtype
     gathered = values[positions[~missing]]
     if not is_float(values):
         gathered = gathered.astype(np.float64) if is_handle(gathered) else np.asarray(gathered, dtype=np.float64)
@@ -158,6 +164,32 @@ def missing_apart(step: Any, *operands: Any) -> Any:
             missing = m if missing is None else missing | m
     safe = [np.where(m, 1.0, o) if kept else o for o, m, kept in zip(operands, masks, apart, strict=True)]
     return np.where(missing, np.nan, step(*safe))
+
+
+def as_numbers(values: Any) -> Any:
+    """A plain object column of numbers (what pandas gives for a mask clipped or shifted:
+    ``True``, ``1.6``, NaN) as float64, as pandas' arithmetic reads its entries; anything
+    else as it is."""
+    if isinstance(values, np.ndarray) and values.dtype == object:
+        try:
+            return values.astype(np.float64)
+        except (TypeError, ValueError):
+            return values
+    return values
+
+
+def by_example(step: Any, *values: Any, what: str) -> Any:
+    """``step(*values)``, a computation with no gradient (a comparison), on plain values:
+    a traced value's own, and under vmap each example's, the results batched again. A
+    staged value cannot be read so: the call runs eagerly."""
+    found = _batched_in(list(values))
+    if found is None:
+        return step(*(plain_values(v, what) if is_handle(v) else v for v in values))
+    results = []
+    for k in range(found.level.size):
+        example = [_example(v, k) for v in values]
+        results.append(step(*(plain_values(v, what) if is_handle(v) else v for v in example)))
+    return Batched(np.stack(results), found.level)
 
 
 def check_key(values: Any, label: Any, where: str) -> None:

@@ -34,6 +34,8 @@ from nodegrad.ops.tables.common import (
     NUMPY_METHODS,
     aligned,
     as_index,
+    as_numbers,
+    by_example,
     column_values,
     dtype_carrier,
     dtype_of,
@@ -264,6 +266,9 @@ class Series(Operators, SeriesMethods):
                 raise ShapeError(msg)
             mine, theirs, index, label = self._values, other, self._index, self._name
         pair = (lambda a, b: op(b, a)) if reflected else op
+        if name in _COMPARISONS and not (_numeric(mine) and _numeric(theirs)):
+            return Series(_compared(pair, name, mine, theirs), index=index, name=label)
+        mine, theirs = as_numbers(mine), as_numbers(theirs)
         if name in _ARITHMETIC and (is_float(mine) or is_float(theirs)):
             return Series(missing_apart(pair, mine, theirs), index=index, name=label)
         return Series(pair(mine, theirs), index=index, name=label)
@@ -346,7 +351,7 @@ class Series(Operators, SeriesMethods):
                 msg = f"np.{ufunc.__name__}: Series with different row labels: align them first [at {user_location()}]"
                 raise StructureError(msg)
         names = {s._name for s in series}
-        values = [to_values(i) for i in inputs]
+        values = [as_numbers(to_values(i)) for i in inputs]
         if ufunc.nout == 1 and _gives_floats(ufunc, values):
             result = missing_apart(lambda *v: ufunc(*v, **kwargs), *values)
         else:
@@ -373,6 +378,29 @@ _BINARY_UFUNCS: dict[np.ufunc, Callable[[Any, Any], Any]] = {
     np.less: operator.lt, np.less_equal: operator.le, np.greater: operator.gt, np.greater_equal: operator.ge,
     np.equal: operator.eq, np.not_equal: operator.ne,
 }  # fmt: skip
+
+
+def _numeric(value: Any) -> bool:
+    """Whether ``value`` (values or a scalar) holds numbers or bools, which numpy compares as
+    pandas does."""
+    dtype = dtype_of(value)
+    if dtype is None:
+        return isinstance(value, int | float | complex | np.number | np.bool_)
+    return isinstance(dtype, np.dtype) and dtype.kind in "biufc"
+
+
+def _compared(pair: Callable[[Any, Any], Any], name: str, mine: Any, theirs: Any) -> Any:
+    """A comparison of values that are not both numbers (a mask with a string, a datetime),
+    by pandas itself on the plain values: a comparison carries no gradient."""
+    pd = pandas()
+
+    def as_series(values: Any) -> Any:
+        return pd.Series(values, copy=False) if np.ndim(values) == 1 and not isinstance(values, str) else values
+
+    def compare(a: Any, b: Any) -> Any:
+        return pandas_step(f"Series {name}", lambda: pair(as_series(a), as_series(b))).to_numpy()
+
+    return by_example(compare, mine, theirs, what="a comparison")
 
 
 def _filled(values: Any, other: Any, fill_value: Any) -> Any:

@@ -29,7 +29,7 @@ def compare(got: Any, want: Any) -> tuple[str, str] | None:
     if isinstance(want, pd.Series):
         if not isinstance(got, pd.Series):
             return "type", f"a {type(got).__name__} where pandas gives a Series"
-        if got.name != want.name:
+        if not _same_label(got.name, want.name):
             return "Series name", f"{got.name!r} vs {want.name!r}"
         if len(got) != len(want):
             return "row count", f"{len(got)} vs {len(want)}"
@@ -66,7 +66,10 @@ def _compare_frames(got: pd.DataFrame, want: pd.DataFrame) -> tuple[str, str] | 
     found = _compare_index(got.index, want.index)
     if found:
         return found
+    want = want.copy()
     for j, label in enumerate(want.columns):
+        if _numbers_as_objects(got.iloc[:, j], want.iloc[:, j]):
+            want.isetitem(j, want.iloc[:, j].astype(np.float64))
         found = _compare_values(got.iloc[:, j], want.iloc[:, j])
         if found:
             return f"column {found[0]}", f"{label!r}: {found[1]}"
@@ -94,7 +97,25 @@ def _compare_index(got: pd.Index, want: pd.Index) -> tuple[str, str] | None:
     return None
 
 
+def _same_label(a: Any, b: Any) -> bool:
+    """Labels equal, NaN matching NaN (a group of missing keys is named NaN)."""
+    missing = {isinstance(v, float) and v != v for v in (a, b)}
+    return missing == {True} or (missing == {False} and a == b)
+
+
+def _numbers_as_objects(got: pd.Series, want: pd.Series) -> bool:
+    """pandas' object column of numbers (arithmetic with a mask pandas shifted or clipped)
+    against nodegrad's float64 of the same numbers: the documented difference."""
+    return (
+        got.dtype == np.float64
+        and want.dtype == object
+        and all(isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool) for v in want)
+    )
+
+
 def _compare_values(got: pd.Series, want: pd.Series) -> tuple[str, str] | None:
+    if _numbers_as_objects(got, want):
+        want = want.astype(np.float64)
     if got.dtype != want.dtype:
         return "dtype", f"{got.dtype} vs {want.dtype}"
     if isinstance(want.dtype, pd.CategoricalDtype) and list(got.cat.categories) != list(want.cat.categories):
