@@ -168,6 +168,9 @@ def error_like(exc: BaseException) -> type[NodegradError] | None:
     return None
 
 
+_PROTOCOL_CALLERS = ("numpy.", "pandas.")
+
+
 def user_location() -> str:
     """Return ``"file:line"`` of the innermost caller outside the nodegrad package; for code
     run in a notebook cell, the cell's name and line (``In[3] line 9``).
@@ -177,7 +180,9 @@ def user_location() -> str:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep):
+        module = str(frame.f_globals.get("__name__", ""))
+        # numpy's and pandas' own code calls nodegrad's protocols: the user's line is beyond it
+        if not os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep) and not module.startswith(_PROTOCOL_CALLERS):
             return shown_location(filename, frame.f_lineno)
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"

@@ -40,6 +40,7 @@ __all__ = [
     "check_key",
     "column_values",
     "decided",
+    "delegated",
     "dtype_carrier",
     "dtype_of",
     "from_pandas",
@@ -216,6 +217,34 @@ def no_gradient(kind: str, name: str, advice: str = "", values: Any = None) -> B
     )
 
 
+def delegated(table: Any, kind: str, name: str, advice: str = "") -> Any:
+    """pandas' own attribute ``name`` of ``table`` (a Series or Frame whose values are plain),
+    a method's Series and table arguments and results converted; on differentiated values,
+    the error naming ``kind.name`` (with ``advice``)."""
+    if not table._plain():
+        if sys._getframe(1).f_back is not None and _in_pandas(sys._getframe(2)):
+            msg = (
+                f"a {kind} of differentiated values reached pandas' own code (which asked for its {name!r}): a pandas "
+                f"DataFrame or Series cannot hold them. Make the closed-over table nodegrad's with ng.Frame(df) or "
+                f"ng.Series(s), or pass it to the transform as an argument [at {user_location()}]"
+            )
+            raise ArgumentError(msg)
+        raise no_gradient(kind, name, advice, table._handles())
+    attribute = getattr(table._pandas(), name)
+    if not callable(attribute):
+        return from_pandas(attribute)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return from_pandas(attribute(*to_pandas(args), **to_pandas(kwargs)))
+
+    return call
+
+
+def _in_pandas(frame: Any) -> bool:
+    """Whether ``frame`` runs pandas' own code (pandas probing a value it was given)."""
+    return frame is not None and str(frame.f_globals.get("__name__", "")).startswith("pandas.")
+
+
 def aligned(left: Any, right: Any, join: str = "outer") -> tuple[np.ndarray, np.ndarray, Any] | None:
     """How pandas aligns two axes of labels ``left`` and ``right`` (pandas Indexes): the
     positions of each result label's entry on each side (-1 where that side has none) and
@@ -352,7 +381,7 @@ def to_pandas(value: Any, what: str = "") -> Any:
     a traced value read as its plain values where ``what`` names a choice of rows (a key
     or a mask, which carries no gradient)."""
     if isinstance(value, MAKERS["Series"]):
-        return value._pandas() if not is_handle(value._values) else to_pandas_plain(value, what)
+        return value._pandas() if not is_handle(value._values) else value._plain_copy(what or "a pandas call")
     if isinstance(value, MAKERS["Frame"]):
         return value._pandas()
     if isinstance(value, list | tuple):
@@ -362,11 +391,6 @@ def to_pandas(value: Any, what: str = "") -> Any:
     if what and is_handle(value):
         return plain_values(value, what)
     return value
-
-
-def to_pandas_plain(series: Any, what: str) -> Any:
-    values = plain_values(series._values, what or "a pandas call")
-    return pandas().Series(values, index=series._index, name=series._name)
 
 
 def column_values(series: Any) -> Any:

@@ -23,6 +23,7 @@ from nodegrad.ops.tables.common import (
     as_index,
     column_values,
     decided,
+    delegated,
     dtype_carrier,
     dtype_of,
     from_pandas,
@@ -188,10 +189,11 @@ class Frame(Selection, FrameArithmetic):
             else pd.DataFrame(index=self._index)
         )
 
+    def _handles(self) -> Any:
+        return list(self._columns.values())
+
     def _pandas_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if not self._plain():
-            raise no_gradient("Frame", name, values=list(self._columns.values()))
-        return from_pandas(getattr(self._pandas(), name)(*to_pandas(args), **to_pandas(kwargs)))
+        return delegated(self, "Frame", name)(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         columns = object.__getattribute__(self, "_columns")
@@ -199,13 +201,7 @@ class Frame(Selection, FrameArithmetic):
             return self[name]
         if name.startswith("_") or not hasattr(pandas().DataFrame, name):
             raise AttributeError(f"'Frame' object has no attribute {name!r}")
-        if self._plain():
-            attribute = getattr(self._pandas(), name)
-            if not callable(attribute):
-                return from_pandas(attribute)
-            return lambda *args, **kwargs: from_pandas(attribute(*to_pandas(args), **to_pandas(kwargs)))
-        advice = "take the columns (f['x'], f.to_numpy()) and use their arithmetic"
-        raise no_gradient("Frame", name, advice, list(columns.values()))
+        return delegated(self, "Frame", name, "take the columns (f['x'], f.to_numpy()) and use their arithmetic")
 
     # -- columns --------------------------------------------------------------------------------
     def _column(self, label: Any) -> Any:

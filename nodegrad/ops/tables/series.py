@@ -37,6 +37,7 @@ from nodegrad.ops.tables.common import (
     as_numbers,
     by_example,
     column_values,
+    delegated,
     dtype_carrier,
     dtype_of,
     from_pandas,
@@ -220,20 +221,16 @@ class Series(Operators, SeriesMethods):
     def _like(self, values: Any, index: Any = None, name: Any = _SAME) -> Series:
         return Series(values, index=self._index if index is None else index, name=self._name if name is _SAME else name)
 
+    def _handles(self) -> Any:
+        return self._values
+
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        pd = pandas()
-        if not hasattr(pd.Series, name):
+        if name.startswith("_") or not hasattr(pandas().Series, name):
             raise AttributeError(f"'Series' object has no attribute {name!r}")
-        if self._plain():
-            return from_pandas(_delegated(getattr(self._pandas(), name)))
-        raise no_gradient("Series", name, "compute it with the Series' arithmetic and numpy's functions", self._values)
+        return delegated(self, "Series", name, "compute it with the Series' arithmetic and numpy's functions")
 
     def _pandas_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if not self._plain():
-            raise no_gradient("Series", name, values=self._values)
-        return from_pandas(getattr(self._pandas(), name)(*to_pandas(args), **to_pandas(kwargs)))
+        return delegated(self, "Series", name)(*args, **kwargs)
 
     # -- arithmetic, aligned by label ----------------------------------------------------------
     def _binary(self, other: Any, op: Callable[[Any, Any], Any], name: str, reflected: bool = False) -> Any:
@@ -433,17 +430,6 @@ def _same_name(a: Any, b: Any) -> bool:
         return bool(a == b) or (a is not None and b is not None and a != a and b != b)
     except (TypeError, ValueError):
         return a is b
-
-
-def _delegated(attribute: Any) -> Any:
-    """A pandas method whose Series and table arguments and results are converted."""
-    if not callable(attribute):
-        return attribute
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return from_pandas(attribute(*to_pandas(args), **to_pandas(kwargs)))
-
-    return call
 
 
 MAKERS["Series"] = Series

@@ -223,7 +223,7 @@ class SeriesMethods(Selection):
         kind = np.dtype(dtype).kind if not isinstance(dtype, str) or dtype in np.sctypeDict else "O"
         if kind in "fc":
             return self._like(self._values.astype(dtype))
-        return from_pandas(self._plain_copy("astype").astype(dtype, **kwargs))
+        return from_pandas(self._plain_copy("Series.astype").astype(dtype, **kwargs))
 
     def copy(self, deep: bool = True) -> Any:
         """This Series (its values are never written in place)."""
@@ -348,8 +348,9 @@ class SeriesMethods(Selection):
             return take_rows(other._values, pairing[1])
         return other
 
-    def _plain_copy(self, where: str) -> Any:
-        return pandas().Series(plain_values(self._values, f"Series.{where}"), index=self._index, name=self._name)
+    def _plain_copy(self, what: str) -> Any:
+        """A pandas Series of the plain values, for a choice with no gradient (``what``)."""
+        return pandas().Series(plain_values(self._values, what), index=self._index, name=self._name)
 
 
 class _Indexer:
