@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import nodegrad as ng
-from nodegrad.errors import BatchingError, NoGradientError, StructureError
+from nodegrad.errors import ArgumentError, BatchingError, NoGradientError, ReplayWarning, StructureError
 
 pd = pytest.importorskip("pandas")
 
@@ -293,3 +293,48 @@ def test_named_operators_fill_a_value_missing_on_one_side_as_pandas_does() -> No
         _same(got, spelling(frame))
     g = ng.grad(lambda t: np.nansum(t["x"].add(other, fill_value=0.5) * 2))(frame)
     np.testing.assert_array_equal(g["x"].to_numpy(), [2.0, 0.0, 2.0])  # b is filled: no gradient
+
+
+def test_a_mask_meets_strings_and_its_pandas_object_columns_as_pandas_would() -> None:
+    """A mask made from differentiated values, compared with a string (pandas' answer, per
+    example under vmap), and clipped or shifted by pandas into an object column of numbers,
+    which then meets a differentiated column as its numbers."""
+    frame = pd.DataFrame({"x": [np.nan, 0.75, 2.5, -0.25, 2.75], "k": list("abcab")})
+
+    def loss(s: Any, d: Any) -> Any:
+        t = d.assign(x=d["x"] * s)
+        low = t["x"] <= 1.6
+        kept = t[low != "x"]  # pandas: a bool never equals a string, so every row
+        return (low.clip(lower=0.5) * t["x"]).sum() + (low.shift(1) - t["x"]).sum() + kept["x"].sum()
+
+    eager = lambda s: float(loss(s, frame))
+    for s in (1.0, 0.99):
+        assert ng.grad(loss)(s, frame) == pytest.approx((eager(s + 1e-6) - eager(s - 1e-6)) / 2e-6, rel=1e-6)
+    scales = np.array([1.0, 0.99, 1.015])
+    np.testing.assert_allclose(ng.vmap(loss, in_axes=(0, None))(scales, frame), [eager(s) for s in scales])
+    with pytest.warns(ReplayWarning, match="a comparison"):  # pandas compares the values: eager
+        assert ng.replay(loss)(1.0, frame) == pytest.approx(eager(1.0))
+    got, _ = ng.vjp(lambda d: d["x"] != "x", frame)
+    _same(got, frame["x"] != "x")
+
+
+def test_rows_a_join_leaves_empty_hold_what_pandas_fills_them_with() -> None:
+    frame = pd.DataFrame(
+        {"k": ["a", "b"], "x": [1.0, 2.0], "flag": [True, False], "day": pd.to_datetime(["2024-01-01", "2024-01-02"])}
+    )
+    right = pd.DataFrame({"k": ["b", "c"], "r": [3.0, 4.0]})
+
+    def joined(d: Any) -> Any:
+        return d.merge(right, on="k", how="outer")
+
+    _same(ng.vjp(joined, frame)[0], joined(frame))
+    with pytest.warns(ReplayWarning, match="filling the rows a join leaves empty"):  # pandas' own fill: eager
+        _same(ng.replay(joined)(frame), joined(frame))
+
+
+def test_a_closed_over_data_frame_cannot_store_a_differentiated_column_and_says_how() -> None:
+    frame = pd.DataFrame({"x": [1.0, 2.0, 3.0]})
+    with pytest.raises(ArgumentError, match=r"ng\.Frame\(df\)") as caught:
+        ng.grad(lambda s: frame.assign(x=frame["x"] * s)["x"].sum())(1.0)
+    assert __file__ in str(caught.value)  # the user's line, not pandas'
+    assert ng.grad(lambda s: ng.Frame(frame).assign(x=frame["x"] * s)["x"].sum())(1.0) == 6.0

@@ -123,8 +123,10 @@ def take_rows(values: Any, positions: np.ndarray) -> Any:
     missing = positions < 0
     if not missing.any():
         return values[positions]
-    if is_handle(values) and not is_float(values) and getattr(dtype_of(values), "kind", "O") not in "iu":
-        values = plain_values(values, "the rows a column of bools or dates has no value for")  # NaN, NaT: pandas'
+    kind = getattr(dtype_of(values), "kind", "O")
+    if is_handle(values) and kind not in "iufc" and not (kind == "b" and type(unwrap(values)) is Batched):
+        # pandas fills a bool column's empty rows with NaN (an object column), a date's with NaT
+        values = plain_values(values, "filling the rows a join leaves empty in a column of bools or dates")
     if not is_handle(values):
         return pandas().api.extensions.take(values, positions, allow_fill=True)  # pandas' fill and its dtype
     gathered = values[positions[~missing]]

@@ -79,7 +79,7 @@ class Frame(Selection, FrameArithmetic):
     c    2.0
     """
 
-    __slots__ = ("_columns", "_index", "_label_dtype", "_rows")
+    __slots__ = ("_columns", "_index", "_label_dtype")
     __pandas_priority__ = 5000  # pandas' own operators give way: dataframe + f is ours
 
     def __init__(self, data: Mapping[Hashable, Any] | Frame | Any = None, index: Any = None) -> None:
@@ -110,7 +110,6 @@ class Frame(Selection, FrameArithmetic):
             msg = f"Frame: an index of {len(self._index)} labels for {rows} rows [at {user_location()}]"
             raise ShapeError(msg)
         self._columns = columns
-        self._rows = rows
         self._label_dtype = None  # the column labels' dtype where no label says it (no columns)
 
     # -- what it is ---------------------------------------------------------------------------

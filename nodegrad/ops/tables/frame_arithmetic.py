@@ -46,7 +46,10 @@ class FrameArithmetic(Operators):
     __slots__ = ()
     _columns: dict[Hashable, Any]
     _index: Any
-    _rows: int
+
+    @property
+    def _rows(self) -> int:
+        return len(self._index)
 
     def _plain(self) -> bool:
         raise NotImplementedError
