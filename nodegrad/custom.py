@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.arena import Arena, entered_arenas
-from nodegrad.engine.batched import HANDLES, Batched, plain
+from nodegrad.engine.batched import Batched, plain
 from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
+from nodegrad.engine.levels import INTERPRETED, find_top
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import is_container, leaves, map_with_paths
@@ -49,11 +50,10 @@ def _under_batching(leaf: Any) -> Any:
 def _batched_inside(args: tuple[Any, ...]) -> bool:
     """Whether a batched value among ``args`` (at any key path) is of a vmap running inside
     every transform that traces one of them: the batching level comes first."""
-    found = [leaf for a in args for leaf in leaves(a)]
-    newest_batch = max((leaf.level.stamp for leaf in found if type(leaf) is Batched), default=None)
-    if newest_batch is None:
-        return False
-    return all(leaf.arena.stamp < newest_batch for leaf in found if type(leaf) is Traced)
+    return type(find_top([leaf for a in args for leaf in leaves(a)], _TRACED_OR_BATCHED)) is Batched
+
+
+_TRACED_OR_BATCHED = frozenset({Traced, Batched})
 
 
 def _arenas_of(values: tuple[Any, ...]) -> set[Arena]:
@@ -171,7 +171,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
     """``bwd``'s cotangent for an array argument, checked against the argument: a
     broadcast cotangent is summed back to the argument's shape, anything else that does
     not fit is an error rather than a gradient of the wrong shape."""
-    if type(ct) in HANDLES:  # traced by an enclosing transform, or batched
+    if type(ct) in INTERPRETED:  # traced by an enclosing transform, or batched
         ct_value, shape = unwrap(ct), np.shape(value)
     else:
         ct = ct_value = np.asarray(ct)
@@ -186,7 +186,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         )
         raise DtypeError(msg)
     if np.shape(ct_value) == shape:
-        return ct if type(ct) in HANDLES else fit_cotangent(ct, _array(value))
+        return ct if type(ct) in INTERPRETED else fit_cotangent(ct, _array(value))
     try:
         broadcast = np.broadcast_shapes(np.shape(ct_value), shape) == np.shape(ct_value)
     except ValueError:
@@ -195,7 +195,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
         msg = f"custom_vjp {name}: bwd's cotangent {k} has shape {np.shape(ct_value)}, its argument {shape}"
         raise ShapeError(msg)  # (check_grads names the rule: see nodegrad.engine.rule_errors)
     fitted = unbroadcast(ct, shape)
-    return fitted if type(fitted) in HANDLES else fit_cotangent(fitted, _array(value))
+    return fitted if type(fitted) in INTERPRETED else fit_cotangent(fitted, _array(value))
 
 
 def _array(value: Any) -> Any:

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES, Batched
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.cycles import reports_unwalkable
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.structure import (
     differentiable_leaves,
@@ -354,14 +355,14 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
     sizes = [int(np.prod(shape, dtype=int)) for shape in shapes]
     # Python floats count as float64 here, not as weak scalars: the round trip is exact.
     dtype = np.result_type(*(_dtype_of(leaf) for leaf in leaves)) if leaves else np.dtype(np.float64)
-    if any(type(leaf) in HANDLES for leaf in leaves):
+    if any(type(leaf) in INTERPRETED for leaf in leaves):
         flat: Any = ops.cat([ops.astype(ops.ravel(leaf), dtype) for leaf in leaves], 0)
     else:
         flat = np.concatenate([np.ravel(leaf) for leaf in leaves]).astype(dtype, copy=False) if leaves else np.zeros(0)
     total = sum(sizes)
 
     def unravel(vector: Any) -> Any:
-        if type(vector) not in HANDLES:
+        if type(vector) not in INTERPRETED:
             vector = _plain_vector(vector)
         if np.shape(unwrap(vector)) != (total,):
             msg = f"tree.ravel: unravel needs a vector of shape ({total},), got shape {np.shape(unwrap(vector))}"
@@ -376,7 +377,7 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
                 part = ops.real(part)  # a real leaf in a complex vector: its imaginary part is 0
             kind = type(unwrap(leaf))
             if kind is float or kind is complex:  # a Python number, or a traced handle of one
-                return part[0] if type(part) in HANDLES else kind(part[0])
+                return part[0] if type(part) in INTERPRETED else kind(part[0])
             part = part.reshape(shapes[k])
             target = unwrap(leaf).dtype
             return part if part.dtype == target else part.astype(target)

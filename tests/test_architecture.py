@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "engine",  # what an op is, the handle, structured values, the sweep, recording, the store
         (
             "nodegrad.engine.plugins",
+            "nodegrad.engine.levels",
             "nodegrad.engine.traced",
             "nodegrad.engine.staged",
             "nodegrad.engine.face",
@@ -525,3 +526,66 @@ def test_the_public_ops_are_the_functions_their_modules_define() -> None:
         and not getattr(getattr(ops, name), "guarded", False)
     ]
     assert unguarded == []
+
+
+# -- one protocol for every interpreter ------------------------------------------------------------
+
+#: The module every interpreter is written on (levels, interpreted values): it alone orders
+#: levels, builds the leak check's error and holds the set of handle types.
+LEVELS = "nodegrad.engine.levels"
+#: The handle types of the interpreters (reverse mode, batching, replay).
+HANDLE_TYPES = {"Traced", "Batched", "Staged"}
+#: The one counter of running interpreters, and the module that keeps it for the hot path.
+FLAG, FLAG_HOME = "interpreting", "nodegrad.engine.record"
+
+
+def _reads_stamp(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == "stamp" for n in ast.walk(node))
+
+
+def second_protocols(root: pathlib.Path, levels: str = LEVELS) -> list[str]:
+    """What is written again outside the levels' protocol: levels ordered by their stamps (a
+    second innermost-level finder), a leak check's error built (a second leak check), a
+    collection of every handle type (a second set of them), a second running-interpreters
+    flag."""
+    out = []
+    for name, path in modules(root).items():
+        if name == levels:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare | ast.Lambda) and _reads_stamp(node):
+                out.append(f"{name}:{node.lineno} orders levels by their stamps: ask {levels} (find_top, inside)")
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "LeakedTracerError":
+                out.append(f"{name}:{node.lineno} builds a leak error: check with {levels}.check_alive")
+            elif isinstance(node, ast.Tuple | ast.Set | ast.List):
+                if {e.id for e in node.elts if isinstance(e, ast.Name)} >= HANDLE_TYPES:
+                    out.append(f"{name}:{node.lineno} lists every handle type: use {levels}.INTERPRETED")
+            elif isinstance(node, ast.FunctionDef) and node.name == FLAG and name != FLAG_HOME:
+                out.append(f"{name}:{node.lineno} keeps a second flag of running interpreters")
+    return sorted(out, key=lambda line: (line.split(":")[0], int(line.split(":")[1].split()[0])))
+
+
+def test_every_interpreter_is_written_on_one_protocol() -> None:
+    assert second_protocols(ROOT) == []
+
+
+def test_a_second_protocol_is_found(tmp_path: pathlib.Path) -> None:
+    root = fake_package(
+        tmp_path,
+        {
+            "levels.py": "def find_top(args):\n    return max(args, key=lambda a: a.level.stamp)\n",
+            "family/__init__.py": "",
+            "family/one.py": (
+                "def newest(a, b):\n    return a if a.level.stamp > b.level.stamp else b\n\n"
+                "def refuse(x):\n    raise LeakedTracerError('gone')\n\n"
+                "KINDS = (Traced, Batched, Staged)\n\n"
+                "def interpreting(entering):\n    pass\n"
+            ),
+        },
+    )
+    assert second_protocols(root, "fake.levels") == [
+        "fake.family.one:2 orders levels by their stamps: ask fake.levels (find_top, inside)",
+        "fake.family.one:5 builds a leak error: check with fake.levels.check_alive",
+        "fake.family.one:7 lists every handle type: use fake.levels.INTERPRETED",
+        "fake.family.one:9 keeps a second flag of running interpreters",
+    ]

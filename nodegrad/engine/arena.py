@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.cycles import unwalkable
+from nodegrad.engine.levels import Level, check_alive, next_stamp
 from nodegrad.engine.nodes import GradOp, GradOps, Node
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import (
@@ -33,8 +34,8 @@ from nodegrad.engine.record import (
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import gradients
-from nodegrad.engine.traced import Traced, describe, meet_pandas, next_stamp
-from nodegrad.errors import ArenaError, DtypeError, LeakedTracerError, NodegradError
+from nodegrad.engine.traced import Traced, describe, meet_pandas
+from nodegrad.errors import ArenaError, DtypeError, NodegradError
 
 __all__ = ["Arena", "Node", "current_arena", "entered_arenas", "nested_arena", "quiet_while_checking"]
 
@@ -62,7 +63,7 @@ def entered_arenas() -> tuple[Arena, ...]:
     return tuple(_state.stack)
 
 
-class Arena:
+class Arena(Level):
     """A flat, append-only store of op nodes: the graph of one computation.
 
     Use it directly to explore, or let :func:`nodegrad.grad` create one per call.
@@ -227,15 +228,16 @@ class Arena:
         if leaf.arena is self:
             msg = f"Arena.param: {path or 'the value'} is already traced in this arena; pass plain values"
             raise ArenaError(msg)
-        if leaf.arena._finished_by:
-            msg = (
-                f"{path or 'the value'} is a traced value of {leaf.arena._finished_by}, which has already returned (a "
-                "leaked tracer): return what you need from the differentiated function instead"
-            )
-            raise LeakedTracerError(msg)
+        check_alive(leaf, f"Arena.param: {path or 'the value'}")
         if leaf.arena not in self._enclosing:
             msg = f"Arena.param: {path or 'the value'} is traced in another arena, which does not enclose this one"
             raise ArenaError(msg)
+
+    def alive(self) -> bool:  # (see nodegrad.engine.levels.Level)
+        return not self._finished_by
+
+    def describe(self) -> str:
+        return self._finished_by or "an arena"
 
     def seal(self, by: str) -> None:
         """Mark the arena as done, for the transform ``by`` that made it has returned: an op

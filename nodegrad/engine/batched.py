@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.levels import Interpreted, Level, check_alive, lower, next_stamp
 from nodegrad.engine.staged import FOREIGN, Staged, call_on
-from nodegrad.engine.traced import ArrayFace, Traced, describe, meet_pandas, next_stamp, unwrap
-from nodegrad.errors import ArenaError, BatchingError, LeakedTracerError
+from nodegrad.engine.traced import Traced, describe, meet_pandas, unwrap
+from nodegrad.errors import ArenaError, BatchingError
 
 __all__ = [
-    "HANDLES",
     "BatchLevel",
     "Batched",
     "BatchingError",
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-class BatchLevel:
+class BatchLevel(Level):
     """One ``vmap`` call: how many examples it batches, when it began (its ``stamp``: the
     innermost level among an op's inputs runs the op), and whether it is still running."""
 
@@ -50,6 +50,12 @@ class BatchLevel:
     def __repr__(self) -> str:
         return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"
 
+    def alive(self) -> bool:
+        return self.active
+
+    def describe(self) -> str:
+        return self.name
+
 
 def read_level(exc: BaseException) -> BatchLevel | None:
     """The level whose batched value ``exc`` refused to give one value of (a plain array,
@@ -60,7 +66,7 @@ def read_level(exc: BaseException) -> BatchLevel | None:
     return getattr(exc, "read_level", None)
 
 
-class Batched(ArrayFace):
+class Batched(Interpreted):
     """A value batched by ``vmap``: one example as user code sees it, every example inside.
 
     Examples
@@ -74,11 +80,17 @@ class Batched(ArrayFace):
 
     __slots__ = ("level", "value")
     __array_priority__ = 1000
+    noun = "batched"
+    leaked = "a leaked batched value"
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
     def __init__(self, value: Any, level: BatchLevel) -> None:
         self.value = value
         self.level = level
+
+    def below(self) -> Any:
+        """Every example's value, stacked along axis 0 (one level down)."""
+        return self.value
 
     # -- one example's attributes -----------------------------------------------------------
     @property
@@ -135,12 +147,7 @@ class Batched(ArrayFace):
         return exc
 
     def _refuse_if_leaked(self, what: str) -> None:
-        if not self.level.active:
-            msg = (
-                f"{what} of a batched value of {self.level.name}, which has already returned (a leaked batched "
-                "value): return what you need from the function instead"
-            )
-            raise LeakedTracerError(msg)
+        check_alive(self, what)
 
     def __bool__(self) -> bool:
         raise self._refuse("bool() (an if or while on the value)", "write np.where(condition, a, b) per example")
@@ -215,9 +222,7 @@ def all_values(x: Any) -> Any:
     example's at once (stacked along leading axes). For checks that read values (bounds,
     masks, the sign of an index), and for a shortcut a rule may take only where every
     example allows it."""
-    while type(x) is Traced or type(x) is Batched:
-        x = x.value
-    return x
+    return lower(x, _TRACED_OR_BATCHED)
 
 
 def plain_map(fn: Any, x: Any) -> Any:
@@ -246,5 +251,4 @@ def plain(x: Any) -> Any:
 
 FOREIGN.add(Batched)  # a staged value hands an op with a batched one to the batching interpreter
 
-#: The types of values that stand for arrays: traced, batched by vmap, or staged by replay.
-HANDLES = (Traced, Batched, Staged)
+_TRACED_OR_BATCHED = frozenset({Traced, Batched})

@@ -29,7 +29,7 @@ from typing import Any, TypeVar, overload
 import attrs
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.rows import RowSparse
 
@@ -153,7 +153,7 @@ def is_differentiable_leaf(value: Any) -> bool:
     >>> [path for path, leaf in ng.tree.tree_leaves_with_path(tree) if ng.is_differentiable_leaf(leaf)]
     ["['w']"]
     """
-    if isinstance(value, np.ndarray | np.inexact) or type(value) in HANDLES or type(value) is RowSparse:
+    if isinstance(value, np.ndarray | np.inexact) or type(value) in INTERPRETED or type(value) is RowSparse:
         return value.dtype.kind in "fc"
     return isinstance(value, float | complex)
 

@@ -13,7 +13,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.structure import Tree, TreeDef, flatten, is_differentiable_leaf, zip_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, StructureError
@@ -145,7 +145,7 @@ def _leaf_cotangent(seed: Any, value: Any, path: str) -> Any:
     if seed is None or not is_differentiable_leaf(value):
         return None
     # A traced seed (a recorded sweep, differentiated again) stays traced, a batched one batched.
-    handle = type(seed) in HANDLES
+    handle = type(seed) in INTERPRETED
     seed_array = seed if handle else np.asarray(seed)
     if seed_array.shape != np.shape(value):
         msg = f"the seed at {path or 'the top level'} has shape {seed_array.shape}, the output has {np.shape(value)}"

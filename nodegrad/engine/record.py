@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from nodegrad.engine.levels import INTERPRETED, find_top, inside, leaked_error
 from nodegrad.engine.registry import ANS, Op
 from nodegrad.engine.structure import UnwalkableError
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
     ArenaError,
     DtypeError,
-    LeakedTracerError,
     LinAlgError,
     StructureError,
     error_like,
@@ -48,6 +48,7 @@ __all__ = [
     "guarded",
     "guarded_structure",
     "inner_arena",
+    "interpreters_running",
     "interpreting",
     "is_array_subclass",
     "lean_node",
@@ -82,11 +83,7 @@ class SealedNodes(list[Any]):
         if self.open_for_sweep:
             super().append(node)
             return
-        msg = (
-            f"{node[0].name}: an input is a traced value of {self.finished_by}, which has already returned (a leaked "
-            f"tracer): return what you need from the differentiated function instead [at {user_location()}]"
-        )
-        raise LeakedTracerError(msg)
+        raise leaked_error(f"{node[0].name}: an input", Traced.noun, Traced.leaked, self.finished_by)
 
 
 def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:
@@ -94,11 +91,7 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
     error naming the op (see :func:`_failed`). An argument that another interpreter traces
     (see :data:`INTERPRETERS`) hands the op to that interpreter instead."""
     if INTERPRETERS:  # (not gated by _running: a leaked value must reach its interpreter to be refused)
-        found = None  # the innermost level's value (of a batching and a replay, say, the later one)
-        for a in args:
-            for item in a if type(a) is tuple or type(a) is list else (a,):  # an index, a list of operands
-                if type(item) in INTERPRETERS and (found is None or item.level.stamp > found.level.stamp):
-                    found = item
+        found = find_top(args, INTERPRETERS)  # the innermost level's value (of a batching and a replay, the later)
         if found is not None:
             return INTERPRETERS[type(found)](op, args)
     try:
@@ -115,24 +108,6 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
 #: handle whose values are another interpreter's values passes the op on to it.
 INTERPRETERS: dict[type, Callable[[Op, tuple[Any, ...]], Any]] = {}
 
-#: The types of values that stand for others: a handle whose value is one of these is
-#: traced at two levels (or batched), so the op goes round the recording path again.
-_HANDLES: set[type] = {Traced}
-
-
-def _newest_interpreted(args: tuple[Any, ...]) -> int | None:
-    """The stamp of the innermost level among the interpreters' values in ``args`` (and in
-    tuple or list arguments), or ``None`` when there are none."""
-    newest = None
-    for a in args:
-        for item in a if type(a) is tuple or type(a) is list else (a,):
-            if type(item) in INTERPRETERS:
-                stamp = item.level.stamp
-                if newest is None or stamp > newest:
-                    newest = stamp
-    return newest
-
-
 #: How many levels of interpreters are running (vmap calls, say): while none is, no op
 #: can meet an interpreter's value, and recording pays nothing to look for one.
 _running = 0
@@ -140,16 +115,20 @@ _running = 0
 
 def interpreting(entering: bool) -> None:
     """Note that a level of an interpreter starts (``True``) or ends (``False``): how an
-    interpreter's transform tells the recording path to look for its values."""
+    interpreter's transform tells the recording path (and the sweep) to look for its values."""
     global _running  # one counter, for the hot path to read
     _running += 1 if entering else -1
+
+
+def interpreters_running() -> bool:
+    """Whether a level of an interpreter (a vmap, a replay's recording) is running."""
+    return _running > 0
 
 
 def register_interpreter(kind: type, interpret: Callable[[Op, tuple[Any, ...]], Any]) -> None:
     """Hand every op given a value of type ``kind`` to ``interpret(op, args)`` (see
     :data:`INTERPRETERS`): how an interpreter plugs in."""
     INTERPRETERS[kind] = interpret
-    _HANDLES.add(kind)
 
 
 def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> Any:
@@ -212,12 +191,8 @@ def inner_arena(where: str, a: Arena, b: Arena) -> Arena:
     is recorded there, and the other's handles are constants at that level (their own
     arena records what is computed from them). Unrelated arenas are an error."""
     for arena in (a, b):
-        if arena._finished_by:
-            msg = (
-                f"{where}: an input is a traced value of {arena._finished_by}, which has already returned (a leaked "
-                f"tracer): return what you need from the differentiated function instead [at {user_location()}]"
-            )
-            raise LeakedTracerError(msg)
+        if not arena.alive():
+            raise leaked_error(f"{where}: an input", Traced.noun, Traced.leaked, arena.describe())
     if a in b._enclosing:
         return b
     if b in a._enclosing:
@@ -253,8 +228,8 @@ def record(op: Op, *args: Any) -> Any:
         elif type(a) is not Traced and type(a) is not _NDARRAY and isinstance(a, _NDARRAY):
             refuse_array_subclass(a, f"{op.name}: a constant [recorded at {user_location()}]")
     if _running:
-        stamp = _newest_interpreted(args)
-        if stamp is not None and (arena is None or stamp > arena.stamp):
+        top = find_top(args, INTERPRETERS)
+        if top is not None and (arena is None or inside(top, arena)):
             # An interpreter's value (batched, say) from a level inside the arena's: that
             # level runs the op first, and records it here through this path again.
             return _forward(op, args)
@@ -272,7 +247,7 @@ def record(op: Op, *args: Any) -> Any:
             nested = True  # a handle of an enclosing arena: a constant at this level
             continue
         value = values[k] = a.value
-        nested = nested or type(value) in _HANDLES
+        nested = nested or type(value) in INTERPRETED
     frozen = tuple(values)
     # Traced at two levels (nested transforms): the enclosing one records first.
     out = record(op, *frozen) if nested else _forward(op, frozen, tuple(a for a in args if type(a) is Traced))
@@ -290,7 +265,7 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
             if type(a) in INTERPRETERS:  # a batched static argument: the general path orders the levels
                 return record(op, x, *static)
     args = (x.value, *static)
-    if type(args[0]) is not _NDARRAY and type(args[0]) in _HANDLES:
+    if type(args[0]) is not _NDARRAY and type(args[0]) in INTERPRETED:
         out = record1(op, *args)  # traced at two levels (nested transforms), or batched: the enclosing one first
     else:
         try:
@@ -321,7 +296,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
             args = (x.value, y.value, *static)
             parents: tuple[int, ...] = (x.index, y.index)
             argnums: tuple[int, ...] = _ARG01
-            nested = type(args[0]) in _HANDLES or type(args[1]) in _HANDLES
+            nested = type(args[0]) in INTERPRETED or type(args[1]) in INTERPRETED
         else:
             if type(y) is not float and type(y) is not _NDARRAY:
                 if isinstance(y, _NDARRAY):
@@ -330,7 +305,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
                     return record(op, x, y, *static)
             args = (x.value, y, *static)
             parents, argnums = (x.index,), _ARG0
-            nested = type(args[0]) is not _NDARRAY and type(args[0]) in _HANDLES
+            nested = type(args[0]) is not _NDARRAY and type(args[0]) in INTERPRETED
     elif type(y) is Traced:
         if type(x) is not float and type(x) is not _NDARRAY:
             if isinstance(x, _NDARRAY):
@@ -340,7 +315,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
         arena = y.arena
         args = (x, y.value, *static)
         parents, argnums = (y.index,), _ARG1
-        nested = type(args[1]) is not _NDARRAY and type(args[1]) in _HANDLES
+        nested = type(args[1]) is not _NDARRAY and type(args[1]) in INTERPRETED
     else:
         return _forward(op, (x, y, *static))
     if nested:  # traced at two levels (nested transforms): the enclosing one first

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import Staged, Unreplayable
 from nodegrad.errors import ArgumentError, ShapeError
 
@@ -191,7 +191,7 @@ def coalesced(g: RowParts, like: Any, shape: tuple[int, ...] | None = None) -> R
     is summed on its own first, and the parts' sums are then added in the parts' order.
     """
     shape = np.shape(like) if shape is None else shape
-    held = {type(x) for part in g.parts for x in part} & set(HANDLES)
+    held = {type(x) for part in g.parts for x in part} & set(INTERPRETED)
     if Staged in held:
         # How many rows the gradient holds depends on the index values.
         raise Unreplayable("a RowSparse gradient (sparse_rows=True): its number of rows depends on the indices")

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import FOREIGN_INDEXING
 
 __all__ = ["SharedArray", "plain_result", "shared", "shared_results"]
@@ -64,14 +64,14 @@ class SharedArray(np.ndarray):
 
 
 def _holds_handle(index: Any) -> bool:
-    if type(index) in HANDLES:
+    if type(index) in INTERPRETED:
         return True
-    return type(index) is tuple and any(type(part) in HANDLES for part in index)
+    return type(index) is tuple and any(type(part) in INTERPRETED for part in index)
 
 
 def _handles(values: Any) -> Any:
     for value in values:
-        if type(value) in HANDLES:
+        if type(value) in INTERPRETED:
             yield value
         elif type(value) in (tuple, list):
             yield from _handles(value)

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from nodegrad.engine.traced import READERS, ArrayFace, Traced
+from nodegrad.engine.levels import Interpreted
+from nodegrad.engine.traced import READERS, Traced
 from nodegrad.errors import user_location
 
 if TYPE_CHECKING:
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FOREIGN",
-    "RECORDING",
     "Miss",
     "Staged",
     "Unreplayable",
@@ -87,7 +87,7 @@ _BINARY = {
 _UNARY = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
 
 
-class Staged(ArrayFace):
+class Staged(Interpreted):
     """A value being recorded by ``replay``: it computes as its plain value ``now`` would,
     and every computation is appended to its tape (see the module's docstring).
 
@@ -102,11 +102,18 @@ class Staged(ArrayFace):
 
     __slots__ = ("level", "now", "slot")
     __array_priority__ = 1000
+    noun = "staged"
+    leaked = "a leaked staged value"
 
     def __init__(self, level: Tape, slot: int, now: Any) -> None:
         self.level = level
         self.slot = slot
         self.now = now
+
+    def below(self) -> Any:
+        """Its value in this recording (one level down): for reading what the signature
+        fixes, never for computing (see :func:`now`)."""
+        return self.now
 
     # -- what the signature fixes: read without a trace ---------------------------------------
     @property
@@ -300,10 +307,6 @@ def only_staged(values: Any) -> Tape | None:
         elif kind is dict:
             todo.extend(value.values())
     return found
-
-
-#: How many recordings are running: while none is, the sweep looks for no staged value.
-RECORDING = [0]
 
 
 def asarray(value: Any, dtype: Any = None) -> Any:

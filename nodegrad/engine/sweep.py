@@ -23,10 +23,10 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cotangents import Cotangent, StructCotangent, check_seed_dtype, cotangent_for, materialize
-from nodegrad.engine.record import INTERPRETERS
+from nodegrad.engine.record import INTERPRETERS, interpreters_running
 from nodegrad.engine.rows import RowParts, coalesced, sparse_nodes
 from nodegrad.engine.rule_errors import reported
-from nodegrad.engine.staged import RECORDING, Staged, array, now, only_staged
+from nodegrad.engine.staged import Staged, array, now, only_staged
 from nodegrad.engine.structure import (
     flatten_with_paths,
     integer_leaves,
@@ -197,6 +197,7 @@ def sweep(
     if out < lo:
         return {}, 0
     mark = _marks(nodes, wrt, lo, out, wrt_is_every_leaf)
+    staging = interpreters_running()  # a replay may be recording this sweep: its rules are taped whole
 
     grads: dict[int, Any] = {}
     pending = {i: g for i, g in seeds.items() if i >= lo and mark[i]}
@@ -217,7 +218,7 @@ def sweep(
             # Structured cotangents are merged in place later on: keep a copy.
             grads[i] = g.copy() if isinstance(g, StructCotangent) else g
         op, parents, argnums, args, value = nodes[i]
-        if RECORDING[0]:
+        if staging:
             tape = only_staged((g, value, args))
             if tape is not None:  # recorded by replay: each rule one call, on the plain values
                 op = RecordedWhole(op, tape)

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 import nodegrad.engine.face  # noqa: F401  (gives staged values their operators, methods and attributes)
+from nodegrad.engine.levels import Level, check_alive, next_stamp
 from nodegrad.engine.staged import _BINARY, _UNARY, FOREIGN, Staged, Unreplayable, method_caller, only_staged
-from nodegrad.engine.traced import next_stamp
-from nodegrad.errors import LeakedTracerError, user_location
+from nodegrad.errors import ArenaError, user_location
 
 __all__ = ["GUARDS", "Instruction", "Tape", "exact_key"]
 
@@ -103,7 +103,7 @@ _SHAPE_STATIC: set[Any] = {
 }  # fmt: skip
 
 
-class Tape:
+class Tape(Level):
     """One recording of ``replay``: the instructions appended so far, how many slots they
     fill, the arguments' slots, and what made the recording unreplayable (if anything).
     It is the level of its :class:`Staged` values (``stamp``, ``active``: see
@@ -248,13 +248,20 @@ class Tape:
         return value
 
     # -- reading the staged values ----------------------------------------------------------
+    def alive(self) -> bool:
+        return self.active
+
+    def describe(self) -> str:
+        return self.name
+
     def _check(self, x: Staged) -> None:
-        if x.level is not self or not self.active:
+        check_alive(x, "a numpy call")
+        if x.level is not self:
             msg = (
-                f"a staged value of {x.level.name}, which has already returned or belongs to another recording, "
-                f"reached a numpy call (a leaked staged value): return what you need instead [at {user_location()}]"
+                f"a staged value of {x.level.name}, another recording, reached a numpy call of {self.name}: return "
+                f"what you need instead [at {user_location()}]"
             )
-            raise LeakedTracerError(msg)
+            raise ArenaError(msg)
 
     def _raw(self, value: Any) -> Any:
         """``value`` with each staged value replaced by its value now (inside tuples, lists,

@@ -11,7 +11,6 @@ dispatch protocols by :mod:`nodegrad.numpy_api`: the engine knows no particular 
 
 from __future__ import annotations
 
-import itertools
 import os
 import site
 import sys
@@ -22,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from nodegrad.engine.levels import ArrayFace, Interpreted, check_alive, lower, next_stamp
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.errors import ArenaError, LeakedTracerError, calling_code
+from nodegrad.errors import ArenaError, calling_code
 
 if TYPE_CHECKING:
     from nodegrad.engine.arena import Arena
@@ -43,16 +43,6 @@ __all__ = [
 ]
 
 
-_STAMPS = itertools.count()
-
-
-def next_stamp() -> int:
-    """A number larger than every one given before: when an arena, a batch level or a
-    replay's recording was made. Transforms nest, so of two that are running, the later
-    one is the inner one."""
-    return next(_STAMPS)
-
-
 #: How a Python value is read out of a value of an interpreter below the arena (a value
 #: staged by replay: through a guard, so a replay checks it reads the same), by its type.
 READERS: dict[type, Callable[[Any, Callable[[Any], Any]], Any]] = {}
@@ -66,11 +56,9 @@ def read(value: Any, fn: Callable[[Any], Any]) -> Any:
 
 
 def unwrap(value: Any) -> Any:
-    """The plain value under a traced handle, through every level of nesting (for reading
+    """The value under a traced handle, through every arena's level of nesting (for reading
     shapes, dtypes and masks: it carries no gradient); anything else unchanged."""
-    while type(value) is Traced:
-        value = value.value
-    return value
+    return lower(value, _ARENAS)
 
 
 def _library_roots() -> tuple[str, ...]:
@@ -158,51 +146,7 @@ def _shown(value: Any) -> str:
     return np.array2string(np.asarray(value), threshold=6)
 
 
-class ArrayFace:
-    """What a value standing for an array shows of it (a traced value, a batched one): its
-    operators and array methods, attached at import time by nodegrad.ops.traced_methods,
-    and numpy's dispatch protocols, by nodegrad.numpy_api; declared here so that type
-    checkers see them. It holds nothing itself."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:
-        T: Any
-        mT: Any  # noqa: N815  (numpy's name)
-
-        def __getattr__(self, name: str) -> Any: ...
-        def __getitem__(self, index: Any) -> Any: ...
-        def __add__(self, other: Any) -> Any: ...
-        def __radd__(self, other: Any) -> Any: ...
-        def __sub__(self, other: Any) -> Any: ...
-        def __rsub__(self, other: Any) -> Any: ...
-        def __mul__(self, other: Any) -> Any: ...
-        def __rmul__(self, other: Any) -> Any: ...
-        def __truediv__(self, other: Any) -> Any: ...
-        def __rtruediv__(self, other: Any) -> Any: ...
-        def __floordiv__(self, other: Any) -> Any: ...
-        def __rfloordiv__(self, other: Any) -> Any: ...
-        def __mod__(self, other: Any) -> Any: ...
-        def __rmod__(self, other: Any) -> Any: ...
-        def __pow__(self, other: Any) -> Any: ...
-        def __rpow__(self, other: Any) -> Any: ...
-        def __matmul__(self, other: Any) -> Any: ...
-        def __rmatmul__(self, other: Any) -> Any: ...
-        def __neg__(self) -> Any: ...
-        def __pos__(self) -> Any: ...
-        def __abs__(self) -> Any: ...
-        def __lt__(self, other: Any) -> Any: ...
-        def __le__(self, other: Any) -> Any: ...
-        def __gt__(self, other: Any) -> Any: ...
-        def __ge__(self, other: Any) -> Any: ...
-        def __eq__(self, other: object) -> Any: ...
-        def __ne__(self, other: object) -> Any: ...
-        def __and__(self, other: Any) -> Any: ...
-        def __or__(self, other: Any) -> Any: ...
-        def __invert__(self) -> Any: ...
-
-
-class Traced(ArrayFace):
+class Traced(Interpreted):
     """A handle to one node of an arena: what user code holds while being differentiated.
 
     It behaves like the numpy array it stands for: arithmetic operators with numpy
@@ -223,12 +167,23 @@ class Traced(ArrayFace):
 
     __slots__ = ("arena", "index", "value")
     __array_priority__ = 1000
+    noun = "traced"
+    leaked = "a leaked tracer"
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
     def __init__(self, arena: Arena, index: int, value: Any) -> None:
         self.arena = arena
         self.index = index
         self.value = value
+
+    @property
+    def level(self) -> Arena:
+        """The arena it is a node of: its level."""
+        return self.arena
+
+    def below(self) -> Any:
+        """Its value (one level down)."""
+        return self.value
 
     # -- array attributes -----------------------------------------------------------------
     @property
@@ -289,12 +244,7 @@ class Traced(ArrayFace):
         raise TypeError(msg)
 
     def _refuse_if_leaked(self, what: str) -> None:
-        if self.arena._finished_by:
-            msg = (
-                f"{what} of a traced value of {self.arena._finished_by}, which has already returned (a leaked tracer): "
-                "return what you need from the differentiated function instead"
-            )
-            raise LeakedTracerError(msg)
+        check_alive(self, what)
 
     def __format__(self, spec: str) -> str:
         # Formatting is for reading (logging a loss inside a traced function), not computing.
@@ -348,6 +298,9 @@ class Traced(ArrayFace):
         )
         msg = " ".join(part for part in parts if part)
         raise ArenaError(msg)
+
+
+_ARENAS = frozenset({Traced})  # what unwrap peels: the handles of arenas
 
 
 def describe(arg: Any) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.composed import filled
@@ -35,7 +35,7 @@ __all__ = [
 
 
 def _holds_traced(obj: Any) -> bool:
-    if type(obj) in HANDLES:
+    if type(obj) in INTERPRETED:
         return True
     return isinstance(obj, (list, tuple)) and any(_holds_traced(item) for item in obj)
 
@@ -44,7 +44,7 @@ def _stacked(obj: Any, where: str) -> Any:
     """``obj`` (a traced value, a plain value, or nested lists and tuples of them) as one
     array, traced when it holds a traced value."""
     if not isinstance(obj, (list, tuple)) or not _holds_traced(obj):
-        return obj if type(obj) in HANDLES else np.asarray(obj)
+        return obj if type(obj) in INTERPRETED else np.asarray(obj)
     parts = [_stacked(item, where) for item in obj]
     shapes = {np.shape(part) for part in parts}
     if len(shapes) > 1:
@@ -146,7 +146,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, **kwargs: Any) -> Any:
     """
     if not _holds_traced(a):
         return np.asarray(a, dtype=dtype, order=order, **kwargs)
-    if type(a) in HANDLES:
+    if type(a) in INTERPRETED:
         return _with_dtype(a, dtype, 0)
     return array(a, dtype=dtype)
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import unwrap
 from nodegrad.numpy_api.arguments import refusal
 from nodegrad.ops.arguments import normalize_axis
@@ -26,7 +26,7 @@ __all__ = ["apply_along_axis", "apply_over_axes"]
 
 
 def _as_result(value: Any) -> Any:
-    return value if type(value) in HANDLES else np.asanyarray(value)
+    return value if type(value) in INTERPRETED else np.asanyarray(value)
 
 
 def apply_along_axis(func1d: Callable[..., Any], axis: Any, arr: Any, *args: Any, **kwargs: Any) -> Any:
@@ -46,7 +46,7 @@ def apply_along_axis(func1d: Callable[..., Any], axis: Any, arr: Any, *args: Any
     if len(shapes) > 1:
         raise refusal("apply_along_axis", f"the function returned results of different shapes {sorted(shapes)}")
     result_ndim = len(shapes.pop())
-    if not any(type(r) in HANDLES for r in results):
+    if not any(type(r) in INTERPRETED for r in results):
         stacked: Any = np.stack(results)
     else:
         stacked = ops.stack(results, 0)

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES, Batched
+from nodegrad.engine.batched import Batched
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NodegradError, NoGradientError, ShapeError, user_location
 
@@ -47,7 +48,7 @@ def refusal(name: str, what: str, kind: type[NodegradError] = ShapeError) -> Nod
 
 def as_operand(a: Any) -> Any:
     """A traced (or batched) value as it is; anything else (lists, scalars) as numpy reads it."""
-    return a if type(a) in HANDLES else np.asarray(a)
+    return a if type(a) in INTERPRETED else np.asarray(a)
 
 
 def no_extras(name: str, **extras: Any) -> None:
@@ -81,12 +82,12 @@ def holds_traced(obj: Any) -> bool:
     """Whether ``obj`` is a traced (or batched) value or a list or tuple (nested or not)
     holding one."""
     kind = type(obj)
-    if kind in HANDLES:
+    if kind in INTERPRETED:
         return True
     if kind is list or kind is tuple:
         for item in obj:  # a loop, not any(...): this runs on shapes and axes of every call
             kind = type(item)
-            if kind in HANDLES or ((kind is list or kind is tuple) and holds_traced(item)):
+            if kind in INTERPRETED or ((kind is list or kind is tuple) and holds_traced(item)):
                 return True
     return False
 
@@ -121,7 +122,7 @@ def _leaves(obj: Any) -> Iterable[Any]:
 
 def _stacked(obj: Any, where: str) -> Any:
     if not (type(obj) is list or type(obj) is tuple) or not holds_traced(obj):
-        return obj if type(obj) in HANDLES else np.asarray(obj)
+        return obj if type(obj) in INTERPRETED else np.asarray(obj)
     parts = [_stacked(item, where) for item in obj]
     shapes = {np.shape(unwrap(part)) for part in parts}
     if len(shapes) > 1:

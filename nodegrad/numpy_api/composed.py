@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import no_extras, read_keepdims
@@ -310,7 +310,7 @@ def kron(a: Any, b: Any) -> Any:
 
 def polyval(p: Any, x: Any) -> Any:
     # Horner's rule from zeros, p[0] the highest power: numpy's own steps, so the same values.
-    coefficients = p if type(p) in HANDLES else np.asarray(p)
+    coefficients = p if type(p) in INTERPRETED else np.asarray(p)
     y: Any = np.zeros_like(unwrap(x))
     for k in range(np.shape(unwrap(coefficients))[0]):
         y = y * x + coefficients[k]
@@ -373,7 +373,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: Any = "K", subo
     """``np.full_like``: ``a`` gives only the shape and the default dtype (it carries no
     gradient); a traced ``fill_value`` carries its gradient to every entry."""
     target = np.shape(a) if shape is None else shape  # an example's shape, inside vmap
-    if type(fill_value) not in HANDLES:
+    if type(fill_value) not in INTERPRETED:
         no_extras("full_like", **kw)
         return np.full(target, fill_value, dtype=np.result_type(a) if dtype is None else dtype)
     return filled(target, fill_value, np.result_type(unwrap(a)) if dtype is None else dtype, "full_like")

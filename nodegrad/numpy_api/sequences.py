@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.engine.traced import unwrap as _value
 from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, error_like, user_location
@@ -230,7 +230,7 @@ def broadcast_arrays(*args: Any, subok: bool = False) -> Any:
     except ValueError as exc:
         raise _fail("broadcast_arrays", exc) from None
     return tuple(
-        ops.broadcast_to(a, shape) if type(a) in HANDLES else np.broadcast_to(np.asarray(a), shape) for a in args
+        ops.broadcast_to(a, shape) if type(a) in INTERPRETED else np.broadcast_to(np.asarray(a), shape) for a in args
     )
 
 

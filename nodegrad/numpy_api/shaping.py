@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES, plain_map
+from nodegrad.engine.batched import plain_map
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import AxisError, DtypeError, ShapeError, error_like, user_location, user_stacklevel
 from nodegrad.numpy_api.arguments import as_operand, refusal
@@ -117,7 +118,7 @@ def append(arr: Any, values: Any, axis: Any = None) -> Any:
 
 def _weak(value: Any) -> Any:
     """``value`` as numpy's select reads it: Python numbers stay weak, traced values stay traced."""
-    return value if type(value) in (int, float, complex) or type(value) in HANDLES else np.asarray(value)
+    return value if type(value) in (int, float, complex) or type(value) in INTERPRETED else np.asarray(value)
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
@@ -143,7 +144,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         )
     except ValueError as exc:
         raise refusal("select", str(exc)) from None
-    if type(fallback) in HANDLES:
+    if type(fallback) in INTERPRETED:
         result = ops.broadcast_to(ops.astype(fallback, dtype) if fallback.dtype != dtype else fallback, shape)
     else:
         result = np.full(shape, fallback, dtype)

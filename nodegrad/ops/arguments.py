@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
+from nodegrad.engine.levels import find_top
 from nodegrad.errors import AxisError, BatchingError, OpIndexError, ShapeError, user_location
 
 __all__ = [
@@ -25,6 +26,9 @@ __all__ = [
     "index_items",
     "normalize_axis",
 ]
+
+
+_BATCHED = frozenset({Batched})
 
 
 def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
@@ -114,8 +118,8 @@ def index_items(index: Any, is_batched: bool) -> list[Any]:
     if type(index) is not tuple:
         return [Each(index)]  # the index itself, batched: the rule was given its value
     # The running level is the innermost among the op's arguments, and one of these items has it.
-    newest = max(p.level.stamp for p in index if type(p) is Batched)
-    return [Each(p.value) if type(p) is Batched and p.level.stamp == newest else p for p in index]
+    top = find_top(index, _BATCHED)
+    return [Each(p.value) if type(p) is Batched and p.level is top.level else p for p in index]
 
 
 def _is_array(p: Any) -> bool:

@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched, BatchingError, BatchLevel
+from nodegrad.engine.batched import Batched, BatchingError, BatchLevel
+from nodegrad.engine.levels import INTERPRETED, check_alive, find_top, inside
 from nodegrad.engine.record import append_node, record, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import DEFERS_TO, Traced, unwrap
-from nodegrad.errors import LeakedTracerError, ShapeError, user_location
+from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.arguments import axis_index
 
 __all__ = [
@@ -56,23 +57,20 @@ BatchRule = Callable[..., Any]
 # -- the interpreter --------------------------------------------------------------------------
 
 
+_BATCHED_VALUES = frozenset({Batched})
+
+
 def innermost(args: Sequence[Any]) -> BatchLevel | None:
     """The innermost batch level among ``args`` (and inside tuple or list arguments)."""
-    found: BatchLevel | None = None
-    for a in args:
-        items = a if type(a) is tuple or type(a) is list else (a,)
-        for item in items:
+    found = find_top(args, _BATCHED_VALUES)
+    if found is None:
+        return None
+    for a in args:  # a leaked one among them, even of an outer level, is refused
+        for item in a if type(a) is tuple or type(a) is list else (a,):
             if type(item) is Batched:
-                level = item.level
-                if not level.active:
-                    msg = (
-                        f"a batched value of {level.name}, which has already returned, reached an op (a leaked "
-                        f"batched value): return what you need from the function instead [at {user_location()}]"
-                    )
-                    raise LeakedTracerError(msg)
-                if found is None or level.stamp > found.stamp:
-                    found = level
-    return found
+                check_alive(item, "an op")
+    level: BatchLevel = found.level
+    return level
 
 
 def interpret(op: Op, args: tuple[Any, ...]) -> Any:
@@ -207,22 +205,21 @@ def to_batched(value: Any, is_batched: bool, size: int) -> Any:
 def newest_level(args: Sequence[Any]) -> BatchLevel | None:
     """The innermost batch level among ``args`` at any depth (under traced handles and other
     batch levels too, and inside tuple or list arguments)."""
-    found: BatchLevel | None = None
+    found = []
     for a in args:
         for item in a if type(a) is tuple or type(a) is list else (a,):
             while type(item) is Traced or type(item) is Batched:
-                if type(item) is Batched and (found is None or item.level.stamp > found.stamp):
-                    found = item.level
+                if type(item) is Batched:
+                    found.append(item)
                 item = item.value
-    return found
+    top = find_top(found)
+    return None if top is None else top.level
 
 
 def _inside(x: Any, level: BatchLevel) -> bool:
     """Whether ``x`` is a handle of a transform (an arena, a batch level) that began inside
     ``level``."""
-    if type(x) is Traced:
-        return x.arena.stamp > level.stamp
-    return type(x) is Batched and x.level.stamp > level.stamp
+    return (type(x) is Traced or type(x) is Batched) and inside(x, level)
 
 
 def examples_stacked(x: Any, level: BatchLevel, axis: int = 0) -> Any:
@@ -269,7 +266,7 @@ _BATCHED = Op(
 )
 
 
-_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, *HANDLES)
+_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, *INTERPRETED)
 
 
 def aligned(batched: Sequence[bool], args: Sequence[Any]) -> list[Any]:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchingError, BatchLevel, read_level
+from nodegrad.engine.levels import find_top, inside
 from nodegrad.engine.record import RERUNS, record
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import LEAF, flatten
@@ -99,7 +100,7 @@ def _example_of(leaf: Any, b: int, mark: Batched) -> Any:
 def _traced_inside(leaf: Traced, level: BatchLevel) -> bool:
     """Whether ``leaf`` is traced by a transform that began inside ``level`` (its outermost
     handle is the innermost transform's: the levels under it began earlier)."""
-    return leaf.arena.stamp > level.stamp
+    return inside(leaf, level)
 
 
 def _batched_at(leaf: Traced, level: BatchLevel) -> bool:
@@ -163,7 +164,7 @@ def _stacked_column(name: str, column: list[Any], mark: Batched) -> Any:
     """One result leaf of every example, batched at ``mark``'s level: traced by a transform
     inside the level, through :data:`STACK_EXAMPLES` (a node of that transform's arena)."""
     check_same_shapes(name, column)
-    if any(type(v) is Traced and v.arena.stamp > mark.level.stamp for v in column):
+    if any(type(v) is Traced and inside(v, mark.level) for v in column):
         return record(STACK_EXAMPLES, mark, *column)
     return Batched(np.stack(column), mark.level)  # (a traced value here is one of an enclosing arena)
 
@@ -189,14 +190,14 @@ def _example(x: Any, b: int, mark: Batched) -> Any:
     if type(x) is Batched:
         if x.level is mark.level:
             return x.value[b]
-        if x.level.stamp > mark.level.stamp:  # batched inside the level too: each of its examples holds them all
+        if inside(x, mark.level):  # batched inside the level too: each of its examples holds them all
             return Batched(record(EXAMPLE, x.value, b, mark), x.level)
     return x  # the same for every example
 
 
 def _into_example(g: Any, b: int, mark: Batched) -> Batched:
     level = mark.level
-    if type(g) is Batched and g.level.stamp > level.stamp:
+    if type(g) is Batched and inside(g, level):
         return Batched(record(INTO_EXAMPLE, g.value, b, mark), g.level)
     zero = np.zeros_like(g)
     return Batched(np.stack([g if k == b else zero for k in range(level.size)]), level)
@@ -204,9 +205,9 @@ def _into_example(g: Any, b: int, mark: Batched) -> Batched:
 
 def _stack_examples(mark: Batched, *examples: Any) -> Batched:
     level = mark.level
-    inside = [e.level for e in examples if type(e) is Batched and e.level.stamp > level.stamp]
-    if inside:  # batched inside the level too: stacked under that level's batch axis
-        inner = max(inside, key=lambda found: found.stamp)
+    top = find_top([e for e in examples if type(e) is Batched and inside(e, level)])
+    if top is not None:  # batched inside the level too: stacked under that level's batch axis
+        inner = top.level
         values = [to_batched(e.value if _is_at(e, inner) else e, _is_at(e, inner), inner.size) for e in examples]
         return Batched(record(STACK_EXAMPLES, mark, *values), inner)
     return Batched(np.stack(examples), level)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from nodegrad.engine.levels import find_top
 from nodegrad.engine.record import _failed, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.staged import Staged
@@ -23,12 +24,13 @@ __all__ = ["interpret"]
 
 
 def _tape_of(args: tuple[Any, ...]) -> Tape:
-    for a in args:
-        for item in a if type(a) is tuple or type(a) is list else (a,):
-            if type(item) is Staged:
-                return item.level
-    msg = "interpret: no staged argument"
-    raise AssertionError(msg)
+    found = find_top(args, _STAGED)
+    assert found is not None, "interpret: no staged argument"
+    tape: Tape = found.level
+    return tape
+
+
+_STAGED = frozenset({Staged})
 
 
 def interpret(op: Op, args: tuple[Any, ...]) -> Any:

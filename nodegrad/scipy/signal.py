@@ -25,7 +25,7 @@ import numpy as np
 import scipy.signal
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.record import guarded
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
@@ -108,8 +108,8 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> An
     if method not in _METHODS:
         msg = f"convolve: method must be one of {_METHODS}, got {method!r} [called at {user_location()}]"
         raise ArgumentError(msg)
-    a = in1 if type(in1) in HANDLES else np.asarray(in1)
-    b = in2 if type(in2) in HANDLES else np.asarray(in2)
+    a = in1 if type(in1) in INTERPRETED else np.asarray(in1)
+    b = in2 if type(in2) in INTERPRETED else np.asarray(in2)
     shape1, shape2 = np.shape(unwrap(a)), np.shape(unwrap(b))
     for name, value in (("in1", a), ("in2", b)):
         if np.result_type(unwrap(value)).kind not in "biufc":

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.structure import (
     TreeDef,
     differentiable_leaves,
@@ -258,7 +258,7 @@ def _refuse_handles(check: str, pair: tuple[str, str], name: str, got: Any, expe
     reads it, say)."""
     for side, value in zip(pair, (got, expected), strict=True):
         for path, leaf in flatten_with_paths(value):
-            if type(leaf) in HANDLES:
+            if type(leaf) in INTERPRETED:
                 msg = (
                     f"check_consistency ({check!r}): {side} gives a value still traced by a transform at "
                     f"{name}{path} (a leaked tracer: a custom function's fwd or bwd keeping a traced value where "

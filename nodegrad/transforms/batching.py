@@ -16,11 +16,12 @@ from typing import Any, ParamSpec
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched, BatchLevel
+from nodegrad.engine.batched import Batched, BatchLevel
+from nodegrad.engine.levels import INTERPRETED, check_alive
 from nodegrad.engine.record import interpreting
 from nodegrad.engine.shared import plain_result, shared
 from nodegrad.engine.structure import LEAF, flatten
-from nodegrad.errors import ArgumentError, LeakedTracerError, ShapeError, StructureError
+from nodegrad.errors import ArgumentError, ShapeError, StructureError
 from nodegrad.ops.tables import as_tables
 from nodegrad.transforms.common import Transformed, check_callable, name_of
 
@@ -197,7 +198,7 @@ class _Batch:
 
 
 def _is_array(leaf: Any) -> bool:
-    return isinstance(leaf, np.ndarray) or type(leaf) in HANDLES
+    return isinstance(leaf, np.ndarray) or type(leaf) in INTERPRETED
 
 
 def _batch_axes(name: str, value: Any, spec: Axes, root: str) -> _Batch:
@@ -205,12 +206,8 @@ def _batch_axes(name: str, value: Any, spec: Axes, root: str) -> _Batch:
     statics = treedef.static_leaves()
     found: list[int | None] = []
     for leaf, path, axis, static in zip(leaves, paths, axes, statics, strict=True):
-        if type(leaf) is Batched and not leaf.level.active:
-            msg = (
-                f"{name}: {path} is a batched value of {leaf.level.name}, which has already returned (a leaked "
-                "batched value): return what you need from that function instead"
-            )
-            raise LeakedTracerError(msg)
+        if type(leaf) is Batched:
+            check_alive(leaf, f"{name}: {path}")
         if axis is None or static or not _is_array(leaf):
             if axis is not None and not static and isinstance(leaf, float | complex | np.generic):
                 msg = f"{name}: {path} is a number ({leaf!r}), which has no axis {axis} to batch; give it in_axes None"

@@ -19,8 +19,9 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.arena import Arena
-from nodegrad.engine.batched import HANDLES, Batched
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.cycles import unwalkable
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import Staged, call_on, now
 from nodegrad.engine.structure import (
     LEAF,
@@ -200,7 +201,7 @@ def like_argument(g: Any, original: Any) -> Any:
 def _like_leaf(g: Any, original: Any) -> Any:
     original = now(original)  # under replay: its type is its signature's
     if g is not None and isinstance(original, float | complex | np.inexact) and type(now(g)) is not type(original):
-        if type(g) in HANDLES and type(g) is not Staged:
+        if type(g) in INTERPRETED and type(g) is not Staged:
             return g  # a handle stays one (a batched gradient holds one number per example)
         return call_on(type(original), g)
     return g

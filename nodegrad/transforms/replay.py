@@ -20,11 +20,11 @@ from typing import Any, ParamSpec
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.program import NonFinite, Program, compile_tape
 from nodegrad.engine.record import interpreting
-from nodegrad.engine.staged import RECORDING, Miss, Staged, Unreplayable
+from nodegrad.engine.staged import Miss, Staged, Unreplayable
 from nodegrad.engine.structure import LEAF, TreeDef, UnwalkableError, flatten
 from nodegrad.engine.tape import Instruction, Tape, exact_key
 from nodegrad.errors import ArgumentError, ReplayWarning, rerun_reporting_warnings, user_stacklevel
@@ -311,7 +311,6 @@ class Replayed(Transformed[P, Any]):
         dyn_args, dyn_kwargs = (tuple(staged), {}) if treedef is None else _rebuild(staged, *treedef)
         call_args, call_kwargs = self._merge(args, kwargs, dyn_args, dyn_kwargs)
         interpreting(True)
-        RECORDING[0] += 1
         try:
             with refusing_draws(self._name, self._fun, [*args, *kwargs.values()], tape):
                 out = self._fun(*call_args, **call_kwargs)
@@ -321,11 +320,10 @@ class Replayed(Transformed[P, Any]):
             return self._give_up(key, exc.reason, args, kwargs)
         finally:
             interpreting(False)
-            RECORDING[0] -= 1
             tape.active = False  # (closed below, once the result is read)
         out_leaves, out_treedef = flatten(out)
         for leaf in out_leaves:
-            if type(leaf) in HANDLES and (type(leaf) is not Staged or leaf.level is not tape):
+            if type(leaf) in INTERPRETED and (type(leaf) is not Staged or leaf.level is not tape):
                 tape.restore_inputs()
                 tape.close()
                 return self._give_up(key, "it returns a value traced by a transform around it", args, kwargs)
@@ -394,7 +392,7 @@ def _leaf_key(leaf: Any, static: bool) -> Any:
     kind = type(leaf)
     if kind is np.ndarray and leaf.dtype.hasobject:
         return _content_key(leaf)  # strings, say: its bytes would be pointers
-    if kind in HANDLES:
+    if kind in INTERPRETED:
         return None  # a value of a transform around (a nested replay's recording, say): run eagerly
     if static:
         if isinstance(leaf, np.ndarray):

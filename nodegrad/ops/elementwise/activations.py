@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.record import guarded, record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
@@ -87,7 +87,7 @@ def _gelu_rule(g: Any, ans: Any, x: Any, approximate: Any) -> Any:
         d_inner = _GELU_C * (1 + 3 * 0.044715 * x**2)
         return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * d_inner)
     # Recorded (or batched, or staged): differentiable again.
-    cdf = record1(GELU, x, _NORMAL_CDF) if type(x) in HANDLES else 0.5 * (1 + _erf(x / math.sqrt(2.0)))
+    cdf = record1(GELU, x, _NORMAL_CDF) if type(x) in INTERPRETED else 0.5 * (1 + _erf(x / math.sqrt(2.0)))
     return g * (cdf + x * _normal_pdf(x))
 
 

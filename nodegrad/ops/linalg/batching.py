@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched, BatchLevel
+from nodegrad.engine.batched import Batched, BatchLevel
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import Traced
@@ -26,7 +27,7 @@ from nodegrad.ops.batching import example_ndim, examples_batched, examples_stack
 
 __all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
 
-_ARRAYS = (np.ndarray, np.generic, *HANDLES)
+_ARRAYS = (np.ndarray, np.generic, *INTERPRETED)
 
 
 def batched_in(*args: Any) -> bool:

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched
+from nodegrad.engine.batched import Batched
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.record import composite, guarded, record, record2
 from nodegrad.engine.registry import Op, defop, same_rule_for_all
 from nodegrad.engine.staged import Staged, call_on
@@ -130,7 +131,7 @@ def matmul(x: Any, y: Any) -> Any:
 
 
 def _operand(v: Any) -> Any:
-    return v if type(v) in HANDLES or isinstance(v, np.ndarray) else np.asarray(v)
+    return v if type(v) in INTERPRETED or isinstance(v, np.ndarray) else np.asarray(v)
 
 
 # -- einsum and the products built on it ------------------------------------------------------------

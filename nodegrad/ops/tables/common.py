@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, Batched
+from nodegrad.engine.batched import Batched
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import Staged, Unreplayable, now
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import (
@@ -74,7 +75,7 @@ def pandas() -> Any:
 
 def is_handle(value: Any) -> bool:
     """Whether ``value`` is a value an interpreter stands for (traced, batched, staged)."""
-    return type(value) in HANDLES
+    return type(value) in INTERPRETED
 
 
 def dtype_of(value: Any) -> Any:

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES
 from nodegrad.engine.containers import Handler, register_handler
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.traced import DEFERS_TO, ON_PANDAS
@@ -104,14 +104,14 @@ def _series_build(template: Any, children: list[Any]) -> Any:
     (child,) = children
     if child is None:
         return None
-    if type(child) in HANDLES:
+    if type(child) in INTERPRETED:
         return Series(child, index=template.index, name=template.name)
     _check_columns({template.name: child})
     return pandas().Series(_dense(child), index=template.index, name=template.name)
 
 
 def _has_handles(children: list[Any]) -> bool:
-    return any(type(c) in HANDLES for c in children)
+    return any(type(c) in INTERPRETED for c in children)
 
 
 def _check_columns(data: dict[Hashable, Any]) -> None:

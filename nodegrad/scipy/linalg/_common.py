@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import HANDLES, all_values
+from nodegrad.engine.batched import all_values
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import now
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import MatrixShapeError, NonFiniteError, ShapeError, user_location
@@ -31,13 +32,13 @@ FAMILY = "scipy.linalg"
 
 def as_operand(a: Any) -> Any:
     """A traced or batched value as it is; anything else (lists, scalars) as numpy reads it."""
-    return a if type(a) in HANDLES else np.asarray(a)
+    return a if type(a) in INTERPRETED else np.asarray(a)
 
 
 def is_traced(*xs: Any) -> bool:
     """Whether any of ``xs`` is traced or batched (inside ``vmap``): a value scipy cannot
     take, so it is computed with recorded ops."""
-    return any(type(x) in HANDLES for x in xs)
+    return any(type(x) in INTERPRETED for x in xs)
 
 
 def refuse_nonfinite(name: str, *xs: Any) -> None:

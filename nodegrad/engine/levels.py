@@ -1,0 +1,203 @@
+"""Levels and the values they interpret: the protocol every interpreter is written on.
+
+A transform that is running is a **level**: an arena (``grad`` records on it), a batch
+level (one ``vmap`` call), a tape (one ``replay`` recording). Every level has a stamp (when
+it began: of two levels running, the later is inside the other, so it interprets an op
+first), a name for messages, and whether it is still running. A value user code holds while
+a level runs is an **interpreted value**: a handle of one level (:class:`Interpreted`)
+whose value one level down may be another level's handle, down to a plain array.
+
+Everything the rest of nodegrad asks of an interpreted value is asked here, once:
+
+- :func:`is_interpreted` -- whether a value stands for another (the one set of handle types,
+  :data:`INTERPRETED`, filled as each interpreter's handle class is defined);
+- :func:`find_top` -- the handle of the innermost level among an op's arguments, which
+  runs the op;
+- :func:`lower` -- a value with the handles of some levels peeled off;
+- :func:`check_alive` -- the one leak check: a handle whose level has returned is refused.
+
+Whether a level besides recording is running at all is one counter, read on the hot path
+where it lives (:func:`nodegrad.engine.record.interpreting`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from nodegrad.errors import LeakedTracerError, user_location
+
+__all__ = [
+    "INTERPRETED",
+    "ArrayFace",
+    "Interpreted",
+    "Level",
+    "check_alive",
+    "find_top",
+    "inside",
+    "is_interpreted",
+    "leaked_error",
+    "lower",
+    "next_stamp",
+]
+
+
+_STAMPS = itertools.count()
+
+
+def next_stamp() -> int:
+    """A number larger than every one given before: when a level began. Transforms nest, so
+    of two levels that are running, the later one is the inner one."""
+    return next(_STAMPS)
+
+
+class Level:
+    """One running transform: an arena, a batch level, a tape.
+
+    A subclass sets ``stamp`` (from :func:`next_stamp`, as it begins) and says what it is
+    (:meth:`describe`) and whether it still runs (:meth:`alive`).
+    """
+
+    __slots__ = ()
+    stamp: int
+
+    def alive(self) -> bool:
+        """Whether the transform is still running (its handles may still be computed with)."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """The transform, as a message names it (``grad(loss)``, ``vmap(f)``)."""
+        raise NotImplementedError
+
+
+class ArrayFace:
+    """What a value standing for an array shows of it: its operators and array methods,
+    attached at import time by nodegrad.ops.traced_methods, and numpy's dispatch protocols,
+    by nodegrad.numpy_api; declared here so that type checkers see them. It holds nothing
+    itself."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:
+        T: Any
+        mT: Any  # noqa: N815  (numpy's name)
+
+        def __getattr__(self, name: str) -> Any: ...
+        def __getitem__(self, index: Any) -> Any: ...
+        def __add__(self, other: Any) -> Any: ...
+        def __radd__(self, other: Any) -> Any: ...
+        def __sub__(self, other: Any) -> Any: ...
+        def __rsub__(self, other: Any) -> Any: ...
+        def __mul__(self, other: Any) -> Any: ...
+        def __rmul__(self, other: Any) -> Any: ...
+        def __truediv__(self, other: Any) -> Any: ...
+        def __rtruediv__(self, other: Any) -> Any: ...
+        def __floordiv__(self, other: Any) -> Any: ...
+        def __rfloordiv__(self, other: Any) -> Any: ...
+        def __mod__(self, other: Any) -> Any: ...
+        def __rmod__(self, other: Any) -> Any: ...
+        def __pow__(self, other: Any) -> Any: ...
+        def __rpow__(self, other: Any) -> Any: ...
+        def __matmul__(self, other: Any) -> Any: ...
+        def __rmatmul__(self, other: Any) -> Any: ...
+        def __neg__(self) -> Any: ...
+        def __pos__(self) -> Any: ...
+        def __abs__(self) -> Any: ...
+        def __lt__(self, other: Any) -> Any: ...
+        def __le__(self, other: Any) -> Any: ...
+        def __gt__(self, other: Any) -> Any: ...
+        def __ge__(self, other: Any) -> Any: ...
+        def __eq__(self, other: object) -> Any: ...
+        def __ne__(self, other: object) -> Any: ...
+        def __and__(self, other: Any) -> Any: ...
+        def __or__(self, other: Any) -> Any: ...
+        def __invert__(self) -> Any: ...
+
+
+#: The types of interpreted values (traced, batched, staged, ...): every subclass of
+#: :class:`Interpreted` is added as it is defined. Membership of ``type(x)`` is the test,
+#: as a staged value answers ``isinstance`` with the type of the value it stands for.
+INTERPRETED: set[type] = set()
+
+
+class Interpreted(ArrayFace):
+    """A value a level interprets: its :attr:`level`, the value it stands for one level down
+    (:meth:`below`), and its ``shape`` and ``dtype`` as user code sees them.
+
+    ``noun`` names the kind in messages (``"traced"``, ``"batched"``, ``"staged"``), and
+    ``leaked`` what user code calls one that outlived its transform.
+    """
+
+    __slots__ = ()
+    noun = "interpreted"
+    leaked = "a leaked value"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        INTERPRETED.add(cls)
+
+    if TYPE_CHECKING:
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def dtype(self) -> Any: ...
+
+    def below(self) -> Any:
+        """The value this one stands for one level down (a plain value, or the handle of an
+        enclosing level)."""
+        raise NotImplementedError
+
+
+def is_interpreted(value: Any) -> bool:
+    """Whether ``value`` is a value a level interprets (traced, batched, staged, ...)."""
+    return type(value) in INTERPRETED
+
+
+def find_top(args: Iterable[Any], kinds: Any = INTERPRETED) -> Any:
+    """The handle of the innermost level among ``args`` (and the items of tuple and list
+    arguments, one level down: an index, a list of operands), of one of the types ``kinds``
+    (every interpreted type by default), or ``None``. The innermost level runs an op first
+    (it began last: its stamp is the largest)."""
+    found = None
+    for a in args:
+        for item in a if type(a) is tuple or type(a) is list else (a,):
+            if type(item) in kinds and (found is None or item.level.stamp > found.level.stamp):
+                found = item
+    return found
+
+
+def inside(value: Any, level: Level) -> bool:
+    """Whether ``value``, a handle, is of a level that began inside ``level`` (so it runs an
+    op before ``level`` does)."""
+    return bool(value.level.stamp > level.stamp)
+
+
+def lower(value: Any, kinds: Any = INTERPRETED) -> Any:
+    """``value`` with the handles on top of it peeled off while they are of one of the types
+    ``kinds`` (every interpreted type by default: down to the plain value, every example of
+    a batched one at once). For reading what carries no gradient: a mask, a shape, a value
+    to show."""
+    while type(value) in kinds:
+        value = value.below()
+    return value
+
+
+def check_alive(value: Any, what: str) -> None:
+    """The leak check: refuse ``what`` of ``value``, a handle whose transform has already
+    returned (a value that leaked out of it). Nothing computed from it could be right: its
+    level no longer records, batches or stages anything."""
+    level = value.level
+    if not level.alive():
+        raise leaked_error(what, value.noun, value.leaked, level.describe())
+
+
+def leaked_error(what: str, noun: str, leaked: str, transform: str) -> LeakedTracerError:
+    """The error of the leak check (:func:`check_alive`), for a check made where only the
+    level is at hand (an arena's sealed node list refuses the node appended to it)."""
+    msg = (
+        f"{what}: a {noun} value of {transform}, which has already returned ({leaked}): return what you need from "
+        f"the function instead [at {user_location()}]"
+    )
+    return LeakedTracerError(msg)
