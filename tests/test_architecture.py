@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import itertools
 import pathlib
+import re
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -28,6 +29,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "engine",  # what an op is, the handle, structured values, the sweep, recording, the store
         (
             "nodegrad.engine.plugins",
+            "nodegrad.engine.containers",
+            "nodegrad.engine.structure",
+            "nodegrad.engine.cycles",
             "nodegrad.engine.levels",
             "nodegrad.engine.traced",
             "nodegrad.engine.staged",
@@ -38,10 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.rows",
             "nodegrad.engine.registry",
             "nodegrad.engine.nodes",
-            "nodegrad.engine.containers",
-            "nodegrad.engine.structure",
             "nodegrad.engine.cotangents",
-            "nodegrad.engine.cycles",
             "nodegrad.engine.record",
             "nodegrad.engine.whole",
             "nodegrad.engine.rule_errors",
@@ -110,12 +111,13 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement, at any depth, except inside ``if TYPE_CHECKING:``."""
+def _import_nodes(tree: ast.AST, type_checking: bool = False) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement, at any depth, except inside ``if TYPE_CHECKING:`` (unless
+    ``type_checking``)."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
+        if isinstance(node, ast.If) and _is_type_checking(node) and not type_checking:
             stack.extend(node.orelse)
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -123,12 +125,13 @@ def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
         stack.extend(ast.iter_child_nodes(node))
 
 
-def imports_of(name: str, path: pathlib.Path, known: set[str]) -> set[str]:
+def imports_of(name: str, path: pathlib.Path, known: set[str], type_checking: bool = False) -> set[str]:
     """The modules of the package that ``name`` imports: ``from a import b`` counts as
-    importing ``a.b`` when that is a module, else ``a``."""
+    importing ``a.b`` when that is a module, else ``a``. Imports for type checkers only are
+    counted where ``type_checking`` says so."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+    for node in _import_nodes(ast.parse(path.read_text(), str(path)), type_checking):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
             continue
@@ -347,6 +350,24 @@ def test_the_engine_reaches_no_layer_above_it(room: str) -> None:
     found = modules(ROOT)
     engine = {name for name in found if name.startswith("nodegrad.engine") or name == "nodegrad.errors"}
     assert imports_of(room, found[room], set(found)) <= engine
+
+
+def test_the_engine_reads_in_its_layer_order_even_for_type_checkers() -> None:
+    """The engine's imports, those for type checkers included, point down its layer order:
+    read top to bottom, no engine module needs one below it to be understood."""
+    found = modules(ROOT)
+    engine_rooms = [room for room in LAYERS[1][1] if room != "nodegrad.engine"]
+    out = []
+    for name in engine_rooms:
+        for target in sorted(imports_of(name, found[name], set(found), type_checking=True)):
+            if target in engine_rooms and engine_rooms.index(target) > engine_rooms.index(name):
+                out.append(f"{name} imports {target}, which sits above it")
+    assert out == []
+
+
+def test_the_engine_package_lists_its_modules_in_the_layer_order() -> None:
+    listed = re.findall(r":mod:`~(nodegrad\.engine\.\w+)`", (ROOT / "engine" / "__init__.py").read_text())
+    assert listed == [room for room in LAYERS[1][1] if room != "nodegrad.engine"]
 
 
 # -- the middle of the house: one walker, one recording path, the arena's interface ---------------

@@ -29,11 +29,10 @@ from typing import Any, TypeVar, overload
 import attrs
 import numpy as np
 
-from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.rows import RowSparse
 
 __all__ = [
+    "ARRAY_TYPES",
     "STATIC",
     "Handler",
     "dataclass_field",
@@ -123,6 +122,12 @@ def dataclass_field(*, static: bool = False, **kwargs: Any) -> Any:
     return dataclasses.field(**kwargs)
 
 
+#: The types beside numpy's that stand for an array (a leaf with a dtype, differentiable
+#: where it is float or complex): each interpreter's values and the row-sparse gradient
+#: register their types here as they are defined, so the tree library imports none of them.
+ARRAY_TYPES: set[type] = set()
+
+
 def is_differentiable_leaf(value: Any) -> bool:
     """Whether a leaf of a structure gets a gradient: a float or complex array, numpy scalar
     or Python number, or a traced value standing for one.
@@ -153,7 +158,7 @@ def is_differentiable_leaf(value: Any) -> bool:
     >>> [path for path, leaf in ng.tree.tree_leaves_with_path(tree) if ng.is_differentiable_leaf(leaf)]
     ["['w']"]
     """
-    if isinstance(value, np.ndarray | np.inexact) or type(value) in INTERPRETED or type(value) is RowSparse:
+    if isinstance(value, np.ndarray | np.inexact) or type(value) in ARRAY_TYPES:
         return value.dtype.kind in "fc"
     return isinstance(value, float | complex)
 

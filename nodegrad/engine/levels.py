@@ -26,6 +26,7 @@ import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from nodegrad.engine.containers import ARRAY_TYPES
 from nodegrad.errors import LeakedTracerError, user_location
 
 __all__ = [
@@ -136,6 +137,7 @@ class Interpreted(ArrayFace):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         INTERPRETED.add(cls)
+        ARRAY_TYPES.add(cls)  # a leaf of a structure, as an array is
 
     if TYPE_CHECKING:
 

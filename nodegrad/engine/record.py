@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -31,8 +31,8 @@ from nodegrad.errors import (
     user_location,
 )
 
-if TYPE_CHECKING:
-    from nodegrad.engine.arena import Arena
+#: An arena (nodegrad.engine.arena, which records through this module: it is defined above it).
+Arena = Any
 
 __all__ = [
     "INTERPRETERS",

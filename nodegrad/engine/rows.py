@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import numpy as np
 
+from nodegrad.engine.containers import ARRAY_TYPES
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import Staged, Unreplayable
 from nodegrad.errors import ArgumentError, ShapeError
@@ -161,6 +162,9 @@ class RowSparse:
 
     def conjugate(self) -> RowSparse:
         return self._with(np.conjugate(self.values))
+
+
+ARRAY_TYPES.add(RowSparse)  # a leaf of a structure, as an array is
 
 
 class RowParts:

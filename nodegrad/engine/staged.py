@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -33,8 +33,8 @@ from nodegrad.engine.levels import Interpreted
 from nodegrad.engine.traced import READERS, Traced
 from nodegrad.errors import user_location
 
-if TYPE_CHECKING:
-    from nodegrad.engine.tape import Tape
+#: A replay's recording (nodegrad.engine.tape, which stages values: it is defined above this module).
+Tape = Any
 
 __all__ = [
     "FOREIGN",

@@ -17,16 +17,13 @@ import sys
 import sysconfig
 from collections.abc import Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from nodegrad.engine.levels import ArrayFace, Interpreted, check_alive, lower, next_stamp
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.errors import ArenaError, calling_code
-
-if TYPE_CHECKING:
-    from nodegrad.engine.arena import Arena
 
 __all__ = [
     "DEFERS_TO",
@@ -171,13 +168,13 @@ class Traced(Interpreted):
     leaked = "a leaked tracer"
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
-    def __init__(self, arena: Arena, index: int, value: Any) -> None:
+    def __init__(self, arena: Any, index: int, value: Any) -> None:  # (an Arena: defined above this module)
         self.arena = arena
         self.index = index
         self.value = value
 
     @property
-    def level(self) -> Arena:
+    def level(self) -> Any:
         """The arena it is a node of: its level."""
         return self.arena
 
