@@ -44,6 +44,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.engine.nodes",
             "nodegrad.engine.cotangents",
             "nodegrad.engine.record",
+            "nodegrad.engine.guards",
             "nodegrad.engine.whole",
             "nodegrad.engine.rule_errors",
             "nodegrad.engine.sweep",

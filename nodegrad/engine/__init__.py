@@ -17,6 +17,7 @@ those above it):
 - :mod:`~nodegrad.engine.nodes` -- what an arena holds: GradOp nodes, and the Node view;
 - :mod:`~nodegrad.engine.cotangents` -- the cotangents of structured values, to and from the user's structures;
 - :mod:`~nodegrad.engine.record` -- applying an op: one node appended;
+- :mod:`~nodegrad.engine.guards` -- public functions that raise nodegrad's errors only, and record all-or-nothing;
 - :mod:`~nodegrad.engine.whole` -- a sweep's rules on staged values, each recorded as one call;
 - :mod:`~nodegrad.engine.rule_errors` -- a VJP rule's failure, as the user sees it;
 - :mod:`~nodegrad.engine.sweep` -- the reverse sweep, unbroadcasting, seeds, the missing-gradient policy;

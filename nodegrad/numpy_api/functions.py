@@ -26,7 +26,8 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.batched import Batched, plain, plain_map
-from nodegrad.engine.record import call_atomically, record1
+from nodegrad.engine.guards import call_atomically
+from nodegrad.engine.record import record1
 from nodegrad.engine.registry import defbatch
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchingError, BatchLevel, read_level
+from nodegrad.engine.guards import RERUNS
 from nodegrad.engine.levels import find_top, inside
-from nodegrad.engine.record import RERUNS, record
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, same_rule_for_all
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced

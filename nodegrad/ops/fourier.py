@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, guarded, record1
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record1
 from nodegrad.engine.registry import Op, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import (

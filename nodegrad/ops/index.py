@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.engine.record import composite, guarded, record, record1, record2
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defop, defrows
 from nodegrad.engine.staged import FOREIGN_INDEXING
 from nodegrad.engine.traced import unwrap

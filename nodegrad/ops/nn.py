@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.engine.record import guarded, record, record1, record2
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import unwrap

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, guarded, record1
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.staged import Staged, call_on
 from nodegrad.engine.traced import Traced, unwrap

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import plain_map
-from nodegrad.engine.record import composite, guarded, record, record1
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location

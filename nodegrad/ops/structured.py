@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.cotangents import StructCotangent
+from nodegrad.engine.guards import guarded, guarded_structure
 from nodegrad.engine.plugins import PLUGINS
-from nodegrad.engine.record import guarded, guarded_structure, record, record1
+from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
 from nodegrad.engine.structure import (
     LEAF,

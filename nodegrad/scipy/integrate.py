@@ -33,7 +33,7 @@ import numpy as np
 import scipy.integrate
 
 from nodegrad.custom import custom_vjp
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.engine.structure import leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location

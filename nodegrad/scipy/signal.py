@@ -25,8 +25,8 @@ import numpy as np
 import scipy.signal
 
 from nodegrad import ops
+from nodegrad.engine.guards import guarded
 from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.record import guarded
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.extend import defvjp, primitive

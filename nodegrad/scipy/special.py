@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.arguments import normalize_axis

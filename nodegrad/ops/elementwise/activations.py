@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.guards import guarded
 from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.record import guarded, record1
+from nodegrad.engine.record import record1
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, user_location

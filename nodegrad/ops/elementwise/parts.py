@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values, plain_map
-from nodegrad.engine.record import guarded, record1
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record1
 from nodegrad.engine.traced import describe, unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops.elementwise.arithmetic import positive, unary

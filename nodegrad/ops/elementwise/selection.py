@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.engine.record import guarded, record, record2
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.staged import Staged, asarray, call_on
 from nodegrad.engine.traced import unwrap

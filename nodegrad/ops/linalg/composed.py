@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values, plain_map
-from nodegrad.engine.record import composite, guarded, record
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, MatrixShapeError, ShapeError, user_location

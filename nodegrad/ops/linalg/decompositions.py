@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched, all_values, plain_map
-from nodegrad.engine.record import composite, guarded, record, record2
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.staged import now
 from nodegrad.engine.traced import Traced, unwrap

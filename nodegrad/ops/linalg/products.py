@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
+from nodegrad.engine.guards import composite, guarded
 from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.record import composite, guarded, record, record2
+from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import Op, defop, same_rule_for_all
 from nodegrad.engine.staged import Staged, call_on
 from nodegrad.engine.traced import unwrap

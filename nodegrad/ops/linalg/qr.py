@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values, plain_map
-from nodegrad.engine.record import guarded, record
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, MatrixShapeError, NoGradientError, user_location

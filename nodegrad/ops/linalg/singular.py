@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values
-from nodegrad.engine.record import guarded, record
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import MatrixShapeError, NoGradientError, user_location

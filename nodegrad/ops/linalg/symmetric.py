@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import composite, guarded, record
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import MatrixShapeError, user_location

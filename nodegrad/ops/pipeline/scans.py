@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.engine.record import composite, guarded, record, record1
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.staged import array, call_on, now
 from nodegrad.engine.traced import Traced, unwrap

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded, record, record1
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import Op, defop
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.batching import elementwise

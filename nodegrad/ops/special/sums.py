@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.engine.record import guarded, record
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.staged import asarray, call_on, now
 from nodegrad.engine.traced import unwrap

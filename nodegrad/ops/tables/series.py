@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import OPERANDS
+from nodegrad.engine.guards import OPERANDS
 from nodegrad.engine.staged import FOREIGN, Staged
 from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location

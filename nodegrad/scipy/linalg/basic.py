@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from nodegrad.engine.record import composite, guarded
+from nodegrad.engine.guards import composite, guarded
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.ops import det as _det

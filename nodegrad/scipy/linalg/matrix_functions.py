@@ -19,7 +19,8 @@ import numpy as np
 import scipy.linalg
 
 from nodegrad.engine.batched import all_values
-from nodegrad.engine.record import guarded, record
+from nodegrad.engine.guards import guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location

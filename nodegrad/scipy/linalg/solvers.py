@@ -18,7 +18,8 @@ import numpy as np
 import scipy.linalg
 
 from nodegrad.engine.batched import plain_map
-from nodegrad.engine.record import composite, guarded, record
+from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.record import record
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location

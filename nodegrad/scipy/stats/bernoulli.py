@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.scipy.stats._shared import Discrete, discrete
 from nodegrad.scipy.stats.binom import cdf_formula, logpmf_formula, sf_formula
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.scipy.special import betainc, betaincc, betaln, xlog1py, xlogy
 from nodegrad.scipy.stats._shared import Continuous, continuous
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.scipy.special import gammaln, xlogy
 from nodegrad.scipy.stats._shared import array_like, plain

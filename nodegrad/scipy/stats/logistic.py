@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.scipy.special import expit, log_expit
 from nodegrad.scipy.stats._shared import Continuous, continuous
 

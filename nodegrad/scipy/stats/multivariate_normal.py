@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.errors import ArgumentError, LinAlgError, user_location
 from nodegrad.scipy.stats._shared import array_like, plain
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.scipy.special import log_ndtr, ndtr, ndtri
 from nodegrad.scipy.stats._shared import Continuous, array_like, continuous, plain, select
 

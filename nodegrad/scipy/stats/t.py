@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.scipy.special import betaln, stdtr
 from nodegrad.scipy.stats._shared import Continuous, continuous, plain
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.record import guarded
+from nodegrad.engine.guards import guarded
 from nodegrad.scipy.stats._shared import Continuous, continuous
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "sf"]
