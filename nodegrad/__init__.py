@@ -17,9 +17,9 @@ from nodegrad import numpy_api as numpy_api  # np.exp(x) and np.sum(x) of traced
 from nodegrad.custom import checkpoint, custom_vjp, stop_gradient
 from nodegrad.debug import debug_nans
 from nodegrad.engine.arena import Arena, Node
+from nodegrad.engine.backward import GradOptions
 from nodegrad.engine.containers import STATIC, dataclass_field, field, is_differentiable_leaf, register_container
 from nodegrad.engine.rows import RowSparse
-from nodegrad.engine.sweep import GradOptions
 from nodegrad.engine.traced import Traced
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace

@@ -20,7 +20,8 @@ those above it):
 - :mod:`~nodegrad.engine.guards` -- public functions that raise nodegrad's errors only, and record all-or-nothing;
 - :mod:`~nodegrad.engine.whole` -- a sweep's rules on staged values, each recorded as one call;
 - :mod:`~nodegrad.engine.rule_errors` -- a VJP rule's failure, as the user sees it;
-- :mod:`~nodegrad.engine.sweep` -- the reverse sweep, unbroadcasting, seeds, the missing-gradient policy;
+- :mod:`~nodegrad.engine.sweep` -- the reverse sweep, one loop, and unbroadcasting;
+- :mod:`~nodegrad.engine.backward` -- the sweep run for a transform: seeds, the missing-gradient policy;
 - :mod:`~nodegrad.engine.arena` -- the flat, append-only node store;
 - :mod:`~nodegrad.engine.program` -- a replay's tape compiled into one function.
 """

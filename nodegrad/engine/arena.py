@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.backward import gradients
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.levels import Level, check_alive, next_stamp
 from nodegrad.engine.nodes import GradOp, GradOps, Node
@@ -33,7 +34,6 @@ from nodegrad.engine.record import (
 )
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
-from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced, describe, meet_pandas
 from nodegrad.errors import ArenaError, DtypeError, NodegradError
 

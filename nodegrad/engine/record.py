@@ -66,7 +66,7 @@ class SealedNodes(list[Any]):
     def __init__(self, nodes: list[Any], finished_by: str) -> None:
         super().__init__(nodes)
         self.finished_by = finished_by
-        self.open_for_sweep = False  # see nodegrad.engine.sweep.gradients
+        self.open_for_sweep = False  # see nodegrad.engine.backward.gradients
 
     def append(self, node: Any) -> None:
         if self.open_for_sweep:

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nodegrad.engine.arena import nested_arena
+from nodegrad.engine.backward import gradients
 from nodegrad.engine.structure import pair_leaves
-from nodegrad.engine.sweep import gradients
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Literal, ParamSpec, overload
 import numpy as np
 
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
+from nodegrad.engine.backward import GradOptions, gradients, strict_integer_leaves
 from nodegrad.engine.structure import zip_leaves
-from nodegrad.engine.sweep import GradOptions, gradients, strict_integer_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
 from nodegrad.ops.tables import as_tables
@@ -237,7 +237,7 @@ def value_and_grad(
 
 def _refuse_integer_leaves(args: tuple[Any, ...], positions: Sequence[int], names: dict[int, str]) -> None:
     """STRICT names the ints among the differentiated arguments' leaves (see
-    :func:`~nodegrad.engine.sweep.strict_integer_leaves`) before running anything."""
+    :func:`~nodegrad.engine.backward.strict_integer_leaves`) before running anything."""
     named = [p for k in positions for p in strict_integer_leaves(args[k], names.get(k) or f"args[{k}]")]
     if named:
         msg = "no gradient path to the output from: " + ", ".join(named)
