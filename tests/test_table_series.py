@@ -338,3 +338,19 @@ def test_a_closed_over_data_frame_cannot_store_a_differentiated_column_and_says_
         ng.grad(lambda s: frame.assign(x=frame["x"] * s)["x"].sum())(1.0)
     assert __file__ in str(caught.value)  # the user's line, not pandas'
     assert ng.grad(lambda s: ng.Frame(frame).assign(x=frame["x"] * s)["x"].sum())(1.0) == 6.0
+
+
+def test_under_vmap_group_keys_the_examples_share_group_once() -> None:
+    frame = pd.DataFrame({"x": [1.0, -2.0, 3.0, np.nan, -0.5], "k": list("abcab")})
+
+    def loss(s: Any, d: Any) -> Any:
+        t = d.assign(x=d["x"] * s)
+        return t.groupby(t["x"] > 0)["x"].sum().sum() + t.groupby(["k", t["x"] < 1.5])["x"].mean().sum()
+
+    scales = np.array([1.0, 0.99, 1.015])
+    np.testing.assert_allclose(ng.vmap(loss, in_axes=(0, None))(scales, frame), [loss(s, frame) for s in scales])
+    eager = lambda s: float(loss(s, frame))
+    slopes = [(eager(s + 1e-6) - eager(s - 1e-6)) / 2e-6 for s in scales]
+    np.testing.assert_allclose(ng.vmap(ng.grad(loss), in_axes=(0, None))(scales, frame), slopes, rtol=1e-6)
+    with pytest.raises(BatchingError, match="a group key depends on values that differ"):
+        ng.vmap(loss, in_axes=(0, None))(np.array([1.0, -1.0]), frame)

@@ -101,19 +101,36 @@ def length(value: Any) -> int:
 def plain_values(value: Any, what: str) -> Any:
     """The plain values under a traced ``value``, for deciding which rows go where (a choice
     with no gradient). A staged value cannot be read so (the choice would be frozen into the
-    recording: the call runs eagerly instead), nor a batched one (each example would choose
-    its own rows)."""
+    recording: the call runs eagerly instead), nor a batched one whose examples differ (each
+    example would choose its own rows); one whose examples are all the same makes one choice
+    for all of them."""
     plain = unwrap(value)
     if type(plain) is Staged:
         msg = f"a table step: {what} depends on the values of a column [at {user_location()}]"
         raise Unreplayable(msg)
     if type(plain) is Batched:
+        same = _same_in_every_example(plain)
+        if same is not None:
+            return same
         msg = (
             f"a table step: {what} depends on values that differ from example to example under vmap; each example "
             f"would take its own rows: compute it outside vmap, or loop over the examples [at {user_location()}]"
         )
         raise BatchingError(msg)
     return plain
+
+
+def _same_in_every_example(batched: Batched) -> Any:
+    """The values of every example of ``batched`` (batched once, its examples plain) where
+    they are all the same (NaN matching NaN), else None."""
+    examples = unwrap(batched.value)
+    if type(examples) is not np.ndarray or not len(examples):
+        return None
+    first = examples[0]
+    same = examples == first
+    if examples.dtype.kind in "fc":
+        same |= np.isnan(examples) & np.isnan(first)
+    return first if bool(np.all(same)) else None
 
 
 def take_rows(values: Any, positions: np.ndarray) -> Any:
