@@ -53,6 +53,7 @@ __all__ = [
     "no_gradient",
     "pandas",
     "pandas_step",
+    "per_example",
     "plain_values",
     "row_positions",
     "take_rows",
@@ -302,6 +303,28 @@ def decided(inputs: Any, decide: Any, what: str) -> Any:
         f"[at {user_location()}]"
     )
     raise BatchingError(msg)
+
+
+def per_example(step: Any, inputs: Any, what: str) -> Any:
+    """``step(inputs)``, pandas' own method of a column with no gradient (a mask batched by
+    vmap, whose pandas answer is not arithmetic's: a bool column clipped stays bool, shifted
+    becomes objects), run on each example's values (``inputs`` hold batched values in Series,
+    lists, tuples and dicts). The pandas Series each example gives are one Series, batched
+    again (an object column of numbers as floats); where their row labels differ, no one
+    Series holds them, and a BatchingError says so."""
+    found = _batched_in(inputs)
+    results = [step(_example(inputs, k)) for k in range(found.level.size)]
+    first = results[0]
+    pd = pandas()
+    if not all(isinstance(r, pd.Series) and r.index.equals(first.index) for r in results):
+        msg = (
+            f"a table step: {what} of values that differ from example to example under vmap gives each example its "
+            f"own rows, so no one Series holds them: compute it outside vmap, or loop over the examples "
+            f"[at {user_location()}]"
+        )
+        raise BatchingError(msg)
+    values = as_numbers(np.stack([r.to_numpy() for r in results]))
+    return MAKERS["Series"](Batched(values, found.level), index=first.index, name=first.name)
 
 
 def _batched_in(value: Any) -> Any:

@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import OPERANDS
 from nodegrad.engine.staged import FOREIGN, Staged
-from nodegrad.engine.traced import DEFERS_TO
+from nodegrad.engine.traced import DEFERS_TO, unwrap
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (
     MAKERS,
@@ -49,6 +50,7 @@ from nodegrad.ops.tables.common import (
     no_gradient,
     pandas,
     pandas_step,
+    per_example,
     plain_values,
     take_rows,
     to_pandas,
@@ -230,7 +232,16 @@ class Series(Operators, SeriesMethods):
         return delegated(self, "Series", name, "compute it with the Series' arithmetic and numpy's functions")
 
     def _pandas_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if self._each_example():
+            step = lambda inputs: getattr(inputs[0]._pandas(), name)(*to_pandas(inputs[1]), **to_pandas(inputs[2]))
+            return per_example(step, (self, args, kwargs), f"Series.{name}")
         return delegated(self, "Series", name)(*args, **kwargs)
+
+    def _each_example(self) -> bool:
+        """Whether the values are a mask batched by vmap (a column with no gradient): pandas'
+        own methods then run on each example's values, so its answers are pandas'."""
+        values = unwrap(self._values)
+        return type(values) is Batched and values.dtype.kind not in "fc"
 
     # -- arithmetic, aligned by label ----------------------------------------------------------
     def _binary(self, other: Any, op: Callable[[Any, Any], Any], name: str, reflected: bool = False) -> Any:

@@ -62,6 +62,9 @@ class SeriesMethods(Selection):
     def _pandas_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
+    def _each_example(self) -> bool:
+        raise NotImplementedError
+
     # -- reductions and running values ----------------------------------------------------------
     def _reduce(self, name: str, skipna: bool = True, **options: Any) -> Any:
         if self._plain():
@@ -143,7 +146,7 @@ class SeriesMethods(Selection):
     def shift(self, periods: int = 1, fill_value: Any = None, **kwargs: Any) -> Any:
         """The values moved down ``periods`` rows (up where negative), NaN (or
         ``fill_value``) where none arrives."""
-        if self._plain() or kwargs:
+        if self._plain() or kwargs or self._each_example():
             return self._pandas_call("shift", periods, fill_value=fill_value, **kwargs)
         moved = np.arange(len(self)) - periods
         moved = np.where((moved >= 0) & (moved < len(self)), moved, -1)
@@ -154,7 +157,7 @@ class SeriesMethods(Selection):
 
     def diff(self, periods: int = 1) -> Any:
         """Each value minus the one ``periods`` rows before."""
-        if self._plain():
+        if self._plain() or self._each_example():
             return self._pandas_call("diff", periods)
         return self._like(missing_apart(np.subtract, self._values, self.shift(periods)._values))
 
@@ -168,7 +171,7 @@ class SeriesMethods(Selection):
 
     def clip(self, lower: Any = None, upper: Any = None, **kwargs: Any) -> Any:
         """The values limited to ``[lower, upper]`` (NaN stays NaN)."""
-        if self._plain():
+        if (self._plain() or self._each_example()) and not holds_handles([lower, upper]):
             return self._pandas_call("clip", lower, upper, **kwargs)
         low = -np.inf if lower is None else to_values(self._aligned_operand(lower, "clip"))
         high = np.inf if upper is None else to_values(self._aligned_operand(upper, "clip"))
@@ -180,7 +183,7 @@ class SeriesMethods(Selection):
             cond = cond(self)
         if callable(other):
             other = other(self)
-        if self._plain() and not holds_handles(other):
+        if (self._plain() or self._each_example()) and not holds_handles(other):
             return self._pandas_call("where", cond, other, **kwargs)
         mask = self._condition(cond)
         return self._like(np.where(mask, self._values, to_values(self._aligned_operand(other, "where"))))
@@ -193,7 +196,7 @@ class SeriesMethods(Selection):
 
     def fillna(self, value: Any = None, **kwargs: Any) -> Any:
         """NaN entries replaced by ``value``."""
-        if self._plain() or kwargs or value is None:
+        if self._plain() or kwargs or value is None or (self._each_example() and not holds_handles(value)):
             return self._pandas_call("fillna", value, **kwargs)
         return self._like(
             np.where(np.isnan(self._values), to_values(self._aligned_operand(value, "fillna")), self._values)
@@ -201,16 +204,16 @@ class SeriesMethods(Selection):
 
     def isna(self) -> Any:
         """Whether each value is missing (NaN)."""
-        if self._plain():
-            return from_pandas(self._pandas().isna())
+        if self._plain() or self._each_example():
+            return self._pandas_call("isna")
         return self._like(np.isnan(self._values))
 
     isnull = isna
 
     def notna(self) -> Any:
         """Whether each value is present (not NaN)."""
-        if self._plain():
-            return from_pandas(self._pandas().notna())
+        if self._plain() or self._each_example():
+            return self._pandas_call("notna")
         return self._like(~np.isnan(self._values))
 
     notnull = notna
@@ -218,7 +221,7 @@ class SeriesMethods(Selection):
     def astype(self, dtype: Any, **kwargs: Any) -> Any:
         """The values as ``dtype``: a float dtype keeps the gradient; any other is a step
         (ints, strings, categories) and reads the plain values."""
-        if self._plain():
+        if self._plain() or self._each_example():
             return self._pandas_call("astype", dtype, **kwargs)
         kind = np.dtype(dtype).kind if not isinstance(dtype, str) or dtype in np.sctypeDict else "O"
         if kind in "fc":
