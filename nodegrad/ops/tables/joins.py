@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.errors import ArgumentError, user_location
-from nodegrad.ops.tables.common import MAKERS, check_key, dtype_of, is_handle, pandas, take_rows
+from nodegrad.ops.tables.common import MAKERS, check_key, dtype_of, is_handle, pandas, plain_values, take_rows
 
 __all__ = ["merged"]
 
@@ -41,7 +41,7 @@ def merged(left: Any, right: Any, **options: Any) -> Any:
         for label in names:
             if label in table._columns:
                 check_key(table._columns[label], label, "merge")
-    joined = pd.merge(_plain(left, _LEFT), _plain(right, _RIGHT), **options)
+    joined = pd.merge(_plain(left, _LEFT, keys[0]), _plain(right, _RIGHT, keys[1]), **options)
     sources = _sources(left, right, options)
     columns: dict[Hashable, Any] = {}
     for label in joined.columns:
@@ -58,13 +58,16 @@ def merged(left: Any, right: Any, **options: Any) -> Any:
     return MAKERS["Frame"](columns, index=joined.index)
 
 
-def _plain(table: Any, rows: str) -> Any:
-    """The table for pandas: plain columns as they are, a differentiated one by a column of
-    zeros (only its label matters), and the rows' positions."""
+def _plain(table: Any, rows: str, keys: list[Hashable]) -> Any:
+    """The table for pandas: plain columns as they are, a key column's plain values (under
+    vmap, those every example shares: see check_key), any other differentiated one by a
+    column of zeros (only its label matters), and the rows' positions."""
     pd = pandas()
     data = {}
     for label, values in table._columns.items():
-        if is_handle(values):  # (a key column is never one: see merged)
+        if is_handle(values) and label in keys:
+            data[label] = plain_values(values, "merge's keys")
+        elif is_handle(values):
             data[label] = np.zeros(table._rows, dtype=dtype_of(values))
         elif isinstance(values, np.ndarray) and type(values) is not np.ndarray:
             data[label] = values.view(np.ndarray)
