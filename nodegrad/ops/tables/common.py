@@ -37,6 +37,7 @@ __all__ = [
     "aligned",
     "as_index",
     "as_numbers",
+    "batched_in",
     "by_example",
     "check_key",
     "column_values",
@@ -121,7 +122,7 @@ def plain_values(value: Any, what: str) -> Any:
     return plain
 
 
-def _same_in_every_example(batched: Batched) -> Any:
+def _same_in_every_example(batched: Any) -> Any:
     """The values of every example of ``batched`` (batched once, its examples plain) where
     they are all the same (NaN matching NaN), else None."""
     examples = unwrap(batched.value)
@@ -143,7 +144,7 @@ def take_rows(values: Any, positions: np.ndarray) -> Any:
     if not missing.any():
         return values[positions]
     kind = getattr(dtype_of(values), "kind", "O")
-    if is_handle(values) and kind not in "iufc" and not (kind == "b" and type(unwrap(values)) is Batched):
+    if is_handle(values) and kind not in "iufc" and not (kind == "b" and batched_in(values) is not None):
         # pandas fills a bool column's empty rows with NaN (an object column), a date's with NaT
         values = plain_values(values, "filling the rows a join leaves empty in a column of bools or dates")
     if not is_handle(values):
@@ -204,7 +205,7 @@ def by_example(step: Any, *values: Any, what: str) -> Any:
     """``step(*values)``, a computation with no gradient (a comparison), on plain values:
     a traced value's own, and under vmap each example's, the results batched again. A
     staged value cannot be read so: the call runs eagerly."""
-    found = _batched_in(list(values))
+    found = batched_in(list(values))
     if found is None:
         return step(*(plain_values(v, what) if is_handle(v) else v for v in values))
     results = []
@@ -291,7 +292,7 @@ def decided(inputs: Any, decide: Any, what: str) -> Any:
     and dicts), each example's choice is made from its own values: a choice that is the same
     for every example is the choice (one set of rows, one index, for all); where examples
     choose differently, a BatchingError says so."""
-    found = _batched_in(inputs)
+    found = batched_in(inputs)
     if found is None:
         return decide(inputs)
     choices = [decide(_example(inputs, k)) for k in range(found.level.size)]
@@ -312,7 +313,7 @@ def per_example(step: Any, inputs: Any, what: str) -> Any:
     lists, tuples and dicts). The pandas Series each example gives are one Series, batched
     again (an object column of numbers as floats); where their row labels differ, no one
     Series holds them, and a BatchingError says so."""
-    found = _batched_in(inputs)
+    found = batched_in(inputs)
     results = [step(_example(inputs, k)) for k in range(found.level.size)]
     first = results[0]
     pd = pandas()
@@ -327,14 +328,14 @@ def per_example(step: Any, inputs: Any, what: str) -> Any:
     return MAKERS["Series"](Batched(values, found.level), index=first.index, name=first.name)
 
 
-def _batched_in(value: Any) -> Any:
+def batched_in(value: Any) -> Any:
     """A batched value in ``value`` (through Series, lists, tuples and dicts), or None."""
     if isinstance(value, MAKERS["Series"]):
         value = value._values
     if isinstance(value, list | tuple):
-        return next((b for b in map(_batched_in, value) if b is not None), None)
+        return next((b for b in map(batched_in, value) if b is not None), None)
     if isinstance(value, dict):
-        return _batched_in(list(value.values()))
+        return batched_in(list(value.values()))
     plain = unwrap(value)
     return plain if type(plain) is Batched else None
 

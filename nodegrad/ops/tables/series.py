@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import OPERANDS
 from nodegrad.engine.staged import FOREIGN, Staged
-from nodegrad.engine.traced import DEFERS_TO, unwrap
+from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (
     MAKERS,
@@ -36,6 +35,7 @@ from nodegrad.ops.tables.common import (
     aligned,
     as_index,
     as_numbers,
+    batched_in,
     by_example,
     column_values,
     delegated,
@@ -240,8 +240,7 @@ class Series(Operators, SeriesMethods):
     def _each_example(self) -> bool:
         """Whether the values are a mask batched by vmap (a column with no gradient): pandas'
         own methods then run on each example's values, so its answers are pandas'."""
-        values = unwrap(self._values)
-        return type(values) is Batched and values.dtype.kind not in "fc"
+        return batched_in(self._values) is not None and not is_float(self._values)
 
     # -- arithmetic, aligned by label ----------------------------------------------------------
     def _binary(self, other: Any, op: Callable[[Any, Any], Any], name: str, reflected: bool = False) -> Any:
