@@ -16,7 +16,16 @@ from typing import Any
 import numpy as np
 
 from nodegrad.errors import ArgumentError, user_location
-from nodegrad.ops.tables.common import MAKERS, check_key, dtype_of, is_handle, pandas, plain_values, take_rows
+from nodegrad.ops.tables.common import (
+    MAKERS,
+    check_key,
+    dtype_of,
+    is_handle,
+    pandas,
+    pandas_step,
+    plain_values,
+    take_rows,
+)
 
 __all__ = ["merged"]
 
@@ -41,7 +50,8 @@ def merged(left: Any, right: Any, **options: Any) -> Any:
         for label in names:
             if label in table._columns:
                 check_key(table._columns[label], label, "merge")
-    joined = pd.merge(_plain(left, _LEFT, keys[0]), _plain(right, _RIGHT, keys[1]), **options)
+    plain = (_plain(left, _LEFT, keys[0]), _plain(right, _RIGHT, keys[1]))
+    joined = pandas_step("Frame.merge", lambda: pd.merge(*plain, **options))
     sources = _sources(left, right, options)
     columns: dict[Hashable, Any] = {}
     for label in joined.columns:
