@@ -157,16 +157,20 @@ def is_interpreted(value: Any) -> bool:
     return type(value) in INTERPRETED
 
 
-def find_top(args: Iterable[Any], kinds: Any = INTERPRETED) -> Any:
+def find_top(args: Iterable[Any], kinds: Any = INTERPRETED, alive_for: str | None = None) -> Any:
     """The handle of the innermost level among ``args`` (and the items of tuple and list
     arguments, one level down: an index, a list of operands), of one of the types ``kinds``
     (every interpreted type by default), or ``None``. The innermost level runs an op first
-    (it began last: its stamp is the largest)."""
+    (it began last: its stamp is the largest). With ``alive_for``, every handle found is
+    leak-checked on the way (:func:`check_alive`), even one of an outer level."""
     found = None
     for a in args:
         for item in a if type(a) is tuple or type(a) is list else (a,):
-            if type(item) in kinds and (found is None or item.level.stamp > found.level.stamp):
-                found = item
+            if type(item) in kinds:
+                if alive_for is not None:
+                    check_alive(item, alive_for)
+                if found is None or item.level.stamp > found.level.stamp:
+                    found = item
     return found
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched, BatchingError, BatchLevel
-from nodegrad.engine.levels import INTERPRETED, check_alive, find_top, inside
+from nodegrad.engine.levels import INTERPRETED, find_top, inside
 from nodegrad.engine.record import append_node, record, register_interpreter
 from nodegrad.engine.registry import Op
 from nodegrad.engine.traced import DEFERS_TO, Traced, unwrap
@@ -62,13 +62,9 @@ _BATCHED_VALUES = frozenset({Batched})
 
 def innermost(args: Sequence[Any]) -> BatchLevel | None:
     """The innermost batch level among ``args`` (and inside tuple or list arguments)."""
-    found = find_top(args, _BATCHED_VALUES)
+    found = find_top(args, _BATCHED_VALUES, alive_for="an op")  # a leaked one, even of an outer level, is refused
     if found is None:
         return None
-    for a in args:  # a leaked one among them, even of an outer level, is refused
-        for item in a if type(a) is tuple or type(a) is list else (a,):
-            if type(item) is Batched:
-                check_alive(item, "an op")
     level: BatchLevel = found.level
     return level
 

@@ -144,7 +144,7 @@ def take_rows(values: Any, positions: np.ndarray) -> Any:
     if not missing.any():
         return values[positions]
     kind = getattr(dtype_of(values), "kind", "O")
-    if is_handle(values) and kind not in "iufc" and not (kind == "b" and batched_in(values) is not None):
+    if is_handle(values) and kind not in "iufc" and _fillable_by_pandas(values, kind):
         # pandas fills a bool column's empty rows with NaN (an object column), a date's with NaT
         values = plain_values(values, "filling the rows a join leaves empty in a column of bools or dates")
     if not is_handle(values):
@@ -155,6 +155,14 @@ def take_rows(values: Any, positions: np.ndarray) -> Any:
     slots = np.full(len(positions), len(positions) - int(missing.sum()))
     slots[~missing] = np.arange(len(slots) - int(missing.sum()))
     return np.concatenate([gathered, np.full(1, np.nan, dtype=dtype_of(gathered))])[slots]
+
+
+def _fillable_by_pandas(values: Any, kind: str) -> bool:
+    """Whether pandas can fill the empty rows of a column of bools or dates: its values are
+    one set of plain values (a batched bool column whose examples differ is filled as float,
+    NaN in the empty rows, each example its own)."""
+    batched = batched_in(values)
+    return kind != "b" or batched is None or _same_in_every_example(batched) is not None
 
 
 def pandas_step(where: str, step: Any) -> Any:
@@ -207,11 +215,8 @@ def by_example(step: Any, *values: Any, what: str) -> Any:
     staged value cannot be read so: the call runs eagerly."""
     found = batched_in(list(values))
     if found is None:
-        return step(*(plain_values(v, what) if is_handle(v) else v for v in values))
-    results = []
-    for k in range(found.level.size):
-        example = [_example(v, k) for v in values]
-        results.append(step(*(plain_values(v, what) if is_handle(v) else v for v in example)))
+        return step(*(plain_values(v, what) for v in values))
+    results = _each_example(list(values), found, lambda example: step(*(plain_values(v, what) for v in example)))
     return Batched(np.stack(results), found.level)
 
 
@@ -244,7 +249,7 @@ def delegated(table: Any, kind: str, name: str, advice: str = "") -> Any:
     a method's Series and table arguments and results converted; on differentiated values,
     the error naming ``kind.name`` (with ``advice``)."""
     if not table._plain():
-        if sys._getframe(1).f_back is not None and _in_pandas(sys._getframe(2)):
+        if _in_pandas(sys._getframe(1).f_back):
             msg = (
                 f"a {kind} of differentiated values reached pandas' own code (which asked for its {name!r}): a pandas "
                 f"DataFrame or Series cannot hold them. Make the closed-over table nodegrad's with ng.Frame(df) or "
@@ -295,7 +300,7 @@ def decided(inputs: Any, decide: Any, what: str) -> Any:
     found = batched_in(inputs)
     if found is None:
         return decide(inputs)
-    choices = [decide(_example(inputs, k)) for k in range(found.level.size)]
+    choices = _each_example(inputs, found, decide)
     if all(_same_choice(choices[0], other) for other in choices[1:]):
         return choices[0]
     msg = (
@@ -314,7 +319,7 @@ def per_example(step: Any, inputs: Any, what: str) -> Any:
     again (an object column of numbers as floats); where their row labels differ, no one
     Series holds them, and a BatchingError says so."""
     found = batched_in(inputs)
-    results = [step(_example(inputs, k)) for k in range(found.level.size)]
+    results = _each_example(inputs, found, step)
     first = results[0]
     pd = pandas()
     if not all(isinstance(r, pd.Series) and r.index.equals(first.index) for r in results):
@@ -338,6 +343,12 @@ def batched_in(value: Any) -> Any:
         return batched_in(list(value.values()))
     plain = unwrap(value)
     return plain if type(plain) is Batched else None
+
+
+def _each_example(inputs: Any, found: Any, step: Any) -> list[Any]:
+    """``step`` of each example's ``inputs`` (:func:`_example`), for the examples of the
+    batched value ``found`` in them."""
+    return [step(_example(inputs, k)) for k in range(found.level.size)]
 
 
 def _example(value: Any, k: int) -> Any:
