@@ -317,6 +317,8 @@ _TOP_LEVEL = {
         "jacfwd",
         "hessian",
         "hvp",
+        "eval_shape",
+        "ShapeDtype",
         "GradOptions",
     ],
     "Custom gradients": ["custom_vjp", "checkpoint", "stop_gradient"],

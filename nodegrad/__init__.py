@@ -25,7 +25,9 @@ from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
 from nodegrad.ops.tables import Frame, Series
 from nodegrad.transforms import (
+    ShapeDtype,
     elementwise_grad,
+    eval_shape,
     grad,
     hessian,
     hvp,
@@ -56,6 +58,7 @@ __all__ = [
     "Node",
     "RowSparse",
     "Series",
+    "ShapeDtype",
     "Traced",
     "checkpoint",
     "custom_vjp",
@@ -64,6 +67,7 @@ __all__ = [
     "display",
     "elementwise_grad",
     "errors",
+    "eval_shape",
     "field",
     "grad",
     "hessian",

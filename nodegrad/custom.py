@@ -22,12 +22,11 @@ from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materiali
 from nodegrad.engine.cycles import reports_unwalkable
 from nodegrad.engine.levels import INTERPRETED, find_top
 from nodegrad.engine.record import record
-from nodegrad.engine.registry import Op, same_rule_for_all
+from nodegrad.engine.registry import MADE_OF_OPS, Op, same_rule_for_all
 from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
 from nodegrad.engine.traced import Traced, describe, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
-from nodegrad.ops.batching import made_of_ops
 from nodegrad.ops.examples import per_example_call
 from nodegrad.ops.structured import pack, view
 from nodegrad.transforms import vjp
@@ -118,7 +117,7 @@ _THROUGH_CLOSURE = Op(
     lambda rule_output, closure_output: rule_output,
     (_to_both, _to_both_again),
     "custom",
-    batch=made_of_ops,
+    traits=frozenset({MADE_OF_OPS}),
 )
 
 
@@ -303,7 +302,9 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         def one(k: int, g: Any, ans: Any, *args: Any) -> Any:
             return rule((k,), g, ans, *args)[0]
 
-        self._op = Op(f"custom_vjp:{name}", forward, same_rule_for_all(one), "custom", joint=rule, batch=made_of_ops)
+        self._op = Op(
+            f"custom_vjp:{name}", forward, same_rule_for_all(one), "custom", joint=rule, traits=frozenset({MADE_OF_OPS})
+        )
         self._rules = (fwd, bwd)
 
     def __reduce__(self) -> Any:

@@ -40,6 +40,7 @@ __all__ = [
     "RandomDrawError",
     "ReplayWarning",
     "ShapeError",
+    "ShapeOnlyError",
     "StructureError",
 ]
 
@@ -86,6 +87,12 @@ class NoGradientError(NodegradError, NotImplementedError):
 
 class ArenaError(NodegradError, RuntimeError):
     """Misuse of an arena: mixing arenas, unknown nodes, a non-scalar output without a seed."""
+
+
+class ShapeOnlyError(ArenaError, TypeError):
+    """Inside ``eval_shape``, a value that has only a shape and a dtype was asked for what
+    only its values answer: a Python ``bool`` (an ``if``), a number, a plain array, or a
+    shape that depends on the values (a boolean mask's selection, ``np.nonzero``)."""
 
 
 class LeakedTracerError(ArenaError):

@@ -22,9 +22,10 @@ from hypothesis import HealthCheck, assume, given, settings
 import nodegrad as ng
 import nodegrad.custom
 import nodegrad.transforms.matrices
+from nodegrad.engine.registry import BATCH_RULES
 from nodegrad.engine.structure import differentiable_leaves, is_differentiable_leaf, zip_leaves
 from nodegrad.errors import ArgumentError
-from nodegrad.ops import REGISTRY
+from nodegrad.ops import REGISTRY, batching
 from nodegrad.testing import ConsistencyError, check_consistency
 from nodegrad.testing.strategies import Pair, Tagged, data_frames, structures
 from nodegrad.transforms.replay import Trace
@@ -327,19 +328,22 @@ def test_hvp_dropping_a_leaf_of_its_direction(monkeypatch: pytest.MonkeyPatch) -
 @pytest.fixture
 def reversed_batching_rule() -> Iterator[Callable[[str], None]]:
     """Replace an op's batching rule with one that hands back the examples in reverse order."""
-    replaced: list[tuple[Any, Any]] = []
+    replaced: list[tuple[str, Any]] = []
 
     def plant(name: str) -> None:
-        op = REGISTRY[name]
-        rule = op.batch
-        replaced.append((op, rule))
-        object.__setattr__(op, "batch", lambda op_, batched, size, *args: rule(op_, batched, size, *args)[::-1])
+        rule = batching.rule_of(REGISTRY[name])
+        assert rule is not None
+        replaced.append((name, BATCH_RULES.get(name)))
+        BATCH_RULES[name] = lambda op_, batched, size, *args: rule(op_, batched, size, *args)[::-1]
 
     try:
         yield plant
     finally:
-        for op, rule in replaced:
-            object.__setattr__(op, "batch", rule)
+        for name, rule in replaced:
+            if rule is None:
+                del BATCH_RULES[name]
+            else:
+                BATCH_RULES[name] = rule
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])

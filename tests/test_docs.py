@@ -104,6 +104,8 @@ def test_the_ops_page_names_no_private_helper() -> None:
         ("debugging.md", 13),
         ("vmap.md", 20),
         ("replay.md", 10),
+        ("eval-shape.md", 12),
+        ("internals.md", 18),
         ("tables.md", 25),
         ("row-sparse.md", 6),
         ("parallel.md", 16),

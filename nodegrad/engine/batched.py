@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import Interpreted, Level, check_alive, lower, next_stamp
-from nodegrad.engine.staged import FOREIGN, Staged, call_on
+from nodegrad.engine.levels import INTERPRETED, Interpreted, Level, check_alive, lower, next_stamp
+from nodegrad.engine.staged import FOREIGN
 from nodegrad.engine.traced import Traced, describe, meet_pandas, unwrap
 from nodegrad.errors import ArenaError, BatchingError
 
@@ -199,6 +199,15 @@ class Batched(Interpreted):
             "array t by it write ng.gather(t, i, axis)",
         )
 
+    def map_plain(self, fn: Any) -> Any:
+        """``fn`` of every example's values at once (stacked along the leading axis), batched
+        again (each array of a tuple result, too)."""
+        out = plain_map(fn, self.value)
+        if isinstance(out, tuple):  # numpy's result tuples (QRResult, ...) too
+            items = [Batched(o, self.level) for o in out]
+            return type(out)(*items) if hasattr(out, "_fields") else tuple(items)
+        return Batched(out, self.level)
+
     def __setitem__(self, index: Any, value: Any) -> None:
         msg = (
             "a batched value cannot be assigned into: write x = ng.at(x)[index].set(value) (or .add(value)) for a new "
@@ -232,15 +241,9 @@ def plain_map(fn: Any, x: Any) -> Any:
     work on such a stack: entry by entry (a sign, a cast) or along trailing axes."""
     while type(x) is Traced:
         x = x.value
-    if type(x) is Staged:
-        return call_on(fn, x)  # staged by replay: the call is recorded
-    if type(x) is not Batched:
-        return fn(x)
-    out = plain_map(fn, x.value)
-    if isinstance(out, tuple):  # numpy's result tuples (QRResult, ...) too
-        items = [Batched(o, x.level) for o in out]
-        return type(out)(*items) if hasattr(out, "_fields") else tuple(items)
-    return Batched(out, x.level)
+    if type(x) in INTERPRETED:  # batched, staged, shaped: each interpreter its own way
+        return x.map_plain(fn)
+    return fn(x)
 
 
 def plain(x: Any) -> Any:

@@ -30,12 +30,14 @@ from nodegrad.engine.containers import ARRAY_TYPES
 from nodegrad.errors import LeakedTracerError, user_location
 
 __all__ = [
+    "ABSTRACT",
     "INTERPRETED",
     "ArrayFace",
     "Interpreted",
     "Level",
     "check_alive",
     "find_top",
+    "has_values",
     "inside",
     "is_interpreted",
     "leaked_error",
@@ -122,6 +124,14 @@ class ArrayFace:
 INTERPRETED: set[type] = set()
 
 
+#: The interpreted types that stand for a shape and a dtype only (``eval_shape``'s): no value
+#: under them can be read (see :func:`has_values`, which the library's checks of values and
+#: shortcuts ask), and a plain call on them (``np.asarray``, :func:`staged.call_on
+#: <nodegrad.engine.staged.call_on>`) gives a value of their own level
+#: (:meth:`Interpreted.call_plain`).
+ABSTRACT: set[type] = set()
+
+
 class Interpreted(ArrayFace):
     """A value a level interprets: its :attr:`level`, the value it stands for one level down
     (:meth:`below`), and its ``shape`` and ``dtype`` as user code sees them.
@@ -151,10 +161,35 @@ class Interpreted(ArrayFace):
         enclosing level)."""
         raise NotImplementedError
 
+    def call_plain(self, fn: Any, args: Any, kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)``, a call on plain values, ``args`` holding this value (and
+        maybe others of its level; in tuples and lists, too), as a value of this level: for
+        code that computes through calls numpy's protocols cannot reach. The result has the
+        shape the arguments' shapes give it."""
+        raise NotImplementedError
+
+    def map_plain(self, fn: Any) -> Any:
+        """``fn`` of the plain values this value stands for, as a value of this level: ``fn``
+        reads no gradient and works entry by entry or along trailing axes (a cast, a sign, a
+        mask). Each interpreter says how: on every example at once, appended to a tape, or
+        by shape alone."""
+        raise NotImplementedError
+
 
 def is_interpreted(value: Any) -> bool:
     """Whether ``value`` is a value a level interprets (traced, batched, staged, ...)."""
     return type(value) in INTERPRETED
+
+
+def has_values(value: Any) -> bool:
+    """Whether the values under ``value`` can be read: False under a level that knows only
+    shapes and dtypes (:data:`ABSTRACT`). A check of values (an index in bounds, a matrix
+    finite) is skipped where they cannot be, and a shortcut some values allow is not taken."""
+    while type(value) in INTERPRETED:
+        if type(value) in ABSTRACT:
+            return False
+        value = value.below()
+    return True
 
 
 def find_top(args: Iterable[Any], kinds: Any = INTERPRETED, alive_for: str | None = None) -> Any:

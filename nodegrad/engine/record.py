@@ -38,6 +38,7 @@ __all__ = [
     "append_leaves",
     "append_node",
     "as_float_leaf",
+    "forward_failed",
     "inner_arena",
     "interpreters_running",
     "interpreting",
@@ -77,7 +78,7 @@ class SealedNodes(list[Any]):
 
 def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any:
     """Run ``op``'s forward on values no arena traces at this level; a failure becomes an
-    error naming the op (see :func:`_failed`). An argument that another interpreter traces
+    error naming the op (see :func:`forward_failed`). An argument that another interpreter traces
     (see :data:`INTERPRETERS`) hands the op to that interpreter instead."""
     if INTERPRETERS:  # (not gated by _running: a leaked value must reach its interpreter to be refused)
         found = find_top(args, INTERPRETERS)  # the innermost level's value (of a batching and a replay, the later)
@@ -86,7 +87,7 @@ def _forward(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...] = ()) -> Any
     try:
         return op.forward(*args)
     except Exception as exc:
-        return _failed(op, args, inputs, exc)
+        return forward_failed(op, args, inputs, exc)
 
 
 #: The interpreters of ops beside recording, by the type of the value they trace: an op
@@ -120,7 +121,7 @@ def register_interpreter(kind: type, interpret: Callable[[Op, tuple[Any, ...]], 
     INTERPRETERS[kind] = interpret
 
 
-def _failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> Any:
+def forward_failed(op: Op, args: tuple[Any, ...], inputs: tuple[Any, ...], exc: Exception) -> Any:
     """Re-raise a forward failure as an error naming the op, the shapes, the key paths of
     structured inputs (``inputs`` are the traced arguments) and the user's line. A warning
     is not a failure: the forward runs again and its value is returned, the warning issued
@@ -260,7 +261,7 @@ def record1(op: Op, x: Any, *static: Any) -> Any:
         try:
             out = op.forward(*args)
         except Exception as exc:
-            out = _failed(op, args, (x,), exc)
+            out = forward_failed(op, args, (x,), exc)
     # append_node, inlined: this is the commonest path of all (W1 pays it per op).
     arena = x.arena
     nodes = arena._nodes
@@ -313,7 +314,7 @@ def record2(op: Op, x: Any, y: Any, *static: Any) -> Any:
         try:
             out = op.forward(*args)
         except Exception as exc:
-            out = _failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
+            out = forward_failed(op, args, tuple(a for a in (x, y) if type(a) is Traced), exc)
     nodes = arena._nodes  # append_node, inlined (as in record1)
     if type(out) is _NDARRAY and out.nbytes >= LEAN_BYTES and arena._lean:
         nodes.append(lean_node(op, parents, argnums, args, out))

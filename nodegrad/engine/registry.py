@@ -27,9 +27,13 @@ from nodegrad.errors import NoGradientError
 
 __all__ = [
     "ANS",
+    "BATCH_RULES",
+    "ELEMENTWISE",
     "INPUT",
+    "MADE_OF_OPS",
     "PARAM",
     "REGISTRY",
+    "RULE_TRAITS",
     "Op",
     "Rule",
     "defbatch",
@@ -41,6 +45,23 @@ __all__ = [
 ]
 
 Rule = Callable[..., Any]
+
+#: The traits an op may have: what an interpreter needs to know of it besides its rules.
+#: ``ELEMENTWISE``: applied entry by entry with numpy broadcasting (its result has the
+#: broadcast shape of its arguments, and the dtype its forward gives on one entry of each);
+#: ``MADE_OF_OPS``: its forward is made of other ops, which an interpreter runs one by one
+#: (a user's ``custom_vjp``, a record's field).
+ELEMENTWISE = "elementwise"
+MADE_OF_OPS = "made of ops"
+
+#: The batching interpreter's rules (:mod:`nodegrad.ops.batching`), by op name:
+#: ``rule(op, batched, size, *args)``, given where the op is defined (``defop(batch=...)``,
+#: :func:`defbatch`). An op with none runs once per example.
+BATCH_RULES: dict[str, Callable[..., Any]] = {}
+
+#: The batching rules that an op given them has a trait for (the rule of every elementwise
+#: op, say): ``defop(batch=rule)`` gives the op the trait too. Filled by the batching layer.
+RULE_TRAITS: dict[Callable[..., Any], str] = {}
 
 
 @attrs.frozen(slots=True, repr=False)
@@ -66,9 +87,9 @@ class Op:
     #: One rule for the inputs that share backward work (see :func:`defjoint`), or ``None``.
     #: The sweep calls it once per node; ``vjps`` then holds its per-input views.
     joint: Callable[..., tuple[Any, ...]] | None = None
-    #: How the op runs on batched values (inside ``vmap``): ``batch(op, batched, size,
-    #: *args)`` (see :mod:`nodegrad.ops.batching`), or ``None``: once per example.
-    batch: Callable[..., Any] | None = None
+    #: What interpreters need to know of the op (:data:`ELEMENTWISE`, :data:`MADE_OF_OPS`);
+    #: their rules for it are in their own tables (:data:`BATCH_RULES`, eval_shape's).
+    traits: frozenset[str] = frozenset()
     #: For a row gather (an op whose output is rows of its input 0): ``rows(*args)``, the
     #: flat positions of the rows it reads, or ``None`` where these arguments make it
     #: something else. Row-sparse gradients are built from it (:mod:`nodegrad.engine.rows`).
@@ -140,7 +161,7 @@ def defop(
     batch: Callable[..., Any] | None = None,
 ) -> Op:
     """Register an op and return it. Names are unique across all families. ``batch`` is
-    its batching rule (see :mod:`nodegrad.ops.batching`)."""
+    its batching rule (see :mod:`nodegrad.ops.batching`), kept in :data:`BATCH_RULES`."""
     if name in REGISTRY:
         msg = f"op {name!r} is already registered"
         raise ValueError(msg)
@@ -151,15 +172,25 @@ def defop(
     reads = _reads_of(rules)
     if first_order:
         rules = tuple(_first_order_only(name, rule) for rule in rules)
-    op = Op(name, forward, rules, family, broadcasts, doc, first_order, reads, None, batch)
+    op = Op(name, forward, rules, family, broadcasts, doc, first_order, reads, None, _traits_and_rule(name, batch))
     REGISTRY[name] = op
     return op
+
+
+def _traits_and_rule(name: str, batch: Callable[..., Any] | None) -> frozenset[str]:
+    """Keep the batching rule of the op ``name`` in :data:`BATCH_RULES`; the op's traits
+    (that of its rule, where the rule is a trait's: :data:`RULE_TRAITS`)."""
+    if batch is None:
+        return frozenset()
+    BATCH_RULES[name] = batch
+    trait = RULE_TRAITS.get(batch)
+    return frozenset() if trait is None else frozenset({trait})
 
 
 def defbatch(op: Op, rule: Callable[..., Any]) -> Op:
     """Give the registered ``op`` its batching rule (for an op defined before its rule
     can be written, or by a helper that registers a family of ops); returns ``op``."""
-    object.__setattr__(op, "batch", rule)
+    BATCH_RULES[op.name] = rule
     return op
 
 
@@ -248,7 +279,7 @@ def defjoint(
         rules = tuple(_one_of(rule, k) if k in positions else None for k in range(max(positions, default=-1) + 1))
     reads = rule_reads(rule, leading=3)
     every = None if reads is None or positions is None else tuple(reads for _ in rules)
-    op = Op(name, forward, rules, family, broadcasts, doc, False, every, rule, batch)
+    op = Op(name, forward, rules, family, broadcasts, doc, False, every, rule, _traits_and_rule(name, batch))
     REGISTRY[name] = op
     return op
 

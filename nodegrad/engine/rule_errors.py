@@ -18,6 +18,7 @@ from nodegrad.errors import (
     NoGradientError,
     NonFiniteError,
     ShapeError,
+    ShapeOnlyError,
     _UndefinedGradientError,
     error_like,
 )
@@ -58,8 +59,8 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
         failure = kind(f"op {op.name!r}: its gradient rule failed on inputs ({shapes}): {type(exc).__name__}: {exc}")
         failure.failed_rule_of = op.name  # (check_grads looks for where it was recorded)
         return failure
-    if isinstance(exc, NoGradientError):
-        return exc
+    if isinstance(exc, NoGradientError | ShapeOnlyError):
+        return exc  # (eval_shape's refusal to read values: the rule itself differentiates)
     if isinstance(exc, NonFiniteError):
         msg = f"{exc}; this node was recorded by the gradient rule of {op.name!r} (differentiating it again)"
         return NonFiniteError(msg)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import Interpreted
+from nodegrad.engine.levels import ABSTRACT, Interpreted
 from nodegrad.engine.traced import READERS, Traced
 from nodegrad.errors import user_location
 
@@ -114,6 +114,14 @@ class Staged(Interpreted):
         """Its value in this recording (one level down): for reading what the signature
         fixes, never for computing (see :func:`now`)."""
         return self.now
+
+    def call_plain(self, fn: Any, args: Any, kwargs: Any) -> Any:
+        """The call appended to the tape (see :func:`call_on`)."""
+        return self.level.call(fn, args, kwargs, getattr(fn, "__name__", "call"), static=True)
+
+    def map_plain(self, fn: Any) -> Any:
+        """``fn`` of its values, appended to the tape (see :func:`call_on`)."""
+        return call_on(fn, self)
 
     # -- what the signature fixes: read without a trace ---------------------------------------
     @property
@@ -284,8 +292,8 @@ def call_on(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     arguments' shapes give it (no shape check on replay)."""
     for a in args:
         for item in a if type(a) is tuple or type(a) is list else (a,):
-            if type(item) is Staged:
-                return item.level.call(fn, args, kwargs, getattr(fn, "__name__", "call"), static=True)
+            if type(item) is Staged or type(item) in ABSTRACT:  # (a shaped value: the call on shapes)
+                return item.call_plain(fn, args, kwargs)
     return fn(*args, **kwargs)
 
 
@@ -314,6 +322,8 @@ def asarray(value: Any, dtype: Any = None) -> Any:
     :func:`call_on`)."""
     if type(value) is Staged:
         return call_on(np.asarray, value) if dtype is None else call_on(np.asarray, value, dtype=dtype)
+    if type(value) in ABSTRACT:  # an array of its own level (a shape only, say)
+        return value.map_plain(lambda v: np.asarray(v, dtype=dtype))
     return np.asarray(value, dtype=dtype)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import ArrayFace, Interpreted, check_alive, lower, next_stamp
+from nodegrad.engine.levels import INTERPRETED, ArrayFace, Interpreted, check_alive, lower, next_stamp
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.errors import ArenaError, calling_code
 
@@ -303,7 +303,7 @@ _ARENAS = frozenset({Traced})  # what unwrap peels: the handles of arenas
 def describe(arg: Any) -> str:
     """A short description of an argument for messages: ``float64[2, 3]``, or its repr."""
     arg = unwrap(arg)
-    if isinstance(arg, np.ndarray | np.generic):
+    if isinstance(arg, np.ndarray | np.generic) or type(arg) in INTERPRETED:  # (a batched one: an example's)
         return f"{arg.dtype}{list(arg.shape)}"
     if isinstance(arg, (list, tuple)) and arg and all(isinstance(a, np.ndarray | np.generic) for a in arg):
         return "[" + ", ".join(describe(a) for a in arg) + "]"

@@ -28,7 +28,7 @@ from nodegrad import ops
 from nodegrad.engine.batched import Batched, plain, plain_map
 from nodegrad.engine.guards import call_atomically
 from nodegrad.engine.record import record1
-from nodegrad.engine.registry import defbatch
+from nodegrad.engine.registry import BATCH_RULES, defbatch
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping, special
@@ -218,7 +218,7 @@ def _take_along_each(x: Any, indices: Batched, axis: Any) -> Any:
 
 # take_along_axis is run for every example at once by shifting its axis past the examples'
 # (the pipeline family defines the op; its rule is the common one, set here unless it has one).
-if TAKE_ALONG_AXIS.batch is None:
+if TAKE_ALONG_AXIS.name not in BATCH_RULES:
     defbatch(TAKE_ALONG_AXIS, along_axis_rule(2, data=(0, 1)))
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.guards import call_atomically
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import forward_values, no_extras
@@ -32,7 +33,7 @@ def _nan_ignoring(name: str, pick: Callable[..., Any]) -> Callable[..., Any]:
 
     def fn(x: Any, y: Any) -> Any:
         nan_x, nan_y = np.isnan(unwrap(x)), np.isnan(unwrap(y))
-        if not (nan_x.any() or nan_y.any()):
+        if has_values(nan_x) and has_values(nan_y) and not (nan_x.any() or nan_y.any()):
             return pick(x, y)
         return ops.where(nan_y, x, ops.where(nan_x, y, pick(x, y)))
 

@@ -27,7 +27,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched, BatchingError, BatchLevel
 from nodegrad.engine.levels import INTERPRETED, find_top, inside
 from nodegrad.engine.record import append_node, record, register_interpreter
-from nodegrad.engine.registry import Op
+from nodegrad.engine.registry import BATCH_RULES, ELEMENTWISE, MADE_OF_OPS, RULE_TRAITS, Op
 from nodegrad.engine.traced import DEFERS_TO, Traced, unwrap
 from nodegrad.errors import ShapeError, user_location
 from nodegrad.ops.arguments import axis_index
@@ -46,6 +46,7 @@ __all__ = [
     "newest_level",
     "per_example",
     "reduction",
+    "rule_of",
     "shift_axis",
     "to_batched",
 ]
@@ -74,7 +75,7 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
     rule, or once per example where it has none. Returns the result batched at that level."""
     level = innermost(args)
     assert level is not None
-    if op.batch is made_of_ops:
+    if MADE_OF_OPS in op.traits:
         return op.forward(*args)  # its ops, run on the batched values themselves, batch it
     values: list[Any] = []
     batched: list[bool] = []
@@ -88,12 +89,21 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
         else:
             values.append(_base_array(a))
             batched.append(False)
-    rule = op.batch
+    rule = rule_of(op)
     if rule is None:
         out = per_example(op, tuple(batched), level.size, *values, level=level)
     else:
         out = rule(op, tuple(batched), level.size, *values)
     return wrap(out, level)
+
+
+def rule_of(op: Op) -> BatchRule | None:
+    """The batching rule of ``op`` (:data:`~nodegrad.engine.registry.BATCH_RULES`, or the
+    rule of its trait), or ``None``: it runs once per example."""
+    rule = BATCH_RULES.get(op.name)
+    if rule is None and ELEMENTWISE in op.traits:
+        return elementwise
+    return rule
 
 
 def wrap(out: Any, level: BatchLevel) -> Any:
@@ -262,13 +272,16 @@ _BATCHED = Op(
 )
 
 
-_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool, *INTERPRETED)
+_PLAIN_OPERANDS = (np.ndarray, np.generic, float, int, complex, bool)
 
 
 def aligned(batched: Sequence[bool], args: Sequence[Any]) -> list[Any]:
     """``args`` of an op that broadcasts its operands, the batched ones given size-1 axes
     after the batch axis so that every example's axes line up with the unbatched ones."""
-    ndims = [example_ndim(a, k) if isinstance(a, _OPERANDS) else -1 for a, k in zip(args, batched, strict=True)]
+    ndims = [
+        example_ndim(a, k) if isinstance(a, _PLAIN_OPERANDS) or type(a) in INTERPRETED else -1
+        for a, k in zip(args, batched, strict=True)
+    ]
     ndim = max(ndims, default=0)
     if all(n == ndim for n, k in zip(ndims, batched, strict=True) if k):
         return list(args)  # every batched operand's examples have the most axes: nothing to line up
@@ -316,6 +329,10 @@ def made_of_ops(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any
     last example's residuals."""
     msg = f"{op.name}: made_of_ops is run by the interpreter itself"
     raise AssertionError(msg)
+
+
+RULE_TRAITS[elementwise] = ELEMENTWISE  # an op given these rules has their trait
+RULE_TRAITS[made_of_ops] = MADE_OF_OPS
 
 
 def loop(op: Op, batched: tuple[bool, ...], size: int, *args: Any) -> Any:

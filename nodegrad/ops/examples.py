@@ -25,11 +25,11 @@ from nodegrad.engine.batched import Batched, BatchingError, BatchLevel, read_lev
 from nodegrad.engine.guards import RERUNS
 from nodegrad.engine.levels import find_top, inside
 from nodegrad.engine.record import record
-from nodegrad.engine.registry import Op, same_rule_for_all
+from nodegrad.engine.registry import MADE_OF_OPS, Op, same_rule_for_all
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.engine.traced import Traced
 from nodegrad.errors import user_location
-from nodegrad.ops.batching import check_same_shapes, innermost, made_of_ops, to_batched
+from nodegrad.ops.batching import check_same_shapes, innermost, to_batched
 
 __all__ = ["EXAMPLE", "INTO_EXAMPLE", "STACK_EXAMPLES", "per_example_call", "per_example_where_read"]
 
@@ -228,7 +228,7 @@ EXAMPLE: Op = Op(
     (lambda g, ans, x, b, mark: record(INTO_EXAMPLE, g, b, mark), None, None),
     "batching",
     doc="one example of a value traced inside a batch level",
-    batch=made_of_ops,
+    traits=frozenset({MADE_OF_OPS}),
 )
 INTO_EXAMPLE: Op = Op(
     "into_example",
@@ -236,7 +236,7 @@ INTO_EXAMPLE: Op = Op(
     (lambda g, ans, x, b, mark: record(EXAMPLE, g, b, mark), None, None),
     "batching",
     doc="one example's value placed in a batched value, zeros elsewhere",
-    batch=made_of_ops,
+    traits=frozenset({MADE_OF_OPS}),
 )
 STACK_EXAMPLES: Op = Op(
     "stack_examples",
@@ -244,7 +244,7 @@ STACK_EXAMPLES: Op = Op(
     same_rule_for_all(_stack_rule),
     "batching",
     doc="the examples of a value, batched",
-    batch=made_of_ops,
+    traits=frozenset({MADE_OF_OPS}),
 )
 
 

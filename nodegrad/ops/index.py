@@ -16,7 +16,7 @@ from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
 from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defop, defrows
-from nodegrad.engine.staged import FOREIGN_INDEXING
+from nodegrad.engine.staged import FOREIGN_INDEXING, asarray
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import AxisError, OpIndexError, ShapeError, error_like, user_location
 from nodegrad.ops.arguments import Each, as_ints, axes_of, axis_index, batched_index, holds_batched, index_items
@@ -471,7 +471,7 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
     """
     indices = unwrap(indices)
     if type(indices) is not Batched:
-        indices = np.asarray(indices)
+        indices = asarray(indices)  # (a shaped one's is its own: eval_shape)
     if indices.dtype.kind not in "iu":
         msg = f"gather: indices must be integers, got dtype {indices.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)

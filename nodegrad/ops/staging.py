@@ -13,12 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from nodegrad.engine.levels import find_top
-from nodegrad.engine.record import _failed, register_interpreter
-from nodegrad.engine.registry import Op
+from nodegrad.engine.record import forward_failed, register_interpreter
+from nodegrad.engine.registry import ELEMENTWISE, MADE_OF_OPS, Op
 from nodegrad.engine.staged import Staged
 from nodegrad.engine.tape import Tape
 from nodegrad.errors import rerun_reporting_warnings
-from nodegrad.ops.batching import elementwise, made_of_ops
 
 __all__ = ["interpret"]
 
@@ -36,17 +35,17 @@ _STAGED = frozenset({Staged})
 def interpret(op: Op, args: tuple[Any, ...]) -> Any:
     """Run ``op`` on ``args``, some staged: its forward on their values, appended to their
     tape; the result staged."""
-    if op.batch is made_of_ops:
+    if MADE_OF_OPS in op.traits:
         return op.forward(*args)
     tape = _tape_of(args)
     forward = op.forward
-    static = op.batch is elementwise  # its result has the broadcast shape of its arguments
+    static = ELEMENTWISE in op.traits  # its result has the broadcast shape of its arguments
     try:
         return tape.call(forward, args, {}, op.name, static=static)
     except Warning:  # raised by the filter of nodegrad.errors: issued again from the user's line
         return rerun_reporting_warnings(tape.call, forward, args, {}, op.name, static=static)
     except Exception as exc:
-        return _failed(op, tape._raw(args), (), exc)
+        return forward_failed(op, tape._raw(args), (), exc)
 
 
 register_interpreter(Staged, interpret)

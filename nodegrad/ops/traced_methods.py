@@ -41,7 +41,7 @@ from nodegrad.ops.linalg import dot, matmul
 from nodegrad.ops.pipeline import cumprod, cumsum
 from nodegrad.ops.shape import astype, ravel, reshape, squeeze, swapaxes, transpose
 
-__all__: list[str] = []
+__all__ = ["give_array_face"]
 
 
 class _ArrayMethods:
@@ -459,8 +459,16 @@ class _BatchedValues:
     __ne__ = comparison(np.not_equal)
 
 
+def give_array_face(cls: type) -> None:
+    """Give ``cls``, the class of an interpreter's values, a traced value's operators and
+    array methods: each runs an op through the registry, which hands it to the interpreter
+    of the innermost level among its arguments. What ``cls`` defines itself (its shape,
+    iteration, the answers it gives where a traced value reads its values) stays its own."""
+    _attach(cls, _ArrayMethods, keep=tuple(vars(cls)))
+
+
 _attach(Traced, _ArrayMethods)
 # What a batched value defines itself (its example's shape, iteration, and refusals to become
 # one Python number where each example has its own) stays its own.
 _attach(Batched, _BatchedValues)
-_attach(Batched, _ArrayMethods, keep=tuple(vars(Batched)))
+give_array_face(Batched)

@@ -20,6 +20,7 @@ from nodegrad.engine.arena import Arena
 from nodegrad.engine.record import record
 from nodegrad.engine.structure import is_differentiable_leaf
 from nodegrad.errors import BatchingError, NodegradError, NoGradientError, RandomDrawError, ReplayWarning
+from nodegrad.ops.batching import rule_of
 from nodegrad.testing._check import check_grads
 from nodegrad.testing._hessians import hessian_matrix, hvp_vector
 from nodegrad.testing._subject import (
@@ -351,7 +352,7 @@ def _wrong_batching_rule(s: Subject, through_grad: bool) -> str | None:
     except NoGradientError:
         return None
     for op, _, _, args, _ in arena.nodes:
-        if op.batch is not None and op.family not in {"leaf", "custom"} and _batching_disagrees(s, op, args):
+        if rule_of(op) is not None and op.family not in {"leaf", "custom"} and _batching_disagrees(s, op, args):
             return str(op.name)
     return None
 

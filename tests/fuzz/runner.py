@@ -15,7 +15,7 @@ import numpy as np
 
 from tests.fuzz import known
 from tests.fuzz.programs import HEADER, Program, literal, random_program, values, without_step
-from tests.fuzz.stacks import BATCH, STACKS, Stack, compare, ex, setup_lines, stack, tsum
+from tests.fuzz.stacks import BATCH, STACKS, Stack, compare, ex, setup_lines, shapes, stack, tsum
 
 RTOL = {"float64": 1e-12, "float32": 1e-4}
 SHRINK_BUDGET = 40  # runs of the stack while shrinking one disagreement
@@ -53,7 +53,7 @@ def category(problem: str) -> str:
 def namespace(program: Program, seed: int, mode: str, code: str) -> dict[str, Any]:
     ns = program.compile()
     ns.update(values(program, seed, BATCH))
-    ns.update(ex=ex, stack=stack, tsum=tsum, B=BATCH)
+    ns.update(ex=ex, stack=stack, tsum=tsum, shapes=shapes, B=BATCH)
     for line in setup_lines(mode, code):
         exec(line, ns)
     return ns
@@ -134,7 +134,7 @@ def repro(program: Program, seed: int, st: Stack, mode: str, problem: str) -> st
     lines = [
         f"# {st.name} | {mode} | {program.dtype} | {problem}",
         HEADER.rstrip(),
-        "from tests.fuzz.stacks import compare, ex, stack, tsum",
+        "from tests.fuzz.stacks import compare, ex, shapes, stack, tsum",
         "",
         "",
         program.source(),

@@ -134,6 +134,15 @@ for _name, _fun, _args in REPLAYS:
             modes=("args", "closure"),
         )
     )
+SHAPED = [
+    ("eval_shape(grad)", "ng.grad(lossfn)", "ex(D, 0, AXD), *ex(R, 0)"),
+    ("eval_shape(vmap)", VMAP.format(fun="fn", extra=""), "D, *R"),
+    ("eval_shape(vmap(grad))", VMAP.format(fun="ng.grad(lossfn)", extra=""), "D, *R"),
+    ("eval_shape(vmap(jacfwd))", VMAP.format(fun="ng.jacfwd(fn)", extra=""), "D, *R"),
+    ("eval_shape(vmap(hessian))", VMAP.format(fun="ng.hessian(lossfn)", extra=""), "D, *R"),
+]
+for _name, _fun, _args in SHAPED:
+    STACKS.append(Stack(_name, f"shapes(ng.eval_shape({_fun}, {_args}))", f"shapes(({_fun})({_args}))", exact=True))
 STACK_NAMES = [s.name for s in STACKS]
 
 
@@ -179,6 +188,22 @@ def stack(items: list[Any], axis: int = 0) -> Any:
         assert all(it == first for it in items), f"examples disagree on a plain leaf: {items}"
         return first
     return np.stack([np.asarray(it) for it in items], axis=axis)
+
+
+def shapes(value: Any) -> Any:
+    """Each number of a result (or each shape-and-dtype eval_shape gives for one) as the text
+    of its shape and dtype, in the result's structure."""
+    if isinstance(value, dict):
+        return {k: shapes(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return type(value)(shapes(v) for v in value)
+    if attrs.has(type(value)):
+        return type(value)(**{f.name: shapes(getattr(value, f.name)) for f in attrs.fields(type(value))})
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{tuple(value.shape)} {value.dtype}"
+    if isinstance(value, float | complex | int | bool):
+        return f"() {np.result_type(value)}"
+    return value
 
 
 def tsum(items: list[Any]) -> Any:

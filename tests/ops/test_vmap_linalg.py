@@ -187,6 +187,6 @@ def test_nested_vmap_of_grad_of_a_decomposition() -> None:
 def test_every_ruled_op_is_registered_with_its_rule() -> None:
     assert {"matmul", "einsum", "det", "solve", "eigh_vectors", "svd_vh", "expm", "lu_factor"} <= RULED
     for name in RULED | LOOPED:
-        assert REGISTRY[name].batch is not None, name
+        assert batching.rule_of(REGISTRY[name]) is not None, name
     for name in LOOPED:
-        assert REGISTRY[name].batch is batching.loop, name
+        assert batching.rule_of(REGISTRY[name]) is batching.loop, name

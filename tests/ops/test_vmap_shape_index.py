@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import nodegrad as ng
+from nodegrad.engine.registry import MADE_OF_OPS
 from nodegrad.errors import BatchingError, NodegradError
 from nodegrad.ops import REGISTRY, batching
 from nodegrad.ops.index import scatter
@@ -61,7 +62,7 @@ def _no_per_example_loop() -> Iterator[None]:
 
 def test_each_op_has_a_rule_of_its_own() -> None:
     for name in OPS + STRUCTURED:
-        assert REGISTRY[name].batch not in (None, batching.loop), name
+        assert batching.rule_of(REGISTRY[name]) not in (None, batching.loop), name
 
 
 # -- the specs' calls, batched ---------------------------------------------------------------------
@@ -335,4 +336,4 @@ def test_a_structure_built_from_batched_values_holds_them() -> None:
 @pytest.mark.parametrize("name", STRUCTURED)
 def test_the_structured_ops_run_as_they_are(name: str) -> None:
     # A structure's node holds its batched leaves: the forward builds or reads it as it is.
-    assert REGISTRY[name].batch is batching.made_of_ops
+    assert MADE_OF_OPS in REGISTRY[name].traits

@@ -12,9 +12,10 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import defbatch, defjoint, defop
-from nodegrad.engine.staged import Staged, asarray, call_on
+from nodegrad.engine.staged import asarray, call_on
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.batching import aligned, elementwise
@@ -101,7 +102,7 @@ def _keep_bits(mask: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
 
 
 def _usable(keep: Any, *arrays: Any) -> bool:
-    return keep is not None and all(
+    return type(keep) is np.ndarray and all(
         type(x) is np.ndarray and x.dtype.kind == "f" and x.dtype.itemsize == keep.itemsize for x in arrays
     )
 
@@ -203,7 +204,7 @@ def clamp(x: Any, lo: Any = None, hi: Any = None) -> Any:
 def _as_operand(value: Any) -> Any:
     """``value`` as ``np.result_type`` should see it: Python numbers stay weak (float32 stays
     float32), anything else becomes an array, so ``None`` or ``"f4"`` is not read as a dtype."""
-    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex, Batched, Staged)):
+    if isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)) or type(value) in INTERPRETED:
         return value
     return np.asarray(value)
 

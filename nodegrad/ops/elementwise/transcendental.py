@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.record import record1, record2
 from nodegrad.ops.elementwise.arithmetic import binary, is_complex, unary
 
@@ -206,7 +207,7 @@ def _logaddexp_weight(exp: Any, x: Any, y: Any, ans: Any) -> Any:
     an even share among the +inf inputs. Those weights are constants, and the exponent is
     masked before ``exp``, so no order of derivative sees inf - inf."""
     finite = np.isfinite(ans)
-    if np.all(all_values(finite)):  # every example's, under vmap
+    if not has_values(finite) or np.all(all_values(finite)):  # every example's, under vmap
         return exp(x - ans)
     x_inf, y_inf = x == np.inf, y == np.inf
     share = np.where(x_inf, np.where(y_inf, 0.5, 1.0), 0.0)

@@ -27,7 +27,7 @@ from nodegrad.ops.batching import example_ndim, examples_batched, examples_stack
 
 __all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
 
-_ARRAYS = (np.ndarray, np.generic, *INTERPRETED)
+_PLAIN_ARRAYS = (np.ndarray, np.generic)
 
 
 def batched_in(*args: Any) -> bool:
@@ -62,7 +62,9 @@ def on_stacks(rule: Callable[..., Any], *args: Any) -> Any:
     level = newest_level(args)
     if level is None:
         return rule(*args)
-    found = [examples_stacked(a, level) if isinstance(a, _ARRAYS) else a for a in args]  # else an option
+    found = [
+        examples_stacked(a, level) if isinstance(a, _PLAIN_ARRAYS) or type(a) in INTERPRETED else a for a in args
+    ]  # else an option
     return _batched(on_stacks(rule, *found), level)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched, all_values, plain_map
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.staged import now
@@ -34,7 +35,7 @@ def lapack_ready(op_name: str, x: Any) -> Any:
     """``x``, checked to be finite before LAPACK decomposes it: an SVD or eigendecomposition
     of a matrix holding NaN or Inf may never return (OpenBLAS), or fails with a bare
     ``LinAlgError``. Raises :class:`~nodegrad.errors.NonFiniteError` naming the op."""
-    if not np.all(np.isfinite(all_values(x))):  # every example's, inside vmap
+    if has_values(x) and not np.all(np.isfinite(all_values(x))):  # every example's, inside vmap
         msg = (
             f"{op_name}: the matrix holds NaN or Inf, where its decomposition (and so its gradient) is not "
             f"defined [at {user_location()}]"

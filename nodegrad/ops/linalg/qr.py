@@ -15,6 +15,7 @@ import numpy as np
 
 from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
@@ -45,6 +46,8 @@ def _times_inverse_transposed(y: Any, r: Any) -> Any:
 
 
 def _full_column_rank(r: Any) -> None:
+    if not has_values(r):
+        return
     diagonal = np.abs(np.diagonal(all_values(r), axis1=-2, axis2=-1))  # every example's, under vmap
     if diagonal.size and np.any(
         diagonal <= np.finfo(diagonal.dtype).eps * max(np.shape(r)[-2:]) * np.max(diagonal, axis=-1, keepdims=True)

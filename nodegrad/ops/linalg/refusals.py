@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import NoGradientError
 
@@ -89,7 +90,7 @@ def refuse_undefined(name: str, what: str, where: np.ndarray, share: Any, g: Any
     """Raise :class:`NoGradientError` if the cotangent ``g`` has a nonzero ``share`` (an
     array shaped like ``where``) anywhere ``where`` flags a repeated (or zero) value."""
     where = all_values(where)  # every example's, under vmap
-    if not np.any(where):
+    if not has_values(where) or not np.any(where):
         return
     share = all_values(share)
     # Under vmap either may hold every example (a batched cotangent of a matrix shared by
@@ -109,7 +110,7 @@ def refuse_split_values(name: str, what: str, repeated: np.ndarray, g: Any) -> N
     ones apart (``repeated`` flags the pairs): repeated values have no derivative one by
     one, only functions that treat them alike (their sum) do."""
     repeated = all_values(repeated)  # every example's, under vmap
-    if not np.any(repeated):
+    if not has_values(repeated) or not np.any(repeated):
         return
     plain = np.asarray(all_values(g))
     differences = plain[..., :, None] - plain[..., None, :]
@@ -138,7 +139,11 @@ def refuse_again_at_repeated(name: str, what: str, repeated: np.ndarray, g: Any,
     (``repeated``) is itself being differentiated (its cotangent ``g`` or one of ``values``
     traced): the terms it leaves out are limits ``0 / 0`` whose derivatives need not be
     zero. Forward mode's stand-in cotangent alone is fine (see :func:`_differentiated`)."""
-    if np.any(all_values(repeated)) and (_differentiated(g) or any(type(v) is Traced for v in values)):
+    if (
+        has_values(repeated)
+        and np.any(all_values(repeated))
+        and (_differentiated(g) or any(type(v) is Traced for v in values))
+    ):
         msg = (
             f"{name}: a second derivative at repeated {what} (closer than sqrt(eps) * max) is not defined by the "
             "decomposition (the vectors of a repeated value are any basis of its space); first derivatives of "

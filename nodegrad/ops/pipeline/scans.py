@@ -20,6 +20,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.staged import array, call_on, now
@@ -307,7 +308,7 @@ def _logsumexp_rule(g: Any, ans: Any, x: Any, axis: Any, keepdims: bool) -> Any:
     if not keepdims and axis is not None:
         g, ans = np.expand_dims(g, axis), np.expand_dims(ans, axis)
     finite = np.isfinite(ans)
-    if np.all(all_values(finite)):  # under vmap: every example's
+    if not has_values(finite) or np.all(all_values(finite)):  # under vmap: every example's
         return g * np.exp(x - ans)
     finite = np.broadcast_to(finite, np.shape(x))
     top = np.where(finite, x, 0) - np.where(finite, ans, 0)

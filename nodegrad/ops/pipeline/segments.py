@@ -18,6 +18,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.staged import asarray
@@ -228,7 +229,7 @@ def _check_indices(op_name: str, indices: Any, size: int) -> Any:
         msg = f"{op_name}: indices must be integers, got dtype {idx.dtype} [called at {user_location()}]"
         raise OpIndexError(msg)
     values = all_values(idx)  # every example's, under vmap
-    if values.size and (values.min() < -size or values.max() >= size):
+    if has_values(values) and values.size and (values.min() < -size or values.max() >= size):
         msg = (
             f"{op_name}: index {values.max() if values.max() >= size else values.min()} is out of bounds for an axis "
             f"of size {size} [called at {user_location()}]"

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.ops.tables.common import length, take_rows
+from nodegrad.ops.tables.common import is_float, length, take_rows
 
 __all__ = ["REDUCTIONS", "cumulative", "ratio", "reduce_values", "root", "windows"]
 
@@ -114,6 +114,8 @@ def windows(values: Any, window: int, center: bool) -> Any:
     """A (rows, window) table of each row's window of ``values``, as pandas' fixed
     windows place it (ending at the row; centred with ``center``), NaN beyond the ends."""
     rows = length(values)
+    if not is_float(values):  # pandas computes a window of bools or integers in float64
+        values = values.astype(np.float64)
     offset = (window - 1) // 2 if center else 0
     ends = np.arange(rows) + offset
     at = ends[:, None] + np.arange(1 - window, 1)[None, :]
