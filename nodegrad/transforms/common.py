@@ -19,7 +19,6 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.arena import Arena
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.cycles import unwalkable
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import Staged, call_on, now
@@ -184,8 +183,8 @@ def snapshot(traced: Any) -> Any:
 
 def like_argument(g: Any, original: Any) -> Any:
     """Give ``g`` the argument's own leaf types: Python float in, Python float out."""
-    if type(g) is Traced or type(original) is np.ndarray:
-        return g  # traced by an enclosing transform (it differentiates this in turn), or an array's
+    if type(original) is np.ndarray:
+        return g  # an array's (a handle, of an enclosing transform or of vmap, stays one: _like_leaf)
     if not is_container(original):
         return _like_leaf(g, original)
     found, treedef = flatten(g)
@@ -214,7 +213,7 @@ def gradient_like(original: Any, grads: Iterator[Any], layout: Any = None) -> An
     no floats, each leaf of its own type (Python float in, Python float out)."""
     if type(original) is np.ndarray:
         return next(grads)  # the common case: an array's gradient is an array like it
-    if type(original) is Traced:
+    if type(original) in INTERPRETED:  # a handle is one leaf
         return like_argument(next(grads), original)
     if layout is None:
         found, treedef = flatten(original)
@@ -234,12 +233,14 @@ def gradient_like(original: Any, grads: Iterator[Any], layout: Any = None) -> An
 def lower(value: Any, arena: Arena) -> Any:
     """``value`` with the handles of ``arena`` replaced by their values, inside any
     structure: what a transform returns. Handles of enclosing arenas stay as they are."""
-    if type(value) is Traced:
-        return value.value if value.arena is arena else value
+    if type(value) in INTERPRETED:
+        return value.below() if value.level is arena else value
     found, treedef = flatten(value)
     if treedef is LEAF:
         return value
-    return treedef.unflatten([leaf.value if type(leaf) is Traced and leaf.arena is arena else leaf for leaf in found])
+    return treedef.unflatten(
+        [leaf.below() if type(leaf) in INTERPRETED and leaf.level is arena else leaf for leaf in found]
+    )
 
 
 def split_output(out: Any, has_aux: bool) -> tuple[Any, Any]:
@@ -255,39 +256,29 @@ def check_scalar(out: Any, holomorphic: bool = False) -> None:
     """``out`` is what ``grad`` can differentiate: a real scalar, or with ``holomorphic``
     a complex one (JAX's rule: a complex output has no gradient of its own)."""
     value = unwrap(out)
-    while type(value) is Batched:  # inside vmap: each example's output is checked
-        value = unwrap(value.like_example())
-    if type(value) is Staged:  # recorded by replay: its dtype and shape are its signature's
-        value = value.now
     if type(value) is np.float64 and not holomorphic:
         return  # the commonest case: a reduction's float64 scalar
-    if not holomorphic and isinstance(value, np.ndarray | np.generic) and value.size == 1 and value.dtype.kind == "f":
-        return  # the common case: a float scalar
-    if (
-        not isinstance(value, (np.ndarray, np.generic, int, float, complex))
-        or np.result_type(value).kind not in "biufc"
-    ):
+    if type(value) in INTERPRETED:  # batched, staged, shaped: the shape and dtype user code sees
+        shape, dtype = tuple(value.shape), np.dtype(value.dtype)
+    elif isinstance(value, (np.ndarray, np.generic, int, float, complex)):
+        shape, dtype = np.shape(value), np.result_type(value)
+    else:
         msg = f"grad needs a function returning a real scalar, got {type(value).__name__}"
-        if isinstance(value, (np.ndarray, np.generic)):
-            msg += f" of dtype {value.dtype}"
         raise DtypeError(msg)
-    kind = np.result_type(value).kind
-    if holomorphic and kind != "c":
-        msg = (
-            f"grad with holomorphic=True needs a function returning a complex scalar, got dtype {np.result_type(value)}"
-        )
+    if dtype.kind not in "biufc":
+        msg = f"grad needs a function returning a real scalar, got {type(value).__name__} of dtype {dtype}"
         raise DtypeError(msg)
-    if not holomorphic and kind == "c":
+    if holomorphic and dtype.kind != "c":
+        msg = f"grad with holomorphic=True needs a function returning a complex scalar, got dtype {dtype}"
+        raise DtypeError(msg)
+    if not holomorphic and dtype.kind == "c":
         msg = (
-            f"grad needs a function returning a real scalar, got dtype {np.result_type(value)}: for the derivative "
+            f"grad needs a function returning a real scalar, got dtype {dtype}: for the derivative "
             "of a holomorphic function pass holomorphic=True; for other complex outputs use nodegrad.vjp"
         )
         raise DtypeError(msg)
-    if np.size(value) != 1:
-        msg = (
-            f"grad needs a function with a scalar output, got shape {np.shape(value)}; "
-            "use nodegrad.vjp for non-scalar outputs"
-        )
+    if int(np.prod(shape, dtype=np.int64)) != 1:
+        msg = f"grad needs a function with a scalar output, got shape {shape}; use nodegrad.vjp for non-scalar outputs"
         raise ShapeError(msg)
 
 

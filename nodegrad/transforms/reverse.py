@@ -15,6 +15,7 @@ import numpy as np
 
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
 from nodegrad.engine.backward import GradOptions, gradients, strict_integer_leaves
+from nodegrad.engine.levels import is_interpreted
 from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
@@ -248,7 +249,10 @@ def write_gradients(
     arena: Arena, output: Any, wrt: Any, out: Any, accumulate: bool, options: Any, seed: Any = None
 ) -> None:
     """Write (or add) the gradients of ``output`` into the buffers ``out``, shaped like ``wrt``."""
-    pairs = [(path, leaf, buf) for path, leaf, buf in zip_leaves(wrt, out) if isinstance(leaf, Traced)]
+    # The leaves this grad differentiates: the handles of its arena.
+    pairs = [
+        (path, leaf, buf) for path, leaf, buf in zip_leaves(wrt, out) if is_interpreted(leaf) and leaf.level is arena
+    ]
     for path, leaf, buf in pairs:
         bad = not isinstance(buf, np.ndarray) or buf.dtype.kind not in "fc"
         bad = bad or (np.iscomplexobj(leaf.value) and buf.dtype.kind != "c")

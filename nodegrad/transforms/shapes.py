@@ -24,6 +24,7 @@ an array of the shapes it reasons about: the cost is the program's length, not i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -155,7 +156,8 @@ class Shaped(Interpreted):
         small = tuple(min(n, 2) for n in self.shape)
         items = _items(args) + _items(list(kwargs.values()))
         alone = sum(type(i) is Shaped or np.ndim(i) > 0 for i in items if isinstance(i, np.ndarray | Shaped)) == 1
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # what stand-ins warn of is no one's concern
             if alone:
                 out = fn(*_stand_ins(args, small), **_stand_ins_by_name(kwargs, small))
                 if all(np.shape(o) == small for o in _results(out)):
@@ -375,7 +377,9 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
         )
         raise ShapeOnlyError(msg)
     try:
-        out = rule(*args)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")  # a rule's stand-ins are no one's values: what they warn of is not
+            out = rule(*args)
     except NodegradError:
         raise
     except Exception as exc:  # shapes that do not fit: the error the eager call raises, naming the op
@@ -420,7 +424,8 @@ def stand_in(value: Any) -> Any:
 def _elementwise(forward: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> ShapeDtype:
     """An elementwise computation's result: the broadcast shape, the dtype of its 0-d run."""
     shape = np.broadcast_shapes(*(shape_of(a) for a in args if a is not None))
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # (of the stand-ins' values, which are no one's)
         probe = forward(*(stand_in(a) for a in args), **kwargs)
     return ShapeDtype(shape, np.result_type(probe))
 

@@ -20,10 +20,10 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
-from nodegrad.engine.levels import has_values
+from nodegrad.engine.levels import INTERPRETED, has_values
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defbatch, defjoint, defop
-from nodegrad.engine.staged import array, call_on, now
+from nodegrad.engine.staged import array, call_on
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
@@ -248,7 +248,7 @@ defbatch(SSM_SCAN, _ssm_batch)
 def _dtype(value: Any) -> np.dtype[Any]:
     """The dtype of ``value``: an array, a number, a list, a traced or batched value."""
     value = unwrap(value)
-    return value.dtype if type(value) is Batched else np.asarray(now(value)).dtype
+    return value.dtype if type(value) in INTERPRETED else np.asarray(value).dtype
 
 
 @guarded

@@ -20,6 +20,7 @@ import scipy.linalg
 
 from nodegrad.engine.batched import all_values
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import has_values
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
@@ -71,6 +72,8 @@ def _off_the_negative_axis(name: str, what: str, a: Any) -> None:
     square root and logarithm are not differentiable there (their branch cut; the logarithm
     is not defined at 0), and are complex for a real matrix."""
     value = all_values(a)  # every example's, inside vmap
+    if not has_values(value):  # (shapes only: eval_shape)
+        return
     w = np.linalg.eigvals(value.astype(np.result_type(value, np.float64)))
     size = np.max(np.abs(w), initial=1.0)
     on_axis = (np.abs(w.imag) <= 1e3 * np.finfo(value.dtype).eps * size) & (w.real <= 0)
