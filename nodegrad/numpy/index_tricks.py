@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.numpy_api.arguments import holds_traced, traced_array
 
@@ -50,8 +51,8 @@ class _Concatenator:
                 continue
             if isinstance(item, slice):  # numpy's range (or linspace) of the slice, a plain 1-D entry
                 value = part = self._numpy[item]
-            elif type(item) is Traced or holds_traced(item):
-                part = item if type(item) is Traced else traced_array(item, self._name)
+            elif holds_traced(item):  # an interpreted value, or a list holding one
+                part = item if type(item) in INTERPRETED else traced_array(item, self._name)
                 value = unwrap(part)
             else:
                 value, part = item, np.asarray(item)
@@ -61,7 +62,7 @@ class _Concatenator:
             else:
                 positions.append(np.arange(offset, offset + size).reshape(np.shape(unwrap(part))))
             values.append(item if isinstance(item, slice) else value)
-            parts.append(ops.ravel(part) if type(part) is Traced else np.ravel(part))
+            parts.append(ops.ravel(part) if type(part) in INTERPRETED else np.ravel(part))
             offset += size
         layout = self._numpy[tuple(positions)]
         dtype = self._numpy[tuple(values)].dtype  # numpy's result dtype for these values

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import refusal
@@ -67,8 +68,8 @@ def linspace(
             f"a ComplexWarning); take np.real of start and stop first [called at {user_location()}]"
         )
         raise DtypeError(msg)
-    start = start if type(start) is Traced else np.asarray(start, dt)
-    stop = stop if type(stop) is Traced else np.asarray(stop, dt)
+    start = start if type(start) in INTERPRETED else np.asarray(start, dt)
+    stop = stop if type(stop) in INTERPRETED else np.asarray(stop, dt)
     delta = stop - start
     if np.result_type(unwrap(delta)) != dt:
         delta = ops.astype(delta, dt)
@@ -147,7 +148,7 @@ def _spacings(varargs: tuple[Any, ...], shape: tuple[int, ...], axes: tuple[int,
 
 
 def _take(v: Any, index: Any) -> Any:
-    return ops.getitem(v, index) if type(v) is Traced else np.asarray(v)[index]
+    return ops.getitem(v, index) if type(v) in INTERPRETED else np.asarray(v)[index]
 
 
 def _along(f: Any, spacing: Any, axis: int, edge_order: int) -> Any:

@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, NodegradError, NoGradientError, ShapeError, user_location
 
 __all__ = [
@@ -109,7 +108,7 @@ def traced_array(obj: Any, where: str) -> Any:
 
 def _dtype_of(leaf: Any) -> np.dtype[Any]:
     leaf = unwrap(leaf)
-    return leaf.dtype if type(leaf) is Batched else np.asarray(leaf).dtype
+    return leaf.dtype if type(leaf) in INTERPRETED else np.asarray(leaf).dtype
 
 
 def _leaves(obj: Any) -> Iterable[Any]:
@@ -181,7 +180,8 @@ def _converted(value: Any, kind: str, func: Any) -> Any:
     if _SEQUENCE_TYPES.isdisjoint(map(type, value)):
         return value  # a sequence of arrays and traced values (np.concatenate([x, y])): as it is
     items = [
-        _converted(item, _ARRAY, func) if holds_traced(item) and type(item) is not Traced else item for item in value
+        _converted(item, _ARRAY, func) if holds_traced(item) and type(item) not in INTERPRETED else item
+        for item in value
     ]
     return type(value)(items)
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.batched import plain_map
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 
 __all__ = ["divmod_", "frexp", "modf", "nan_to_num", "real_if_close", "sign", "sinc"]
@@ -91,7 +92,7 @@ def _replacement(name: str, value: Any, default: Any, dtype: np.dtype[Any], shap
             f"[called at {user_location()}]"
         )
         raise ShapeError(msg)
-    if type(value) is Traced:
+    if type(value) in INTERPRETED:
         return value if value.dtype == dtype else ops.astype(value, dtype)
     return np.asarray(value).astype(dtype)
 
@@ -120,7 +121,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
         (np.isneginf(value), neginf, limits.min, "neginf"),
     ):
         replacement = _replacement(what, fill, default, value.dtype, value.shape)
-        if mask.any() or type(replacement) is Traced:
+        if mask.any() or type(replacement) in INTERPRETED:
             out = ops.where(mask, replacement, out)
     return out
 

@@ -102,7 +102,7 @@ def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
                 f"warns); insert into arr.astype(complex) [called at {user_location()}]"
             )
             raise DtypeError(msg)
-        values = ops.astype(values, dtype) if type(values) is Traced else np.asarray(values).astype(dtype)
+        values = ops.astype(values, dtype) if type(values) in INTERPRETED else np.asarray(values).astype(dtype)
     return _read(ops.cat([ops.ravel(arr), ops.ravel(values)], 0), ids)
 
 
@@ -359,7 +359,7 @@ def logspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, base: 
     elif type(base) is Traced and np.ndim(_value(base)):
         raise ArgumentError(f"np.logspace: a traced base must be a scalar [called at {user_location()}]")
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
-    result = ops.power(base, y) if type(base) is Traced or type(y) is Traced else np.power(base, y)
+    result = ops.power(base, y) if type(base) in INTERPRETED or type(y) in INTERPRETED else np.power(base, y)
     if dtype is None or np.result_type(_value(result)) == np.dtype(dtype):
         return result
     return ops.astype(result, dtype)
@@ -409,9 +409,9 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
         raise ShapeError(f"np.interp: {msg} [called at {user_location()}]")
     x, xp, fp = as_operand(x), as_operand(xp), as_operand(fp)
     if fps.dtype != wide:
-        fp = ops.astype(fp, wide) if type(fp) is Traced else fps.astype(wide)
+        fp = ops.astype(fp, wide) if type(fp) in INTERPRETED else fps.astype(wide)
     if xs.dtype != np.result_type(_value(x)):
-        x = ops.astype(x, np.float64) if type(x) is Traced else xs
+        x = ops.astype(x, np.float64) if type(x) in INTERPRETED else xs
     n = xps.size
     # The segment [xp[j], xp[j + 1]) holding each x (numpy's binary search), the last one
     # closed; outside the samples, left and right.
@@ -464,14 +464,16 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     for cond, func in zip(conditions, funclist, strict=True):
         cond = np.broadcast_to(cond, value.shape)
         if not callable(func):
-            y = ops.where(cond, as_operand(func), y) if type(func) is Traced or type(y) is Traced else np.where(
-                cond, func, y)  # fmt: skip
+            if type(func) in INTERPRETED or type(y) in INTERPRETED:
+                y = ops.where(cond, as_operand(func), y)
+            else:
+                y = np.where(cond, func, y)
             continue
         if not cond.any():
             continue
         vals = func(ops.getitem(x, cond) if value.ndim else x, *args, **kw)
         if value.ndim:
-            base = y if type(y) is Traced else np.asarray(y, value.dtype)
+            base = y if type(y) in INTERPRETED else np.asarray(y, value.dtype)
             y = ops.index_set(base, ops.astype(vals, value.dtype) if np.result_type(_value(vals)) != value.dtype
                               else vals, cond)  # fmt: skip
         else:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, error_like, rerun_reporting_warnings, user_location
 from nodegrad.numpy_api.arguments import read_keepdims
@@ -309,7 +310,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
             raise ArgumentError(f"np.cov: fweights cannot be negative [called at {user_location()}]")
         w = fw.astype(np.float64)
     if aweights is not None:
-        aweights = aweights if type(aweights) is Traced else np.asarray(aweights, np.float64)
+        aweights = aweights if type(aweights) in INTERPRETED else np.asarray(aweights, np.float64)
         if np.any(np.asarray(unwrap(aweights)) < 0):
             raise ArgumentError(f"np.cov: aweights cannot be negative [called at {user_location()}]")
         w = aweights if w is None else w * aweights
@@ -358,7 +359,7 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, bias: Any = np._NoValue
 def bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
     """The sum of ``weights`` in each bin ``x`` names (``x`` holds integers: no gradient)."""
     samples = np.asarray(unwrap(x))
-    if weights is None or type(weights) is not Traced:
+    if weights is None or type(weights) not in INTERPRETED:
         return np.bincount(samples, None if weights is None else np.asarray(weights), minlength=minlength)
     try:
         counts = np.bincount(samples, minlength=operator.index(minlength))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import Batched
-from nodegrad.engine.levels import find_top
+from nodegrad.engine.levels import INTERPRETED, find_top
 from nodegrad.errors import AxisError, BatchingError, OpIndexError, ShapeError, user_location
 
 __all__ = [
@@ -123,7 +123,7 @@ def index_items(index: Any, is_batched: bool) -> list[Any]:
 
 
 def _is_array(p: Any) -> bool:
-    return isinstance(p, np.ndarray) or type(p) is Batched or type(p) is Each
+    return isinstance(p, np.ndarray) or type(p) in INTERPRETED or type(p) is Each
 
 
 def _shape_of(p: Any) -> tuple[int, ...]:

@@ -34,6 +34,7 @@ import scipy.integrate
 
 from nodegrad.custom import custom_vjp
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.structure import leaves
 from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
@@ -59,10 +60,10 @@ def _has_traced(value: Any) -> bool:
 
 
 def _vector(value: Any) -> Any:
-    """``f``'s answer as a 1-D array: a list of traced scalars is stacked."""
+    """``f``'s answer as a 1-D array: a list of traced (or batched, ...) scalars is stacked."""
     if isinstance(value, list | tuple):
-        value = stack(list(value)) if any(type(v) is Traced for v in value) else np.asarray(value)
-    return reshape(value, (-1,)) if type(value) is Traced else np.ravel(value)
+        value = stack(list(value)) if any(type(v) in INTERPRETED for v in value) else np.asarray(value)
+    return reshape(value, (-1,)) if type(value) in INTERPRETED else np.ravel(value)
 
 
 # -- the differentiable solution map ------------------------------------------------------------------
@@ -204,7 +205,7 @@ def _initial_state(name: str, y0: Any, max_ndim: int) -> Any:
     if value.dtype.kind == "c":
         msg = f"{name}: gradients of complex states are not supported, got {value.dtype} [called at {user_location()}]"
         raise DtypeError(msg)
-    return reshape(y0, (-1,)) if type(y0) is Traced else np.ravel(np.asarray(y0, dtype=np.float64))
+    return reshape(y0, (-1,)) if type(y0) in INTERPRETED else np.ravel(np.asarray(y0, dtype=np.float64))
 
 
 @guarded

@@ -149,21 +149,28 @@ class Shaped(Interpreted):
     def call_plain(self, fn: Any, args: Any, kwargs: Any) -> Any:
         """The shapes and dtypes of ``fn(*args, **kwargs)``, a call on plain values that works
         entry by entry or along trailing axes (a cast, a sign, a scan). Where this value is
-        the only array argument, ``fn`` runs on a stand-in of at most 2 entries along each
-        axis, and a result of that shape has this one; otherwise it runs on zero-strided
-        stand-ins of the arguments' shapes, whose values no one reads (only the result's
-        shape and dtype are kept): its cost is then its result's size."""
-        small = tuple(min(n, 2) for n in self.shape)
+        the only array argument, ``fn`` runs on stand-ins of at most 2 and at most 3 entries
+        along each axis, and where both results have their stand-in's shape (``fn`` keeps
+        shapes), the result has this one; otherwise it runs on zero-strided stand-ins of the
+        arguments' shapes, whose values no one reads (only the result's shape and dtype are
+        kept): its cost is then its result's size."""
         items = _items(args) + _items(list(kwargs.values()))
         alone = sum(type(i) is Shaped or np.ndim(i) > 0 for i in items if isinstance(i, np.ndarray | Shaped)) == 1
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")  # what stand-ins warn of is no one's concern
-            if alone:
-                out = fn(*_stand_ins(args, small), **_stand_ins_by_name(kwargs, small))
-                if all(np.shape(o) == small for o in _results(out)):
-                    return _shaped_results(out, self.shape, self.level)
+            if alone and all(self._keeps_shape(fn, args, kwargs, most) for most in (3, 2)):
+                out = fn(*_stand_ins(args, (1,) * self.ndim), **_stand_ins_by_name(kwargs, (1,) * self.ndim))
+                return _shaped_results(out, self.shape, self.level)
             out = fn(*_stand_ins(args), **_stand_ins_by_name(kwargs))
         return _shaped_results(out, None, self.level)
+
+    def _keeps_shape(self, fn: Any, args: Any, kwargs: Any, most: int) -> bool:
+        """Whether ``fn`` gives results of its argument's shape, this value's shape cut to
+        ``most`` entries along each axis."""
+        small = tuple(min(n, most) for n in self.shape)
+        return all(
+            np.shape(o) == small for o in _results(fn(*_stand_ins(args, small), **_stand_ins_by_name(kwargs, small)))
+        )
 
     def __repr__(self) -> str:
         return f"Shaped(shape={self.shape}, dtype={self.dtype})"

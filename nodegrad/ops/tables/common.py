@@ -19,7 +19,7 @@ import numpy as np
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.staged import Staged, Unreplayable, now
-from nodegrad.engine.traced import unwrap
+from nodegrad.engine.traced import Traced, unwrap
 from nodegrad.errors import (
     ArgumentError,
     BatchingError,
@@ -222,14 +222,15 @@ def by_example(step: Any, *values: Any, what: str) -> Any:
 
 def check_key(values: Any, label: Any, where: str) -> None:
     """Refuse a differentiated key column: rows are grouped and paired by the keys' values,
-    which carry no gradient. A staged one is read (so the call runs eagerly)."""
-    if type(values) is Staged or type(values) is Batched:
-        plain_values(values, f"{where}'s keys")
-    elif is_handle(values):
+    which carry no gradient. Another interpreter's is read (a staged one: so the call runs
+    eagerly; a batched one: where every example has the same keys)."""
+    if type(values) is Traced:
         msg = (
             f"Frame.{where}: the key column {label!r} is differentiated; use static key columns [at {user_location()}]"
         )
         raise ArgumentError(msg)
+    if is_handle(values):
+        plain_values(values, f"{where}'s keys")
 
 
 def no_gradient(kind: str, name: str, advice: str = "", values: Any = None) -> BaseException:
