@@ -106,16 +106,6 @@ class Batched(Interpreted):
             value = unwrap(value.value)
         return np.asarray(value).dtype if not hasattr(value, "dtype") else value.dtype
 
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions of one example."""
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        """Number of elements of one example."""
-        return int(np.prod(self.shape, dtype=np.int64))
-
     def __len__(self) -> int:
         shape = self.shape
         if not shape:

@@ -26,6 +26,8 @@ import itertools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from nodegrad.engine.containers import ARRAY_TYPES
 from nodegrad.errors import LeakedTracerError, user_location
 
@@ -160,6 +162,27 @@ class Interpreted(ArrayFace):
         """The value this one stands for one level down (a plain value, or the handle of an
         enclosing level)."""
         raise NotImplementedError
+
+    # What the shape and dtype say, the same for every interpreter's values.
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions (as user code sees the value)."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element."""
+        return int(self.dtype.itemsize)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the value."""
+        return self.size * self.itemsize
 
     def call_plain(self, fn: Any, args: Any, kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, a call on plain values, ``args`` holding this value (and

@@ -145,16 +145,6 @@ class Staged(Interpreted):
         """Number of elements."""
         return int(np.size(self.now))
 
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element."""
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes of the value."""
-        return self.size * self.dtype.itemsize
-
     def __len__(self) -> int:
         return len(self.now)
 

@@ -68,9 +68,7 @@ def eval_shape(fun: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 def _shaped(value: Any, level: ShapeLevel) -> Any:
-    leaves, treedef = flatten(value)
-    made = [_shaped_leaf(leaf, level) for leaf in leaves]
-    return made[0] if treedef is LEAF else treedef.unflatten(made)
+    return _each_leaf(value, lambda leaf: _shaped_leaf(leaf, level))
 
 
 def _shaped_leaf(leaf: Any, level: ShapeLevel) -> Any:
@@ -82,12 +80,16 @@ def _shaped_leaf(leaf: Any, level: ShapeLevel) -> Any:
 
 
 def _described(out: Any, level: ShapeLevel) -> Any:
-    leaves, treedef = flatten(out)
-    made = [_described_leaf(leaf, level) for leaf in leaves]
+    return _each_leaf(out, _described_leaf)
+
+
+def _each_leaf(value: Any, fn: Callable[[Any], Any]) -> Any:
+    leaves, treedef = flatten(value)
+    made = [fn(leaf) for leaf in leaves]
     return made[0] if treedef is LEAF else treedef.unflatten(made)
 
 
-def _described_leaf(leaf: Any, level: ShapeLevel) -> Any:
+def _described_leaf(leaf: Any) -> Any:
     if type(leaf) is Shaped:
         return ShapeDtype(leaf.shape, leaf.dtype)
     if isinstance(leaf, np.ndarray | np.generic):

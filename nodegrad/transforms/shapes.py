@@ -112,6 +112,15 @@ class ShapeLevel(Level):
         return self.name
 
 
+def _operator(ufunc: np.ufunc, reflected: bool = False) -> Callable[[Any, Any], Any]:
+    """A binary operator of a shaped value: the ufunc, answered by shape (see :func:`_ufunc`)."""
+
+    def operator(self: Any, other: Any) -> Any:
+        return _ufunc(ufunc, "__call__", (other, self) if reflected else (self, other), {})
+
+    return operator
+
+
 class Shaped(Interpreted):
     """A value ``eval_shape`` stands for: an array's shape and dtype, and no values.
 
@@ -177,22 +186,6 @@ class Shaped(Interpreted):
 
     __str__ = __repr__
 
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    @property
-    def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
-
     def __len__(self) -> int:
         if not self.shape:
             msg = "len() of a 0-d value"
@@ -233,43 +226,18 @@ class Shaped(Interpreted):
         """Refused: how many entries are nonzero depends on the values."""
         raise _read(self, "np.nonzero (how many entries it finds depends on the values)")
 
-    # Comparisons and the methods that give plain values in grad give shaped ones here.
-    def __lt__(self, other: Any) -> Any:
-        return _ufunc(np.less, "__call__", (self, other), {})
-
-    def __le__(self, other: Any) -> Any:
-        return _ufunc(np.less_equal, "__call__", (self, other), {})
-
-    def __gt__(self, other: Any) -> Any:
-        return _ufunc(np.greater, "__call__", (self, other), {})
-
-    def __ge__(self, other: Any) -> Any:
-        return _ufunc(np.greater_equal, "__call__", (self, other), {})
-
-    def __eq__(self, other: object) -> Any:
-        return _ufunc(np.equal, "__call__", (self, other), {})
-
-    def __ne__(self, other: object) -> Any:
-        return _ufunc(np.not_equal, "__call__", (self, other), {})
-
-    def __floordiv__(self, other: Any) -> Any:
-        return _ufunc(np.floor_divide, "__call__", (self, other), {})
-
-    def __rfloordiv__(self, other: Any) -> Any:
-        return _ufunc(np.floor_divide, "__call__", (other, self), {})
-
-    def __and__(self, other: Any) -> Any:
-        return _ufunc(np.bitwise_and, "__call__", (self, other), {})
-
-    def __or__(self, other: Any) -> Any:
-        return _ufunc(np.bitwise_or, "__call__", (self, other), {})
-
-    def __xor__(self, other: Any) -> Any:
-        return _ufunc(np.bitwise_xor, "__call__", (self, other), {})
-
-    __rand__ = __and__
-    __ror__ = __or__
-    __rxor__ = __xor__
+    # Comparisons, masks and floor division give plain values under grad: shaped ones here.
+    __lt__ = _operator(np.less)
+    __le__ = _operator(np.less_equal)
+    __gt__ = _operator(np.greater)
+    __ge__ = _operator(np.greater_equal)
+    __eq__ = _operator(np.equal)
+    __ne__ = _operator(np.not_equal)
+    __floordiv__ = _operator(np.floor_divide)
+    __rfloordiv__ = _operator(np.floor_divide, reflected=True)
+    __and__ = __rand__ = _operator(np.bitwise_and)
+    __or__ = __ror__ = _operator(np.bitwise_or)
+    __xor__ = __rxor__ = _operator(np.bitwise_xor)
 
     def __invert__(self) -> Any:
         return _ufunc(np.invert, "__call__", (self,), {})
