@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import ABSTRACT, Interpreted, Level, check_alive, find_top, next_stamp
+from nodegrad.engine.levels import ABSTRACT, Interpreted, Level, find_top, next_stamp
 from nodegrad.engine.record import forward_failed, register_interpreter
 from nodegrad.engine.registry import ELEMENTWISE, MADE_OF_OPS, Op
 from nodegrad.errors import AxisError, NodegradError, ShapeOnlyError, user_location
@@ -165,21 +165,15 @@ class Shaped(Interpreted):
         kept): its cost is then its result's size."""
         items = _items(args) + _items(list(kwargs.values()))
         alone = sum(type(i) is Shaped or np.ndim(i) > 0 for i in items if isinstance(i, np.ndarray | Shaped)) == 1
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")  # what stand-ins warn of is no one's concern
-            if alone and all(self._keeps_shape(fn, args, kwargs, most) for most in (3, 2)):
-                out = fn(*_stand_ins(args, (1,) * self.ndim), **_stand_ins_by_name(kwargs, (1,) * self.ndim))
-                return _shaped_results(out, self.shape, self.level)
-            out = fn(*_stand_ins(args), **_stand_ins_by_name(kwargs))
-        return _shaped_results(out, None, self.level)
-
-    def _keeps_shape(self, fn: Any, args: Any, kwargs: Any, most: int) -> bool:
-        """Whether ``fn`` gives results of its argument's shape, this value's shape cut to
-        ``most`` entries along each axis."""
-        small = tuple(min(n, most) for n in self.shape)
-        return all(
-            np.shape(o) == small for o in _results(fn(*_stand_ins(args, small), **_stand_ins_by_name(kwargs, small)))
-        )
+        if alone:
+            for most in (3, 2):
+                small = tuple(min(n, most) for n in self.shape)
+                kept = _quietly(fn, *_stand_ins(args, small), **_stand_ins_by_name(kwargs, small))
+                if any(np.shape(o) != small for o in _results(kept)):
+                    break
+            else:
+                return _shaped_results(kept, self.shape, self.level)
+        return _shaped_results(_quietly(fn, *_stand_ins(args), **_stand_ins_by_name(kwargs)), None, self.level)
 
     def __repr__(self) -> str:
         return f"Shaped(shape={self.shape}, dtype={self.dtype})"
@@ -352,9 +346,7 @@ def interpret(op: Op, args: tuple[Any, ...]) -> Any:
         )
         raise ShapeOnlyError(msg)
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")  # a rule's stand-ins are no one's values: what they warn of is not
-            out = rule(*args)
+        out = _quietly(rule, *args)  # (a rule may run numpy on stand-ins)
     except NodegradError:
         raise
     except Exception as exc:  # shapes that do not fit: the error the eager call raises, naming the op
@@ -399,18 +391,22 @@ def stand_in(value: Any) -> Any:
 def _elementwise(forward: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> ShapeDtype:
     """An elementwise computation's result: the broadcast shape, the dtype of its 0-d run."""
     shape = np.broadcast_shapes(*(shape_of(a) for a in args if a is not None))
+    return ShapeDtype(shape, np.result_type(_quietly(forward, *(stand_in(a) for a in args), **kwargs)))
+
+
+def _quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn`` on stand-ins: what their values warn of (a log of 0, a singular matrix) is no
+    one's concern, as no one's values they are."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")  # (of the stand-ins' values, which are no one's)
-        probe = forward(*(stand_in(a) for a in args), **kwargs)
-    return ShapeDtype(shape, np.result_type(probe))
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
 
 
 # -- numpy's ufuncs and functions of shaped values -------------------------------------------------
 
 
 def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    level = _level_of(inputs, {})
-    check_alive(find_top(inputs, _SHAPED), ufunc.__name__)
+    level = find_top(inputs, _SHAPED, alive_for=ufunc.__name__).level
     if kwargs.get("out") is not None or kwargs.get("where", True) is not True:
         msg = (
             f"np.{ufunc.__name__} with out= or where= under eval_shape: build the result instead [at {user_location()}]"
@@ -422,19 +418,16 @@ def _ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[s
     if method == "__call__":
         if ufunc.nout > 1:
             shape = np.broadcast_shapes(*(shape_of(a) for a in inputs))
-            with np.errstate(all="ignore"):
-                probes = ufunc(*(stand_in(a) for a in inputs), **kwargs)
+            probes = _quietly(ufunc, *(stand_in(a) for a in inputs), **kwargs)
             return tuple(Shaped(shape, np.result_type(p), level) for p in probes)
         return _made(_elementwise(ufunc, inputs, kwargs), level)
     if method == "outer":
-        with np.errstate(all="ignore"):
-            probe = ufunc(*(stand_in(a) for a in inputs), **kwargs)
+        probe = _quietly(ufunc, *(stand_in(a) for a in inputs), **kwargs)
         return Shaped(shape_of(inputs[0]) + shape_of(inputs[1]), np.result_type(probe), level)
     if method in ("reduce", "accumulate"):
         a, axis = inputs[0], kwargs.pop("axis", inputs[1] if len(inputs) > 1 else 0)
         keepdims = kwargs.pop("keepdims", False)
-        with np.errstate(all="ignore"):
-            probe = getattr(ufunc, method)(np.ones(1, stand_in(a).dtype), axis=0, **kwargs)
+        probe = _quietly(getattr(ufunc, method), np.ones(1, stand_in(a).dtype), axis=0, **kwargs)
         shape = shape_of(a) if method == "accumulate" else reduced_shape(shape_of(a), axis, keepdims)
         return Shaped(shape, np.result_type(probe), level)
     msg = f"np.{ufunc.__name__}.{method} of a value eval_shape stands for [at {user_location()}]"
