@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.arena import Arena, entered_arenas
-from nodegrad.engine.batched import Batched, plain
+from nodegrad.engine.batched import plain
 from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
-from nodegrad.engine.levels import INTERPRETED, find_top
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, PER_EXAMPLE, Interpreted, find_top
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import MADE_OF_OPS, Op, same_rule_for_all
 from nodegrad.engine.structure import is_container, leaves, map_with_paths
 from nodegrad.engine.sweep import fit_cotangent, unbroadcast
-from nodegrad.engine.traced import Traced, describe, unwrap
+from nodegrad.engine.traced import describe, unwrap
 from nodegrad.errors import ArgumentError, DtypeError, LeakedTracerError, NoGradientError, ShapeError, StructureError
 from nodegrad.ops.examples import per_example_call
 from nodegrad.ops.structured import pack, view
@@ -37,11 +37,11 @@ __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
 def _has_traced(value: Any) -> bool:
     """Whether a leaf of ``value`` is traced, also under a batched level (vmap inside grad)."""
-    return any(type(_under_batching(leaf)) is Traced for leaf in leaves(value))
+    return any(type(_under_batching(leaf)) in DIFFERENTIATING for leaf in leaves(value))
 
 
 def _under_batching(leaf: Any) -> Any:
-    while type(leaf) is Batched:
+    while type(leaf) in PER_EXAMPLE:
         leaf = leaf.value
     return leaf
 
@@ -49,17 +49,17 @@ def _under_batching(leaf: Any) -> Any:
 def _batched_inside(args: tuple[Any, ...]) -> bool:
     """Whether a batched value among ``args`` (at any key path) is of a vmap running inside
     every transform that traces one of them: the batching level comes first."""
-    return type(find_top([leaf for a in args for leaf in leaves(a)], _TRACED_OR_BATCHED)) is Batched
+    return type(find_top([leaf for a in args for leaf in leaves(a)], _TRACED_OR_BATCHED)) in PER_EXAMPLE
 
 
-_TRACED_OR_BATCHED = frozenset({Traced, Batched})
+_TRACED_OR_BATCHED = frozenset(DIFFERENTIATING | PER_EXAMPLE)
 
 
 def _arenas_of(values: tuple[Any, ...]) -> set[Arena]:
-    return {leaf.arena for value in values for leaf in leaves(value) if type(leaf) is Traced}
+    return {leaf.arena for value in values for leaf in leaves(value) if type(leaf) in DIFFERENTIATING}
 
 
-def _origin(found: Traced, mark: int) -> str:
+def _origin(found: Interpreted, mark: int) -> str:
     """What the closure held that led to ``found``: the first node before ``mark`` (the
     call's start) among its ancestors, with its key path when it has one."""
     nodes, paths = found.arena.nodes, found.arena.key_paths
@@ -75,14 +75,14 @@ def _origin(found: Traced, mark: int) -> str:
     return f"node {found.index} ({describe(found.value)})"
 
 
-def _captured(value: Any, arena: Arena) -> Traced | None:
+def _captured(value: Any, arena: Arena) -> Interpreted | None:
     """A handle in ``value`` (a custom node's output or residuals, computed from its
     arguments' plain values) of ``arena`` or of an arena inside it: one the function's
     closure reached. Handles of the arenas enclosing ``arena`` are what nested levels
     legitimately carry."""
     outer = arena.enclosing
     for leaf in leaves(value):
-        while type(leaf) is Traced:  # through every level: an enclosing level's value may hold one
+        while type(leaf) in DIFFERENTIATING:  # through every level: an enclosing level's value may hold one
             if not any(leaf.arena is a for a in outer):
                 return leaf
             leaf = leaf.value
@@ -124,7 +124,7 @@ _THROUGH_CLOSURE = Op(
 def _holds(value: Any, arena: Arena) -> bool:
     """Whether a handle of ``arena`` is in ``value``, at any level."""
     for leaf in leaves(value):
-        while type(leaf) is Traced:
+        while type(leaf) in DIFFERENTIATING:
             if leaf.arena is arena:
                 return True
             leaf = leaf.value
@@ -199,7 +199,7 @@ def _fitted(name: str, k: int, ct: Any, value: Any) -> Any:
 
 def _array(value: Any) -> Any:
     """``value`` as an array to fit a cotangent to (a batched value stands for its own)."""
-    return value if type(value) is Batched else np.asarray(value)
+    return value if type(value) in PER_EXAMPLE else np.asarray(value)
 
 
 class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
@@ -267,7 +267,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
             return out
 
         def backward(g: Any, ans: Any, box: _Residuals, values: tuple[Any, ...]) -> tuple[Any, ...]:
-            recording = any(type(v) is Traced for v in values)
+            recording = any(type(v) in DIFFERENTIATING for v in values)
             residuals = box.value
             out = unwrap(ans)
             shaped_g = materialize(g, out, "", [], True) if is_container(out) else g
@@ -275,7 +275,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 if recording:
                     # The sweep is recording itself (higher order): run fwd again on the traced
                     # inputs, so the residuals, and bwd's answer, depend on them as they should.
-                    _, residuals = fwd(*(view(v) if type(v) is Traced else v for v in values))
+                    _, residuals = fwd(*(view(v) if type(v) in DIFFERENTIATING else v for v in values))
                 cotangents = bwd(residuals, shaped_g)
             except LeakedTracerError as exc:  # a closure's handle, of a level that has returned
                 raise NoGradientError(_CLOSED_OVER.format(name=name)) from exc
@@ -283,7 +283,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
                 count = len(cotangents) if isinstance(cotangents, tuple) else type(cotangents).__name__
                 msg = f"custom_vjp {name}: bwd must return a tuple of {len(values)} cotangents, got {count}"
                 raise StructureError(msg)
-            if box.level is not None and not any(type(v) is Traced and v.arena is box.level for v in values):
+            if box.level is not None and not any(type(v) in DIFFERENTIATING and v.arena is box.level for v in values):
                 cotangents = _own_level_lowered(name, box.level, _has_traced(shaped_g), cotangents)
             return cotangents
 
@@ -326,7 +326,7 @@ class custom_vjp:  # noqa: N801  (used as a decorator, like jax.custom_vjp)
         marks = [(arena, len(arena)) for arena in {*entered_arenas(), *_arenas_of(packed)}]
         box = _Residuals()
         node = record(self._op, box, *packed)
-        if type(node) is not Traced:
+        if type(node) not in DIFFERENTIATING:
             return node
         box.level = node.arena
         captured = _captured(node.value, node.arena)

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from nodegrad.custom import custom_vjp, stop_gradient
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.structure import leaves
-from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
 from nodegrad.ops.batching import innermost
 from nodegrad.ops.examples import per_example_call
@@ -61,7 +61,7 @@ JvpArgnums = Callable[[tuple[int, ...], tuple[Any, ...], Any, tuple[Any, ...], d
 
 
 def _traced(value: Any) -> bool:
-    return any(type(leaf) is Traced for leaf in leaves(value))
+    return any(type(leaf) in DIFFERENTIATING for leaf in leaves(value))
 
 
 class _Call:

@@ -26,6 +26,7 @@ import attrs
 import numpy as np
 
 from nodegrad.engine.cycles import reports_unwalkable
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.rows import RowSparse, overlapping
 from nodegrad.engine.structure import (
     differentiable_leaves,
@@ -36,7 +37,7 @@ from nodegrad.engine.structure import (
     pair_leaves,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.tree import map_floats, tree_map, zeros_like
 
@@ -328,7 +329,7 @@ class _Leaves:
             )
             raise ArgumentError(msg)
         for path, leaf in found:
-            if type(leaf) is Traced:
+            if type(leaf) in DIFFERENTIATING:
                 msg = f"{driver}: x0{path} is a traced value; the optimisers run on plain values"
                 raise ArgumentError(msg)
         self.tree = x0

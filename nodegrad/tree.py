@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.cycles import reports_unwalkable
-from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.levels import INTERPRETED, PER_EXAMPLE
 from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.structure import (
     differentiable_leaves,
@@ -390,7 +389,7 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
 def _dtype_of(leaf: Any) -> Any:
     """A leaf's dtype, Python floats as float64 (the round trip is exact)."""
     leaf = unwrap(leaf)
-    return leaf.dtype if type(leaf) is Batched else np.asarray(leaf).dtype
+    return leaf.dtype if type(leaf) in PER_EXAMPLE else np.asarray(leaf).dtype
 
 
 def _plain_vector(vector: Any) -> np.ndarray:

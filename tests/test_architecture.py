@@ -634,7 +634,7 @@ INTERPRETERS_HOME = (
 #: How many times the handle types are named elsewhere, today: each is a question about a
 #: value asked by its type, which the levels' protocol should answer instead. This count
 #: only falls (the aim is at most 10).
-HANDLE_NAMES_ELSEWHERE = 126
+HANDLE_NAMES_ELSEWHERE = 0
 
 
 def handle_names_elsewhere(root: pathlib.Path) -> dict[str, int]:

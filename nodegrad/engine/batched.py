@@ -56,6 +56,9 @@ class BatchLevel(Level):
     def describe(self) -> str:
         return self.name
 
+    def handle(self, value: Any) -> Batched:
+        return Batched(value, self)
+
 
 def read_level(exc: BaseException) -> BatchLevel | None:
     """The level whose batched value ``exc`` refused to give one value of (a plain array,
@@ -82,6 +85,7 @@ class Batched(Interpreted):
     __array_priority__ = 1000
     noun = "batched"
     leaked = "a leaked batched value"
+    per_example = True
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
     def __init__(self, value: Any, level: BatchLevel) -> None:

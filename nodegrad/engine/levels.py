@@ -33,10 +33,15 @@ from nodegrad.errors import LeakedTracerError, user_location
 
 __all__ = [
     "ABSTRACT",
+    "CALLS_AT_LEVEL",
+    "DIFFERENTIATING",
     "INTERPRETED",
+    "PER_EXAMPLE",
+    "RECORDING",
     "ArrayFace",
     "Interpreted",
     "Level",
+    "carries_gradient",
     "check_alive",
     "find_top",
     "has_values",
@@ -73,6 +78,13 @@ class Level:
 
     def describe(self) -> str:
         """The transform, as a message names it (``grad(loss)``, ``vmap(f)``)."""
+        raise NotImplementedError
+
+    def handle(self, value: Any) -> Any:
+        """A value of this level standing for ``value``, a plain value one level down as this
+        level's handles hold it (for a batch level: every example, stacked along the leading
+        axis). For a step that computed the values under a handle itself and gives them back
+        at the handle's level."""
         raise NotImplementedError
 
 
@@ -133,6 +145,26 @@ INTERPRETED: set[type] = set()
 #: (:meth:`Interpreted.call_plain`).
 ABSTRACT: set[type] = set()
 
+#: What a level's values are, asked by their kind and not by their type. Each set holds the
+#: interpreted types whose class says so (filled as the class is defined, from the class
+#: attributes of the same name on :class:`Interpreted`); ``type(x) in SET`` is the test on
+#: the hot path, as fast as naming the type.
+#:
+#: - ``DIFFERENTIATING``: the value's level records for a gradient (``grad``'s arena): an op
+#:   on it must be recorded for its VJP, and it is a leaf a cotangent reaches.
+#: - ``PER_EXAMPLE``: the value stands for one value per example (``vmap``'s): an index or
+#:   a mask of it selects per example, and its examples are stacked under it.
+#: - ``CALLS_AT_LEVEL``: a plain call on it is made at its level as one step
+#:   (:meth:`Interpreted.call_plain`: ``replay``'s tape appends it, ``eval_shape`` answers
+#:   it by shape), so a helper that computes on plain values can be handed it whole.
+#: - ``RECORDING``: the value's level records the calls made on it, to make them again later
+#:   (``replay``'s tape): a helper that computes on plain values is best recorded as one call
+#:   (``staged.call_on``), and a value read from it now would be frozen into the recording.
+DIFFERENTIATING: set[type] = set()
+PER_EXAMPLE: set[type] = set()
+CALLS_AT_LEVEL: set[type] = set()
+RECORDING: set[type] = set()
+
 
 class Interpreted(ArrayFace):
     """A value a level interprets: its :attr:`level`, the value it stands for one level down
@@ -145,11 +177,28 @@ class Interpreted(ArrayFace):
     __slots__ = ()
     noun = "interpreted"
     leaked = "a leaked value"
+    #: What the values of a kind are (see :data:`DIFFERENTIATING`, :data:`PER_EXAMPLE`,
+    #: :data:`CALLS_AT_LEVEL`, :data:`RECORDING`, :data:`ABSTRACT`): a subclass sets those
+    #: that hold.
+    differentiating = False
+    per_example = False
+    calls_at_level = False
+    recording = False
+    abstract = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         INTERPRETED.add(cls)
         ARRAY_TYPES.add(cls)  # a leaf of a structure, as an array is
+        for holds, kinds in (
+            (cls.differentiating, DIFFERENTIATING),
+            (cls.per_example, PER_EXAMPLE),
+            (cls.calls_at_level, CALLS_AT_LEVEL),
+            (cls.recording, RECORDING),
+            (cls.abstract, ABSTRACT),
+        ):
+            if holds:
+                kinds.add(cls)
 
     if TYPE_CHECKING:
 
@@ -213,6 +262,17 @@ def has_values(value: Any) -> bool:
             return False
         value = value.below()
     return True
+
+
+def carries_gradient(value: Any) -> bool:
+    """Whether a gradient reaches ``value``: it is, or stands for at some level down, a value
+    a level records for a gradient (:data:`DIFFERENTIATING`; a batched value with traced
+    values inside, say)."""
+    while type(value) in INTERPRETED:
+        if type(value) in DIFFERENTIATING:
+            return True
+        value = value.below()
+    return False
 
 
 def find_top(args: Iterable[Any], kinds: Any = INTERPRETED, alive_for: str | None = None) -> Any:

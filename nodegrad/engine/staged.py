@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import ABSTRACT, Interpreted
+from nodegrad.engine.levels import ABSTRACT, CALLS_AT_LEVEL, Interpreted
 from nodegrad.engine.traced import READERS, Traced
 from nodegrad.errors import user_location
 
@@ -104,6 +104,8 @@ class Staged(Interpreted):
     __array_priority__ = 1000
     noun = "staged"
     leaked = "a leaked staged value"
+    calls_at_level = True
+    recording = True
 
     def __init__(self, level: Tape, slot: int, now: Any) -> None:
         self.level = level
@@ -282,7 +284,7 @@ def call_on(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     arguments' shapes give it (no shape check on replay)."""
     for a in args:
         for item in a if type(a) is tuple or type(a) is list else (a,):
-            if type(item) is Staged or type(item) in ABSTRACT:  # (a shaped value: the call on shapes)
+            if type(item) in CALLS_AT_LEVEL:  # staged: appended to the tape; shaped: answered by shape
                 return item.call_plain(fn, args, kwargs)
     return fn(*args, **kwargs)
 

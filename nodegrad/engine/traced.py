@@ -166,6 +166,7 @@ class Traced(Interpreted):
     __array_priority__ = 1000
     noun = "traced"
     leaked = "a leaked tracer"
+    differentiating = True
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
     def __init__(self, arena: Any, index: int, value: Any) -> None:  # (an Arena: defined above this module)

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.composed import filled
 from nodegrad.numpy_api.composed import full_like as composed_full_like
@@ -77,7 +77,7 @@ def _non_numeric(obj: Any, path: str = "") -> tuple[str, Any] | None:
     return path, obj
 
 
-_NUMBERS = frozenset({Traced, float, int, bool, complex})
+_NUMBERS = frozenset({*DIFFERENTIATING, float, int, bool, complex})
 
 
 def _numeric_dtype_of(obj: Any, where: str) -> np.dtype[Any]:

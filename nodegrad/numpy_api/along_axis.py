@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import refusal
 from nodegrad.numpy_api.composed import diff
@@ -136,7 +136,7 @@ def _spacings(varargs: tuple[Any, ...], shape: tuple[int, ...], axes: tuple[int,
             raise refusal("gradient", "distances must be either scalars or 1d")
         if np.shape(unwrap(distances))[0] != shape[ax]:
             raise refusal("gradient", "when 1d, distances must match the length of the corresponding dimension")
-        if type(distances) is Traced:  # always the general steps: exact gradients for the coordinates
+        if type(distances) in DIFFERENTIATING:  # always the general steps: exact gradients for the coordinates
             out.append(diff(distances))
             continue
         distances = np.asanyarray(distances)

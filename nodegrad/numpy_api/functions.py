@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import Batched, plain, plain_map
+from nodegrad.engine.batched import plain, plain_map
 from nodegrad.engine.guards import call_atomically
+from nodegrad.engine.levels import DIFFERENTIATING, PER_EXAMPLE, Interpreted
 from nodegrad.engine.record import record1
 from nodegrad.engine.registry import BATCH_RULES, defbatch
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api import along_axis, applying, elementwise, linalg_api, shaping, special
 from nodegrad.numpy_api.arguments import (
@@ -193,12 +194,12 @@ def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
     # axis=None: numpy treats the array as flattened first.
     if axis is None:
         arr, axis = ops.ravel(arr), 0
-    if type(unwrap(indices)) is Batched:
+    if type(unwrap(indices)) in PER_EXAMPLE:
         return _take_along_each(arr, unwrap(indices), axis)
     return ops.take_along_axis(arr, indices, axis)
 
 
-def _take_along_each(x: Any, indices: Batched, axis: Any) -> Any:
+def _take_along_each(x: Any, indices: Interpreted, axis: Any) -> Any:
     """``np.take_along_axis`` with indices of their own per example (inside ``vmap``): the
     index that reads them, an ``arange`` on each other axis, selected by one getitem."""
     shape = np.shape(unwrap(x))
@@ -399,7 +400,7 @@ _WHOLE_REDUCTIONS = {np.sum: reduce.SUM, np.mean: reduce.MEAN}
 
 def dispatch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Run the numpy function ``func`` on arguments of which at least one is traced."""
-    if not kwargs and len(args) == 1 and func in _WHOLE_REDUCTIONS and type(args[0]) is Traced:
+    if not kwargs and len(args) == 1 and func in _WHOLE_REDUCTIONS and type(args[0]) in DIFFERENTIATING:
         return record1(_WHOLE_REDUCTIONS[func], args[0], None, False)
     if func in VALUE_FUNCTIONS:
         return func(*forward_values(args), **forward_values(kwargs))

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.numpy_api.arguments import as_operand, refusal
 from nodegrad.numpy_api.composed import atleast_1d, convolve
@@ -177,7 +178,7 @@ def _characteristic(a: Any) -> Any:
         product = ops.matmul(a, product) + eye * coefficients[-1]
         coefficients.append(-ops.sum(ops.multiply(ops.transpose(a), product)) / k)
     wide = np.complex128 if np.iscomplexobj(unwrap(a)) else np.float64
-    stacked = ops.stack([ops.astype(c, wide) if type(c) is Traced else c for c in coefficients], 0)
+    stacked = ops.stack([ops.astype(c, wide) if type(c) in DIFFERENTIATING else c for c in coefficients], 0)
     # numpy reads the coefficients from the eigenvalues, and so decides when they are real.
     return _real_if_conjugate_pairs(stacked, np.linalg.eigvals(unwrap(a))) if wide == np.complex128 else stacked
 

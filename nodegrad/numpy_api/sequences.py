@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.traced import Traced, describe
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
+from nodegrad.engine.traced import describe
 from nodegrad.engine.traced import unwrap as _value
 from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, error_like, user_location
 from nodegrad.numpy_api.along_axis import linspace
@@ -140,7 +140,7 @@ def resize(a: Any, new_shape: Any) -> Any:
 def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
     if out is not None:
         raise ArgumentError(f"np.choose: out= is not supported on traced values [called at {user_location()}]")
-    if type(a) is Traced:
+    if type(a) in DIFFERENTIATING:
         raise DtypeError(f"np.choose: a must hold integer indices, not traced values [called at {user_location()}]")
     picks = [as_operand(c) for c in choices]
     try:
@@ -351,12 +351,12 @@ def astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A
 
 def logspace(start: Any, stop: Any, num: Any = 50, endpoint: bool = True, base: Any = 10.0, dtype: Any = None,
              axis: int = 0) -> Any:  # fmt: skip
-    if type(base) is not Traced and not isinstance(base, (float, int)) and np.ndim(base):
+    if type(base) not in DIFFERENTIATING and not isinstance(base, (float, int)) and np.ndim(base):
         ndmax = np.broadcast(_value(start), _value(stop), np.asarray(base)).ndim
         start, stop = (ops.reshape(a, (1,) * (ndmax - np.ndim(_value(a))) + np.shape(_value(a))) for a in (
             as_operand(start), as_operand(stop)))  # fmt: skip
         base = np.expand_dims(np.asarray(base).reshape((1,) * (ndmax - np.ndim(base)) + np.shape(base)), axis)
-    elif type(base) is Traced and np.ndim(_value(base)):
+    elif type(base) in DIFFERENTIATING and np.ndim(_value(base)):
         raise ArgumentError(f"np.logspace: a traced base must be a scalar [called at {user_location()}]")
     y = linspace(start, stop, num=num, endpoint=endpoint, axis=axis)
     result = ops.power(base, y) if type(base) in INTERPRETED or type(y) in INTERPRETED else np.power(base, y)

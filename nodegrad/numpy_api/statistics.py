@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, error_like, rerun_reporting_warnings, user_location
 from nodegrad.numpy_api.arguments import read_keepdims
 from nodegrad.numpy_api.composed import average, diagonal
@@ -178,7 +178,7 @@ def _quantile_like(name: str, scale: float, skip_nan: bool) -> Callable[..., Any
             raise DtypeError(f"np.{name}: a must be an array of real numbers [called at {user_location()}]")
         if interpolation is not None:  # numpy's deprecated name of method
             method = interpolation
-        if type(q) is Traced:
+        if type(q) in DIFFERENTIATING:
             msg = f"np.{name}: q must be plain values (no gradient in q) [called at {user_location()}]"
             raise ArgumentError(msg)
         q = np.true_divide(np.asanyarray(q), scale) if scale != 1 else np.asanyarray(q)
@@ -286,7 +286,7 @@ def _rows(a: Any, rowvar: bool) -> Any:
     ndim = np.ndim(unwrap(a))
     if ndim > 2:
         raise ShapeError(f"np.cov: m has more than 2 dimensions [called at {user_location()}]")
-    a = a if type(a) is Traced else np.asarray(a, np.result_type(np.asarray(a), np.float64))
+    a = a if type(a) in DIFFERENTIATING else np.asarray(a, np.result_type(np.asarray(a), np.float64))
     a = ops.reshape(a, (1, -1)) if ndim < 2 else a
     return ops.transpose(a) if not rowvar and np.shape(unwrap(a))[0] != 1 else a
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.guards import call_atomically
-from nodegrad.engine.levels import has_values
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING, has_values
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.numpy_api.arguments import forward_values, no_extras
 from nodegrad.numpy_api.elementwise import divmod_, frexp, modf, sign
@@ -66,7 +66,7 @@ def _copysign(x: Any, y: Any) -> Any:
     negative = np.signbit(unwrap(y))
     size = ops.astype(ops.abs(x), np.result_type(unwrap(x), unwrap(y)))
     out = ops.where(negative, ops.negative(size), size)
-    if type(y) is Traced:  # the result still depends on y, with a zero gradient
+    if type(y) in DIFFERENTIATING:  # the result still depends on y, with a zero gradient
         out = ops.where(np.zeros(np.shape(negative), bool), y, out)
     return out
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
-from nodegrad.engine.levels import INTERPRETED, find_top
+from nodegrad.engine.levels import INTERPRETED, PER_EXAMPLE, find_top
 from nodegrad.errors import AxisError, BatchingError, OpIndexError, ShapeError, user_location
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
 ]
 
 
-_BATCHED = frozenset({Batched})
 
 
 def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
@@ -105,7 +103,7 @@ class Each:
 def holds_batched(index: Any) -> bool:
     """Whether ``index`` is a batched value or a tuple holding one: the op must then be
     recorded by the general path, which looks inside tuples for batched values."""
-    return type(index) is Batched or (type(index) is tuple and any(type(p) is Batched for p in index))
+    return type(index) in PER_EXAMPLE or (type(index) is tuple and any(type(p) in PER_EXAMPLE for p in index))
 
 
 def index_items(index: Any, is_batched: bool) -> list[Any]:
@@ -118,8 +116,8 @@ def index_items(index: Any, is_batched: bool) -> list[Any]:
     if type(index) is not tuple:
         return [Each(index)]  # the index itself, batched: the rule was given its value
     # The running level is the innermost among the op's arguments, and one of these items has it.
-    top = find_top(index, _BATCHED)
-    return [Each(p.value) if type(p) is Batched and p.level is top.level else p for p in index]
+    top = find_top(index, PER_EXAMPLE)
+    return [Each(p.value) if type(p) in PER_EXAMPLE and p.level is top.level else p for p in index]
 
 
 def _is_array(p: Any) -> bool:
@@ -137,7 +135,7 @@ def _plain_items(op_name: str, items: list[Any]) -> list[Any] | None:
     found: list[Any] = []
     for p in items:
         dtype = getattr(p.value if type(p) is Each else p, "dtype", None)
-        if (type(p) is Each or type(p) is Batched) and dtype is not None and dtype.kind == "b":
+        if (type(p) is Each or type(p) in PER_EXAMPLE) and dtype is not None and dtype.kind == "b":
             msg = (
                 f"{op_name}: a boolean mask that differs from example to example selects a different number of "
                 f"entries in each, so the result has no one shape under vmap; use np.where(mask, x, 0) (or a "

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import PER_EXAMPLE
 from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defop, defrows
 from nodegrad.engine.staged import FOREIGN_INDEXING, asarray
@@ -195,7 +195,7 @@ def _update_batch(op: Any, batched: tuple[bool, ...], size: int, x: Any, v: Any,
 
 def _check_once(index: tuple[Any, ...], shape: tuple[int, ...]) -> None:
     """index_set's check, for an index of its own per example: no element written twice."""
-    if any(type(p) is Batched for p in index):
+    if any(type(p) in PER_EXAMPLE for p in index):
         return  # batched by an enclosing vmap too: its rule checks the whole index
     hits = np.zeros(shape, dtype=np.intp)
     try:
@@ -470,7 +470,7 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
            [0., 2.]])
     """
     indices = unwrap(indices)
-    if type(indices) is not Batched:
+    if type(indices) not in PER_EXAMPLE:
         indices = asarray(indices)  # (a shaped one's is its own: eval_shape)
     if indices.dtype.kind not in "iu":
         msg = f"gather: indices must be integers, got dtype {indices.dtype} [called at {user_location()}]"
@@ -483,7 +483,7 @@ def gather(x: Any, indices: Any, axis: int | None = 0) -> Any:
         msg = f"gather: axis {axis} is out of range for shape {np.shape(unwrap(x))} [called at {user_location()}]"
         raise (ShapeError if len(given) != 1 else AxisError)(msg)
     found = axis_index("gather", given[0], ndim, f"an array of shape {np.shape(unwrap(x))},")
-    return (record if type(indices) is Batched else record1)(GATHER, x, indices, found)
+    return (record if type(indices) in PER_EXAMPLE else record1)(GATHER, x, indices, found)
 
 
 @guarded

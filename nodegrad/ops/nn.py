@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import PER_EXAMPLE
 from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.staged import asarray
@@ -315,7 +315,7 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
     """
     logits_value = unwrap(logits)
     target_value = unwrap(targets)
-    if type(target_value) is not Batched:
+    if type(target_value) not in PER_EXAMPLE:
         target_value = asarray(target_value)
     _refuse_complex("cross_entropy", logits_value, "logits", _NO_PROBABILITIES)
     _refuse_complex("cross_entropy", target_value, "targets", _NO_PROBABILITIES)
@@ -343,7 +343,7 @@ def cross_entropy(logits: Any, targets: Any) -> Any:
                 f"{values.max()} [called at {user_location()}]"
             )
             raise OpIndexError(msg)
-        if type(target_value) is Batched:  # record1 would not see a batched constant
+        if type(target_value) in PER_EXAMPLE:  # record1 would not see a batched constant
             return record(CROSS_ENTROPY, logits, target_value)
         return record1(CROSS_ENTROPY, logits, target_value)
     if tshape != lshape:

@@ -9,10 +9,11 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import DIFFERENTIATING, RECORDING
 from nodegrad.engine.record import record1
 from nodegrad.engine.registry import defop
-from nodegrad.engine.staged import Staged, call_on
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.staged import call_on
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import reduction
@@ -46,7 +47,7 @@ def broadcast_view(g: Any, shape: tuple[int, ...]) -> Any:
     A cotangent of a full reduction is a scalar, and spreading it is the commonest VJP
     step; building the zero-stride view directly costs a tenth of ``np.broadcast_to``.
     """
-    if type(g) is Staged:  # under replay: this function, on the plain value, is one recorded call
+    if type(g) in RECORDING:  # under replay: this function, on the plain value, is one recorded call
         return call_on(broadcast_view, g, shape)
     if type(g) is np.ndarray and g.ndim == 0:
         view = np.ndarray(shape, g.dtype, g, 0, (0,) * len(shape))
@@ -341,7 +342,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             return min(absolute(x), axes, keepdims)
         if ord == 0:
             # The count of nonzeros, as a value recorded from x with a zero gradient.
-            value = x if type(x) is not Traced else x.value
+            value = x if type(x) not in DIFFERENTIATING else x.value
             nonzero = np.asarray(value != 0).astype(np.result_type(np.real(value)))
             recorded = absolute(x) if np.iscomplexobj(value) else x  # real, as the count is
             return sum(where(np.zeros(np.shape(nonzero), bool), recorded, nonzero), axes, keepdims)

@@ -9,9 +9,10 @@ import numpy as np
 
 from nodegrad.engine.batched import plain_map
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints, axes_of, axis_index
 from nodegrad.ops.batching import to_batched
@@ -319,7 +320,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: float =
     if (widths < 0).any():
         msg = f"pad: pad widths must be non-negative, got {pad_width!r} [called at {user_location()}]"
         raise ShapeError(msg)
-    if type(constant_values) is Traced:
+    if type(constant_values) in DIFFERENTIATING:
         msg = f"pad: a traced constant_values has no gradient rule; pass a plain value [called at {user_location()}]"
         raise NoGradientError(msg)
     value = np.asarray(constant_values)
@@ -401,7 +402,7 @@ def astype(x: Any, dtype: Any) -> Any:
         raise DtypeError(msg)
     if target.kind not in "fc":
         return plain_map(lambda v: np.asarray(v).astype(target), x)  # plain data (batched, if x is)
-    if type(x) is Traced and x.dtype == target:
+    if type(x) in DIFFERENTIATING and x.dtype == target:
         return x
     return record1(ASTYPE, x, target)
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from nodegrad.engine.cotangents import StructCotangent
 from nodegrad.engine.guards import guarded, guarded_structure
+from nodegrad.engine.levels import DIFFERENTIATING, Interpreted
 from nodegrad.engine.plugins import PLUGINS
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defop, same_rule_for_all
@@ -36,7 +37,7 @@ from nodegrad.engine.structure import (
     is_differentiable_leaf,
     rebuild,
 )
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import StructureError, user_location
 from nodegrad.ops.batching import made_of_ops
 
@@ -86,8 +87,8 @@ MAKE_SEQUENCE = _defmake("make_sequence", "a list or tuple node from item nodes"
 _MAKE_OPS = {"record": MAKE_RECORD, "map": MAKE_MAP, "sequence": MAKE_SEQUENCE}
 
 
-def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int, total: int) -> Traced:
-    if type(parent) is not Traced:
+def _read_entry(parent: Interpreted, kind: str, expected_kind: str | None, index: int, total: int) -> Interpreted:
+    if type(parent) not in DIFFERENTIATING:
         msg = (
             f"{kind}: needs the handle of a structured node (from nodegrad.pack), got {type(parent).__name__} "
             f"[called at {user_location()}]"
@@ -112,14 +113,14 @@ def _read_entry(parent: Traced, kind: str, expected_kind: str | None, index: int
     return _read_node(parent, found_kind, index, total, keys[index], path)
 
 
-def _read_node(parent: Traced, kind: str, index: int, total: int, key: Hashable, path: str) -> Traced:
-    handle: Traced = record1(_READ_OPS[kind], parent, index, total, key)
+def _read_node(parent: Interpreted, kind: str, index: int, total: int, key: Hashable, path: str) -> Interpreted:
+    handle: Interpreted = record1(_READ_OPS[kind], parent, index, total, key)
     handle.arena.name_node(handle.index, path + format_key(kind, key))
     return handle
 
 
 @guarded
-def struct_field(parent: Traced, field_index: int, total_fields: int) -> Traced:
+def struct_field(parent: Interpreted, field_index: int, total_fields: int) -> Interpreted:
     """Read field ``field_index`` of a record node that has ``total_fields`` fields.
 
     Its VJP sends the cotangent to that field alone; the other fields get a symbolic zero
@@ -143,7 +144,7 @@ def struct_field(parent: Traced, field_index: int, total_fields: int) -> Traced:
 
 
 @guarded
-def map_lookup(map_node: Traced, key_index: int, total_keys: int) -> Traced:
+def map_lookup(map_node: Interpreted, key_index: int, total_keys: int) -> Interpreted:
     """Read entry ``key_index`` (keys in insertion order) of a map node with ``total_keys`` keys.
 
     Examples
@@ -160,7 +161,7 @@ def map_lookup(map_node: Traced, key_index: int, total_keys: int) -> Traced:
 
 
 @guarded
-def seq_index(seq_node: Traced, index: int, total: int) -> Traced:
+def seq_index(seq_node: Interpreted, index: int, total: int) -> Interpreted:
     """Read item ``index`` of a list or tuple node with ``total`` items.
 
     Examples
@@ -177,7 +178,7 @@ def seq_index(seq_node: Traced, index: int, total: int) -> Traced:
 
 
 @guarded
-def view(node: Traced) -> Any:
+def view(node: Interpreted) -> Any:
     """The traced view of a node: the node itself for an array, else an instance of the
     value's own container type whose differentiable leaves are traced read nodes.
 
@@ -192,7 +193,7 @@ def view(node: Traced) -> Any:
     return _view(node, treedef, iter(found), node.arena.path_of(node.index))
 
 
-def _view(node: Traced, treedef: TreeDef, found: Any, path: str) -> Any:
+def _view(node: Interpreted, treedef: TreeDef, found: Any, path: str) -> Any:
     """The view of ``node``, whose value has ``treedef``; ``found`` yields its leaves."""
     total = len(treedef.keys)
     children = []
@@ -214,7 +215,7 @@ def _any_differentiable(treedef: TreeDef, found: list[Any]) -> bool:
     return any(not s and is_differentiable_leaf(leaf) for leaf, s in zip(found, treedef.static_leaves(), strict=True))
 
 
-def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: list[Any] | None = None) -> Any:
+def leaf_view(arena: Any, value: Any, name: str, leaves: list[Interpreted], layouts: list[Any] | None = None) -> Any:
     """``value`` with each differentiable leaf made a leaf node of ``arena`` of its own,
     appended to ``leaves`` in order: a structure's view without the node holding the
     whole structure and the read nodes under it, for a transform that differentiates with
@@ -226,7 +227,7 @@ def leaf_view(arena: Any, value: Any, name: str, leaves: list[Traced], layouts: 
     (``chosen`` flags the leaves made nodes), or ``None`` for a value that is one leaf:
     what the transform rebuilds the gradient by (see
     :func:`nodegrad.transforms.common.gradient_like`), without walking ``value`` again."""
-    if type(value) is np.ndarray or type(value) is Traced:  # the commonest case first: one array
+    if type(value) is np.ndarray or type(value) in DIFFERENTIATING:  # the commonest case first: one array
         if layouts is not None:
             layouts.append(None)
         leaf = arena.param(value, name=name)
@@ -297,7 +298,7 @@ def pack(value: Any) -> Any:
     array([2., 2.])
     """
     found, treedef = flatten(value)
-    if treedef is LEAF or not any(type(leaf) is Traced for leaf in found):
+    if treedef is LEAF or not any(type(leaf) in DIFFERENTIATING for leaf in found):
         return value
     return _packed(treedef, iter(found))
 
@@ -306,7 +307,7 @@ def _packed(treedef: TreeDef, found: Any) -> Any:
     """The constructor node of the container ``treedef`` (its leaves from ``found``), or
     the plain container where none of its leaves is traced."""
     children = [next(found) if child is LEAF else _packed(child, found) for child in treedef.children]
-    if not any(type(c) is Traced for c in children):
+    if not any(type(c) in DIFFERENTIATING for c in children):
         return treedef.build(children)
     return record(_MAKE_OPS[treedef.kind], treedef.template, *children)
 

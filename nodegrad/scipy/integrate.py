@@ -34,9 +34,9 @@ import scipy.integrate
 
 from nodegrad.custom import custom_vjp
 from nodegrad.engine.guards import guarded
-from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
 from nodegrad.engine.structure import leaves
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cat, reshape, stack
 from nodegrad.ops import sum as total
@@ -56,7 +56,7 @@ Segment = Callable[[Dynamics, np.ndarray, float, float, tuple[Any, ...]], np.nda
 
 def _has_traced(value: Any) -> bool:
     """Whether ``value`` (an array, a float or a structure of them) holds a traced leaf."""
-    return any(type(leaf) is Traced for leaf in leaves(value))
+    return any(type(leaf) in DIFFERENTIATING for leaf in leaves(value))
 
 
 def _vector(value: Any) -> Any:
@@ -148,7 +148,7 @@ def _plain_only(name: str, role: str, fun: Dynamics) -> Dynamics:
 
     def plain(*values: Any) -> Any:
         out = fun(*values)
-        if type(out) is Traced or (isinstance(out, list | tuple) and _has_traced(out)):
+        if type(out) in DIFFERENTIATING or (isinstance(out, list | tuple) and _has_traced(out)):
             msg = (
                 f"{name}: {role} closes over a traced value (one being differentiated): pass it to {role} "
                 f"through args=(...), so that its gradient can be computed [at {user_location()}]"
@@ -187,9 +187,9 @@ def _odeint_segment(options: dict[str, Any]) -> Segment:
 
 
 def _times(name: str, t: Any) -> Any:
-    if isinstance(t, list | tuple) and any(type(v) is Traced for v in t):
+    if isinstance(t, list | tuple) and any(type(v) in DIFFERENTIATING for v in t):
         t = stack(list(t))
-    t = t if type(t) is Traced else np.asarray(t, dtype=np.float64)
+    t = t if type(t) in DIFFERENTIATING else np.asarray(t, dtype=np.float64)
     if np.ndim(unwrap(t)) != 1 or len(unwrap(t)) == 0:
         shape = np.shape(unwrap(t))
         msg = f"{name}: the times must be a non-empty 1-D array, got shape {shape} [called at {user_location()}]"

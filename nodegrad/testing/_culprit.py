@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.cotangents import cotangent_for, materialize
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.record import record
 from nodegrad.engine.structure import differentiable_leaves, is_container
 from nodegrad.engine.sweep import fit_cotangent
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import NoGradientError
 from nodegrad.ops.structured import pack
 from nodegrad.testing._errors import GradientCheckError
@@ -309,7 +310,7 @@ class _OpAt:
         if is_container(like):
             return materialize(found, like, "", [], True)
         if self.op.broadcasts:
-            return fit_cotangent(found if type(found) is Traced else np.asarray(found), _like(like))
+            return fit_cotangent(found if type(found) in DIFFERENTIATING else np.asarray(found), _like(like))
         return found
 
     def rule_of(self, k: int, moving: Sequence[int]) -> Callable[..., Any]:
@@ -395,7 +396,7 @@ def _shape_and_dtype(value: Any) -> str:
         return f"{np.shape(value)} {value.dtype}"
     if type(value) in (float, complex):
         return type(value).__name__
-    if type(value) is Traced:
+    if type(value) in DIFFERENTIATING:
         return _shape_and_dtype(value.value)
     if is_container(value):
         return type(value).__name__

@@ -11,9 +11,9 @@ from typing import Any
 
 from nodegrad.display.sources import SourcedNodes
 from nodegrad.engine.arena import Arena, arena_with_nodes
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.nodes import GradOp
 from nodegrad.engine.structure import leaves
-from nodegrad.engine.traced import Traced
 from nodegrad.errors import shown_location
 
 __all__ = ["Recording", "record_call"]
@@ -55,7 +55,7 @@ class Recording:
         nodes = self.nodes
         reaches = [False] * len(nodes)
         for handle in leaves(self.output):
-            if type(handle) is Traced and handle.arena is self.arena:
+            if type(handle) in DIFFERENTIATING and handle.arena is self.arena:
                 reaches[handle.index] = True
         for i in reversed(range(len(nodes))):
             if reaches[i]:

@@ -20,8 +20,8 @@ import numpy as np
 from nodegrad import ops
 from nodegrad.engine.arena import Arena
 from nodegrad.engine.cycles import unwalkable
-from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.staged import Staged, call_on, now
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, RECORDING, Interpreted
+from nodegrad.engine.staged import call_on, now
 from nodegrad.engine.structure import (
     LEAF,
     UnwalkableError,
@@ -33,7 +33,7 @@ from nodegrad.engine.structure import (
     map_unless_static,
     zip_leaves,
 )
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, StructureError
 from nodegrad.ops.structured import leaf_view
 from nodegrad.tree import zeros_like
@@ -162,7 +162,7 @@ def resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any]) 
 
 
 def leaf_params(
-    arena: Arena, value: Any, name: str, leaves: list[Traced], layouts: list[Any], where: str = "grad"
+    arena: Arena, value: Any, name: str, leaves: list[Interpreted], layouts: list[Any], where: str = "grad"
 ) -> Any:
     """The differentiated argument ``value`` as user code sees it: each differentiable leaf
     a leaf node of ``arena`` of its own (appended to ``leaves``), in ``value``'s own
@@ -200,8 +200,10 @@ def like_argument(g: Any, original: Any) -> Any:
 def _like_leaf(g: Any, original: Any) -> Any:
     original = now(original)  # under replay: its type is its signature's
     if g is not None and isinstance(original, float | complex | np.inexact) and type(now(g)) is not type(original):
-        if type(g) in INTERPRETED and type(g) is not Staged:
-            return g  # a handle stays one (a batched gradient holds one number per example)
+        if type(g) in INTERPRETED and type(g) not in RECORDING:
+            # a handle stays one (a batched gradient holds one number per example); a staged one
+            # is converted by a call the tape records
+            return g
         return call_on(type(original), g)
     return g
 
@@ -363,8 +365,8 @@ def probe_cotangent(value: Any, where: str = "jvp") -> Any:
     return map_unless_static(draw, value)
 
 
-def traced_leaves(value: Any) -> list[Traced]:
+def traced_leaves(value: Any) -> list[Interpreted]:
     try:
-        return [leaf for leaf in leaves(value) if type(leaf) is Traced]
+        return [leaf for leaf in leaves(value) if type(leaf) in DIFFERENTIATING]
     except UnwalkableError:
         raise unwalkable("grad", "an argument", value) from None

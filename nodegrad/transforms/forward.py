@@ -15,8 +15,8 @@ from typing import Any
 
 from nodegrad.engine.arena import nested_arena
 from nodegrad.engine.backward import gradients
+from nodegrad.engine.levels import Interpreted
 from nodegrad.engine.structure import pair_leaves
-from nodegrad.engine.traced import Traced
 from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
     check_callable,
@@ -129,7 +129,7 @@ def _linearized(fun: Callable[..., Any], primals: tuple[Any, ...], name: str) ->
     stands for the output's cotangent. Returns the output and ``push(tangents)``: the
     gradient of ``<vjp(u), tangents>`` with respect to ``u``, one sweep of the second arena
     seeded with the tangents, which is the JVP."""
-    leaves: list[Traced] = []  # every differentiated leaf of the primals, in order, as grad makes them
+    leaves: list[Interpreted] = []  # every differentiated leaf of the primals, in order, as grad makes them
     layouts: list[Any] = []
     with nested_arena() as arena:
         try:

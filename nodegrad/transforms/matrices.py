@@ -15,6 +15,7 @@ import numpy as np
 
 from nodegrad import ops
 from nodegrad.engine.cycles import unwalkable
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.structure import (
     UnwalkableError,
     differentiable_leaves,
@@ -22,7 +23,7 @@ from nodegrad.engine.structure import (
     is_container,
     map_with_paths,
 )
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.transforms.batching import vmap
 from nodegrad.transforms.common import (
@@ -112,7 +113,7 @@ def _from_batched(out: Any, args: tuple[Any, ...], batched: Any, count: int, by_
 
 
 def _reshaped(value: Any, shape: tuple[int, ...]) -> Any:
-    return ops.reshape(value, shape) if type(value) is Traced else np.reshape(value, shape)
+    return ops.reshape(value, shape) if type(value) in DIFFERENTIATING else np.reshape(value, shape)
 
 
 def _dtype(leaf: Any) -> Any:

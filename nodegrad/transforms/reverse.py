@@ -15,9 +15,9 @@ import numpy as np
 
 from nodegrad.engine.arena import Arena, nested_arena, quiet_while_checking
 from nodegrad.engine.backward import GradOptions, gradients, strict_integer_leaves
-from nodegrad.engine.levels import is_interpreted
+from nodegrad.engine.levels import Interpreted, is_interpreted
 from nodegrad.engine.structure import zip_leaves
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
 from nodegrad.ops.tables import as_tables
 from nodegrad.transforms.common import (
@@ -189,7 +189,7 @@ def value_and_grad(
         if isinstance(options, GradOptions) and not options.zero_missing_wrt:  # others are refused by the sweep
             _refuse_integer_leaves(args, positions, names)
         call_args = list(args)
-        leaves: list[Traced] = []  # every differentiated leaf, in order
+        leaves: list[Interpreted] = []  # every differentiated leaf, in order
         layouts: list[Any] = []  # how each argument was taken apart, to rebuild its gradient
         for k in positions:
             call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]", leaves, layouts)
@@ -408,7 +408,7 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     # vjp_fun may run long after this returns: its rules must read the arguments as they
     # are now, not as an in-place update (x -= lr * g) leaves them (a silent wrong answer).
     arguments: tuple[Any, ...] = tuple(map_floats(_own_copy, a) for a in args)
-    leaves: list[Traced] = []  # every differentiated leaf, in order, as grad makes them
+    leaves: list[Interpreted] = []  # every differentiated leaf, in order, as grad makes them
     layouts: list[Any] = []
     with nested_arena() as arena:
         arena.lean = not arena.check_finite  # its sweeps are never recorded

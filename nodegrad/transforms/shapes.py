@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import ABSTRACT, Interpreted, Level, find_top, next_stamp
+from nodegrad.engine.levels import Interpreted, Level, find_top, next_stamp
 from nodegrad.engine.record import forward_failed, register_interpreter
 from nodegrad.engine.registry import ELEMENTWISE, MADE_OF_OPS, Op
 from nodegrad.errors import AxisError, NodegradError, ShapeOnlyError, user_location
@@ -133,6 +133,8 @@ class Shaped(Interpreted):
     __array_priority__ = 1000
     noun = "shape-only"
     leaked = "a value eval_shape stood for"
+    abstract = True
+    calls_at_level = True
     __hash__ = None  # type: ignore[assignment]  # == is elementwise, as for arrays
 
     def __init__(self, shape: tuple[int, ...], dtype: Any, level: ShapeLevel) -> None:
@@ -270,7 +272,6 @@ class Shaped(Interpreted):
 
 
 give_array_face(Shaped)
-ABSTRACT.add(Shaped)
 _SHAPED = frozenset({Shaped})
 
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import guarded
-from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.levels import INTERPRETED, PER_EXAMPLE
 from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.staged import asarray, call_on
@@ -227,7 +226,7 @@ def where(mask: Any, a: Any, b: Any) -> Any:
     array([3., 1.])
     """
     mask_value = unwrap(mask)
-    batched_mask = type(mask_value) is Batched
+    batched_mask = type(mask_value) in PER_EXAMPLE
     if not batched_mask:
         mask_value = asarray(mask_value)  # (staged by replay: the call is recorded)
     if mask_value.dtype != bool:

@@ -18,11 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, BatchLevel
-from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.batched import BatchLevel
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, PER_EXAMPLE
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op
-from nodegrad.engine.traced import Traced
 from nodegrad.ops.batching import example_ndim, examples_batched, examples_stacked, newest_level, to_batched
 
 __all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
@@ -32,15 +31,15 @@ _PLAIN_ARRAYS = (np.ndarray, np.generic)
 
 def batched_in(*args: Any) -> bool:
     """Whether any of ``args`` is a batched value (a rule run inside ``vmap``)."""
-    return any(type(a) is Batched for a in args)
+    return any(type(a) in PER_EXAMPLE for a in args)
 
 
 def holds_traced(x: Any) -> bool:
     """Whether ``x`` is traced, or batched with traced values inside (a gradient would
     reach it)."""
-    while type(x) is Batched:
+    while type(x) in PER_EXAMPLE:
         x = x.value
-    return type(x) is Traced
+    return type(x) in DIFFERENTIATING
 
 
 def _batched(out: Any, level: BatchLevel) -> Any:
@@ -76,7 +75,7 @@ def per_example_rule(rule: Callable[..., Any], *args: Any) -> Any:
         return rule(*args)
     # Traced ones too: a value traced inside the level must cross it (its cotangent is one per
     # example), and one traced outside it gets the same in every example.
-    holding = [type(a) is Batched or type(a) is Traced for a in args]
+    holding = [type(a) in PER_EXAMPLE or type(a) in DIFFERENTIATING for a in args]
     stacks = [examples_stacked(a, level) if held else a for a, held in zip(args, holding, strict=True)]
     results = []
     for b in range(level.size):

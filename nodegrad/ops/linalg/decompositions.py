@@ -15,13 +15,13 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched, all_values, plain_map
+from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.guards import composite, guarded
-from nodegrad.engine.levels import has_values
+from nodegrad.engine.levels import DIFFERENTIATING, PER_EXAMPLE, has_values
 from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.staged import now
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import MatrixShapeError, NonFiniteError, ShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, stacked
@@ -97,7 +97,7 @@ def read_triangle(x: Any, lower: bool, hermitian: bool = True) -> Any:
     symmetric matrix counts twice). A Hermitian matrix has a real diagonal: LAPACK takes
     the real part. A plain ``x`` is returned as it is (LAPACK reads it itself); on a traced
     one the values read are the same, bit for bit."""
-    if type(x) is not Traced and type(x) is not Batched:  # a batched one may hold traced values
+    if type(x) not in DIFFERENTIATING and type(x) not in PER_EXAMPLE:  # a batched one may hold traced values
         return x
     return record(READ_TRIANGLE, x, bool(lower), bool(hermitian))
 

@@ -35,10 +35,11 @@ import numpy as np
 
 from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.staged import asarray
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import MatrixShapeError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.batching import loop
 from nodegrad.ops.linalg.axes import transposed
@@ -61,7 +62,7 @@ def _decomposition(name: str, x: Any, values: Any) -> tuple[Any, Any]:
     """The eigenpairs of ``x`` for a rule, in the order of ``values`` (the forward's own
     eigenvalues: ``np.linalg.eigvals`` may order them otherwise than ``np.linalg.eig``, in
     principle): numpy's on a plain matrix, the ops' on a traced one."""
-    if type(x) is Traced:
+    if type(x) in DIFFERENTIATING:
         w, v = record(EIGVALS, x, True), record(EIG_VECTORS, x, True)  # V^-T diag(g) V^T: any phases
     else:
         w, v = np.linalg.eig(lapack_ready(name, x))
@@ -143,7 +144,7 @@ def _eig_vectors_rule(g: Any, ans: Any, x: Any, invariant: Any) -> Any:
         return on_stacks(_eig_vectors_rule, g, ans, x, invariant)
     if np.shape(ans)[-1] == 1:  # numpy's eigenvector of a 1 x 1 matrix is 1, whatever the matrix
         return _real_if_real(np.zeros(np.shape(ans), np.result_type(unwrap(ans), unwrap(g))), x)
-    if type(x) is Traced:
+    if type(x) in DIFFERENTIATING:
         w, v = record(EIGVALS, x, True), ans
     else:
         w, v = np.linalg.eig(lapack_ready("eig", x))  # the forward's own call: the same vectors

@@ -13,12 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
-from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.levels import INTERPRETED, PER_EXAMPLE, RECORDING
 from nodegrad.engine.record import record, record2
 from nodegrad.engine.registry import Op, defop, same_rule_for_all
-from nodegrad.engine.staged import Staged, call_on
+from nodegrad.engine.staged import call_on
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import AxisError, ShapeError, user_location
 from nodegrad.ops.arguments import as_ints
@@ -35,7 +34,7 @@ def _dense(g: Any) -> Any:
     mean, or a user's np.broadcast_to): numpy's matmul takes a loop several times slower
     than BLAS for an operand with a zero stride (7x on a 50,000-row matrix-vector
     product); a copy costs far less."""
-    if type(g) is Staged:  # under replay: this function, on the plain value, is one recorded call
+    if type(g) in RECORDING:  # under replay: this function, on the plain value, is one recorded call
         return call_on(_dense, g)
     if type(g) is np.ndarray and g.size > 1 and 0 in g.strides:
         return np.ascontiguousarray(g)
@@ -358,14 +357,14 @@ def outer(a: Any, b: Any) -> Any:
 # imaginary part, traced too: broadcasts=True has the central fit_cotangent do that.
 def _convolve_rule_a(g: Any, ans: Any, a: Any, v: Any) -> Any:
     """np.correlate(g, conj(v), 'valid')"""
-    if type(g) is Batched or type(v) is Batched:  # np.correlate takes 1-D arrays: once per example
+    if type(g) in PER_EXAMPLE or type(v) in PER_EXAMPLE:  # np.correlate takes 1-D arrays: once per example
         return per_example_rule(_convolve_rule_a, g, None, None, v)  # ans and a are not read
     return np.correlate(g, np.conj(v), "valid")
 
 
 def _convolve_rule_v(g: Any, ans: Any, a: Any, v: Any) -> Any:
     """np.correlate(g, conj(a), 'valid')"""
-    if type(g) is Batched or type(a) is Batched:  # np.correlate takes 1-D arrays: once per example
+    if type(g) in PER_EXAMPLE or type(a) in PER_EXAMPLE:  # np.correlate takes 1-D arrays: once per example
         return per_example_rule(_convolve_rule_v, g, None, a, None)  # ans and v are not read
     return np.correlate(g, np.conj(a), "valid")
 

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values
-from nodegrad.engine.levels import has_values
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING, has_values
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import NoGradientError
 
 __all__ = [
@@ -127,7 +127,7 @@ def _differentiated(g: Any) -> bool:
     """Whether the cotangent ``g`` is traced by a level other than forward mode's stand-in
     cotangent. A rule is linear in that one, which is drawn at random: what the tests read
     of its value holds for the linear map, so it needs no refusal of its own."""
-    while type(g) is Traced:
+    while type(g) in DIFFERENTIATING:
         if not g.arena.cotangent_probe:
             return True
         g = g.value
@@ -142,7 +142,7 @@ def refuse_again_at_repeated(name: str, what: str, repeated: np.ndarray, g: Any,
     if (
         has_values(repeated)
         and np.any(all_values(repeated))
-        and (_differentiated(g) or any(type(v) is Traced for v in values))
+        and (_differentiated(g) or any(type(v) in DIFFERENTIATING for v in values))
     ):
         msg = (
             f"{name}: a second derivative at repeated {what} (closer than sqrt(eps) * max) is not defined by the "

@@ -27,9 +27,10 @@ import numpy as np
 
 from nodegrad.engine.batched import all_values
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import MatrixShapeError, NoGradientError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks, stacked
@@ -64,7 +65,7 @@ def _factors(x: Any, full: bool, u: Any = None, s: Any = None, vh: Any = None) -
     (those given, the rule's own ``ans`` or inputs, reused). New vectors of both sides come
     from the rule of the singular values, whose use of them does not depend on the common
     phase of a pair (``u_k v_k^H``): they are recorded as such (no phase test)."""
-    if type(x) is not Traced:
+    if type(x) not in DIFFERENTIATING:
         u, s, vh = np.linalg.svd(lapack_ready("svd", x), full_matrices=full)
     else:
         invariant = u is None and vh is None
@@ -237,7 +238,7 @@ def _svd_vh_phase_rule(g: Any, ans: Any, x: Any, u_full: Any, full: Any, invaria
     significant = np.abs(plain) > rounding
     if not np.any(significant):
         return None
-    if type(share) is not Traced:
+    if type(share) not in DIFFERENTIATING:
         share = np.where(significant, share, 0)
     # Differentiated again it is kept whole: U's rule gives it no weight, but only with the
     # U it was made of (a constant share would not cancel as U moves).

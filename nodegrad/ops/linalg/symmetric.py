@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import DIFFERENTIATING
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import MatrixShapeError, user_location
 from nodegrad.ops.linalg.axes import transposed
 from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks
@@ -49,7 +50,7 @@ _EighResult = type(np.linalg.eigh(np.eye(1)))
 
 def _eigenvalues(x: Any, uplo: Any) -> Any:
     """The eigenvalues of ``x`` for a rule: numpy's on a plain matrix, the op's on a traced one."""
-    if type(x) is Traced:
+    if type(x) in DIFFERENTIATING:
         return record(EIGVALSH, x, uplo)
     return np.linalg.eigvalsh(lapack_ready("eigh", x), UPLO=uplo)
 
@@ -57,7 +58,7 @@ def _eigenvalues(x: Any, uplo: Any) -> Any:
 def _eigenvectors(x: Any, uplo: Any) -> Any:
     """The eigenvectors of ``x`` for a rule: numpy's on a plain matrix, the op's on a traced
     one, recorded as used in a way that does not depend on their phases (``v_k v_k^H``)."""
-    if type(x) is Traced:
+    if type(x) in DIFFERENTIATING:
         return record(EIGH_VECTORS, x, uplo, True)
     return np.linalg.eigh(lapack_ready("eigvalsh", x), UPLO=uplo)[1]
 

@@ -18,13 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
-from nodegrad.engine.levels import INTERPRETED, has_values
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, PER_EXAMPLE, has_values
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defbatch, defjoint, defop
 from nodegrad.engine.staged import array, call_on
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.arguments import normalize_axis
 from nodegrad.ops.batching import aligned, along_axis, example_ndim, reduction
@@ -122,7 +121,12 @@ def _scan(a: Any, u: Any, reverse: bool = False) -> Any:
 
     ``a`` and ``u`` have the same shape.
     """
-    if type(a) is not Traced and type(u) is not Traced and type(a) is not Batched and type(u) is not Batched:
+    if (
+        type(a) not in DIFFERENTIATING
+        and type(u) not in DIFFERENTIATING
+        and type(a) not in PER_EXAMPLE
+        and type(u) not in PER_EXAMPLE
+    ):
         return call_on(_linear_scan, a, u, reverse)  # (staged by replay: one call, recorded)
     if reverse:
         return record(SSM_SCAN, a[::-1], 1.0, u[::-1])[::-1]
@@ -357,7 +361,7 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
 
 def _mask(op_name: str, x: Any, mask: Any) -> Any:
     m = unwrap(mask)
-    m = m if type(m) is Batched else np.asarray(m)
+    m = m if type(m) in PER_EXAMPLE else np.asarray(m)
     if m.dtype != bool:
         msg = f"{op_name}: the mask must be boolean, got dtype {m.dtype} [called at {user_location()}]"
         raise DtypeError(msg)

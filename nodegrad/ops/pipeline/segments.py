@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import composite, guarded
-from nodegrad.engine.levels import has_values
+from nodegrad.engine.levels import PER_EXAMPLE, has_values
 from nodegrad.engine.record import record, record1
 from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.staged import asarray
@@ -42,7 +41,7 @@ _F = "pipeline"
 def _int_array(value: Any) -> Any:
     """An index argument as an array, or as it is when batched (by ``vmap``)."""
     value = unwrap(value)
-    return value if type(value) is Batched else asarray(value)
+    return value if type(value) in PER_EXAMPLE else asarray(value)
 
 
 def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | None) -> tuple[Any, int]:
@@ -64,7 +63,7 @@ def _segment_ids(op_name: str, data: Any, segment_ids: Any, num_segments: int | 
         raise ShapeError(msg)
     given = None if num_segments is None else as_ints(op_name, "num_segments", num_segments)[0]
     values = all_values(ids)  # every example's, under vmap
-    if given is None and type(ids) is Batched and values.size:
+    if given is None and type(ids) in PER_EXAMPLE and values.size:
         counts = np.unique(values.max(axis=-1))
         if counts.size > 1:
             msg = (
@@ -150,7 +149,7 @@ defbatch(SEGMENT_MAX, _segment_batch)
 def _indexed(op: Any, x: Any, idx: Any, *rest: Any) -> Any:
     """``op(x, idx, ...)`` recorded: by the general path when the indices are batched
     (:func:`record1` reads its first argument's level only)."""
-    return (record if type(idx) is Batched else record1)(op, x, idx, *rest)
+    return (record if type(idx) in PER_EXAMPLE else record1)(op, x, idx, *rest)
 
 
 @guarded
@@ -191,7 +190,7 @@ def segment_mean(data: Any, segment_ids: Any, num_segments: int | None = None) -
     ids, num = _segment_ids("segment_mean", data, segment_ids, num_segments)
     # Counts in the data's own dtype: an int64 divisor would make float32 data float64.
     dtype = np.result_type(unwrap(data))
-    if type(ids) is Batched:  # every example's counts, by the same segment sum as the data's
+    if type(ids) in PER_EXAMPLE:  # every example's counts, by the same segment sum as the data's
         counts = record(SEGMENT_SUM, np.ones(np.shape(unwrap(data))[:1], dtype), ids, num)
     else:
         counts = np.bincount(ids, minlength=num).astype(dtype)
@@ -315,7 +314,9 @@ def take_along_axis(x: Any, indices: Any, axis: int = -1) -> Any:
     full = tuple(idx.shape[k] if k == axis else n for k, n in enumerate(shape))
     try:
         # (a batched idx: by arithmetic, which batches entry by entry, where np.where would not)
-        wrapped = idx + (idx < 0) * shape[axis] if type(idx) is Batched else np.where(idx < 0, idx + shape[axis], idx)
+        wrapped = (
+            idx + (idx < 0) * shape[axis] if type(idx) in PER_EXAMPLE else np.where(idx < 0, idx + shape[axis], idx)
+        )
         idx = np.broadcast_to(wrapped, np.broadcast_shapes(idx.shape, full))
     except ValueError as exc:
         msg = (

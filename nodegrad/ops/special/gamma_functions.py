@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import PER_EXAMPLE
 from nodegrad.engine.record import record, record1, record2
 from nodegrad.engine.registry import defop
 from nodegrad.errors import ArgumentError, user_location
@@ -151,7 +151,7 @@ def polygamma(n: Any, x: Any) -> Any:
         msg = f"polygamma: n must be integers >= 0, got {values!r} [called at {user_location()}]"
         raise ArgumentError(msg)
     orders = plain_map(lambda v: np.asarray(v).astype(np.int64) if np.ndim(v) else int(v), n)
-    return (record if type(orders) is Batched else record1)(POLYGAMMA, x, orders)
+    return (record if type(orders) in PER_EXAMPLE else record1)(POLYGAMMA, x, orders)
 
 
 def gamma(x: Any) -> Any:

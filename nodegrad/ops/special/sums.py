@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
 from nodegrad.engine.guards import guarded
+from nodegrad.engine.levels import PER_EXAMPLE
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defbatch, defop
 from nodegrad.engine.staged import asarray, call_on, now
@@ -174,13 +174,13 @@ def logsumexp(a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, r
 
 def _operand(value: Any) -> Any:
     value = unwrap(value)
-    return value if type(value) is Batched else asarray(value)
+    return value if type(value) in PER_EXAMPLE else asarray(value)
 
 
 def _sign_of_sum(av: Any, bv: Any, axes: tuple[int, ...]) -> Any:
     """scipy's sign of the weighted sum (a plain value); of batched operands, each example's."""
 
-    if type(av) is Batched or type(bv) is Batched:
+    if type(av) in PER_EXAMPLE or type(bv) in PER_EXAMPLE:
         # scipy's own, example by example (level by level under nested vmaps): its sign of
         # a sum that rounds to about 0 is its own
         return value_function(lambda av, bv: _sign_of_sum(unwrap(av), unwrap(bv), axes), (av, bv), {})

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
-from nodegrad.engine.levels import INTERPRETED
-from nodegrad.engine.staged import Staged, Unreplayable, now
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, PER_EXAMPLE, RECORDING
+from nodegrad.engine.staged import Unreplayable, now
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import (
     ArgumentError,
     BatchingError,
@@ -107,10 +106,10 @@ def plain_values(value: Any, what: str) -> Any:
     example would choose its own rows); one whose examples are all the same makes one choice
     for all of them."""
     plain = unwrap(value)
-    if type(plain) is Staged:
+    if type(plain) in RECORDING:  # (read now, the choice would be frozen into the recording)
         msg = f"a table step: {what} depends on the values of a column [at {user_location()}]"
         raise Unreplayable(msg)
-    if type(plain) is Batched:
+    if type(plain) in PER_EXAMPLE:
         same = _same_in_every_example(plain)
         if same is not None:
             return same
@@ -217,14 +216,14 @@ def by_example(step: Any, *values: Any, what: str) -> Any:
     if found is None:
         return step(*(plain_values(v, what) for v in values))
     results = _each_example(list(values), found, lambda example: step(*(plain_values(v, what) for v in example)))
-    return Batched(np.stack(results), found.level)
+    return found.level.handle(np.stack(results))
 
 
 def check_key(values: Any, label: Any, where: str) -> None:
     """Refuse a differentiated key column: rows are grouped and paired by the keys' values,
     which carry no gradient. Another interpreter's is read (a staged one: so the call runs
     eagerly; a batched one: where every example has the same keys)."""
-    if type(values) is Traced:
+    if type(values) in DIFFERENTIATING:
         msg = (
             f"Frame.{where}: the key column {label!r} is differentiated; use static key columns [at {user_location()}]"
         )
@@ -237,7 +236,7 @@ def no_gradient(kind: str, name: str, advice: str = "", values: Any = None) -> B
     """The error for a pandas method a table cannot run on differentiated columns. On a
     column a replay stages (``values``), pandas itself would run it: the call runs eagerly
     instead (see :class:`~nodegrad.engine.staged.Unreplayable`)."""
-    if any(type(unwrap(v)) is Staged for v in (values if isinstance(values, list) else [values])):
+    if any(type(unwrap(v)) in RECORDING for v in (values if isinstance(values, list) else [values])):
         return Unreplayable(f"{kind}.{name} on a staged column is pandas' own [at {user_location()}]")
     more = f": {advice}" if advice else ""
     return NoGradientError(
@@ -331,7 +330,7 @@ def per_example(step: Any, inputs: Any, what: str) -> Any:
         )
         raise BatchingError(msg)
     values = as_numbers(np.stack([r.to_numpy() for r in results]))
-    return MAKERS["Series"](Batched(values, found.level), index=first.index, name=first.name)
+    return MAKERS["Series"](found.level.handle(values), index=first.index, name=first.name)
 
 
 def batched_in(value: Any) -> Any:
@@ -343,7 +342,7 @@ def batched_in(value: Any) -> Any:
     if isinstance(value, dict):
         return batched_in(list(value.values()))
     plain = unwrap(value)
-    return plain if type(plain) is Batched else None
+    return plain if type(plain) in PER_EXAMPLE else None
 
 
 def _each_example(inputs: Any, found: Any, step: Any) -> list[Any]:
@@ -361,10 +360,10 @@ def _example(value: Any, k: int) -> Any:
     if isinstance(value, dict):
         return {key: _example(v, k) for key, v in value.items()}
     plain = unwrap(value)
-    if type(plain) is not Batched:
+    if type(plain) not in PER_EXAMPLE:
         return value
     examples = unwrap(plain.value)
-    if type(examples) is Batched:  # batched twice (vmap of vmap): each level would choose
+    if type(examples) in PER_EXAMPLE:  # batched twice (vmap of vmap): each level would choose
         return plain_values(plain, "a choice of rows")
     return np.asarray(examples)[k]
 

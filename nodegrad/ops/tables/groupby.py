@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.staged import Staged
+from nodegrad.engine.levels import RECORDING
 from nodegrad.ops.pipeline.segments import segment_max, segment_sum
 from nodegrad.ops.tables.common import (
     MAKERS,
@@ -60,7 +60,7 @@ class _Groups:
     def aggregate(self, frame: Any, label: Hashable, name: str, **options: Any) -> Any:
         """Column ``label``'s aggregate ``name`` for each group, in the groups' order."""
         values = frame._columns[label]
-        if type(values) is Staged and not is_float(values):  # a static column a replay stages: pandas'
+        if type(values) in RECORDING and not is_float(values):  # a static column a replay stages: pandas'
             values = plain_values(values, f"groupby(...).{name} of a static column")
         if not is_handle(values):
             found = self.grouped[label].agg(name, **options) if name != "size" else self.grouped.size()

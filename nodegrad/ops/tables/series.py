@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.guards import OPERANDS
-from nodegrad.engine.staged import FOREIGN, Staged
+from nodegrad.engine.levels import RECORDING
+from nodegrad.engine.staged import FOREIGN
 from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (
@@ -209,7 +210,7 @@ class Series(Operators, SeriesMethods):
         """Whether the values are plain (so pandas' own method answers). A static column a
         replay stages is read, so that pandas answers (the call runs eagerly)."""
         values = self._values
-        if type(values) is Staged and values.dtype.kind not in "fc":
+        if type(values) in RECORDING and values.dtype.kind not in "fc":
             plain_values(values, "a pandas method of a static column")
         return not is_handle(values)
 

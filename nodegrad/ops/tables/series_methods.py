@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.batched import Batched
+from nodegrad.engine.levels import PER_EXAMPLE
 from nodegrad.errors import ArgumentError, user_location
 from nodegrad.ops.tables.common import (
     MAKERS,
@@ -341,7 +341,7 @@ class SeriesMethods(Selection):
                 at = pairing[1]
                 cond = np.where(at >= 0, cond._values[np.maximum(at, 0)], False)
         cond = np.asarray(cond) if isinstance(cond, list) else cond
-        return cond if type(cond) is Batched else plain_values(cond, "a condition")  # (a batched mask: per example)
+        return cond if type(cond) in PER_EXAMPLE else plain_values(cond, "a condition")  # (a batched mask: per example)
 
     def _aligned_operand(self, other: Any, where: str) -> Any:
         other = from_pandas(other)

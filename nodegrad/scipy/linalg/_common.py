@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.batched import all_values
-from nodegrad.engine.levels import INTERPRETED, has_values
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, has_values
 from nodegrad.engine.staged import now
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import MatrixShapeError, NonFiniteError, ShapeError, user_location
 from nodegrad.ops import conj, swapaxes
 
@@ -81,14 +81,14 @@ def square_operand(name: str, a: Any, check_finite: bool = True) -> Any:
 
 def transposed(x: Any) -> Any:
     """The plain transpose of the last two axes."""
-    return swapaxes(x, -1, -2) if type(x) is Traced else np.swapaxes(x, -1, -2)
+    return swapaxes(x, -1, -2) if type(x) in DIFFERENTIATING else np.swapaxes(x, -1, -2)
 
 
 def adjoint(x: Any) -> Any:
     """The conjugate transpose of the last two axes (the transpose of a real matrix)."""
     if not np.iscomplexobj(unwrap(x)):
         return transposed(x)
-    return conj(transposed(x)) if type(x) is Traced else np.conj(np.swapaxes(x, -1, -2))
+    return conj(transposed(x)) if type(x) in DIFFERENTIATING else np.conj(np.swapaxes(x, -1, -2))
 
 
 def triangle(n: int, lower: bool, strict: bool = False) -> np.ndarray:
