@@ -27,8 +27,6 @@ __all__ = [
 ]
 
 
-
-
 def as_ints(op_name: str, what: str, value: Any) -> tuple[int, ...]:
     """``value`` (an int or a sequence of ints) as a tuple of ints, or a ShapeError naming
     the op: floats are not silently truncated, strings not taken apart."""
