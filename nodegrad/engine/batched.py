@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.levels import INTERPRETED, Interpreted, Level, check_alive, lower, next_stamp
-from nodegrad.engine.staged import FOREIGN
 from nodegrad.engine.traced import Traced, describe, meet_pandas, unwrap
 from nodegrad.errors import ArenaError, BatchingError
 
@@ -245,7 +244,5 @@ def plain(x: Any) -> Any:
     value stays batched, with the traced levels inside it dropped too."""
     return plain_map(lambda v: v, x)
 
-
-FOREIGN.add(Batched)  # a staged value hands an op with a batched one to the batching interpreter
 
 _TRACED_OR_BATCHED = frozenset({Traced, Batched})

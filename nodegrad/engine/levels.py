@@ -35,6 +35,7 @@ __all__ = [
     "ABSTRACT",
     "CALLS_AT_LEVEL",
     "DIFFERENTIATING",
+    "FOREIGN",
     "INTERPRETED",
     "PER_EXAMPLE",
     "RECORDING",
@@ -165,6 +166,13 @@ PER_EXAMPLE: set[type] = set()
 CALLS_AT_LEVEL: set[type] = set()
 RECORDING: set[type] = set()
 
+#: The types whose values take an op first when a recording value (:data:`RECORDING`) meets
+#: one: every interpreted type that does not record (a traced or batched value: an op on
+#: both is its level's, and a recording that reads one of a level around it cannot be
+#: replayed), added as each is defined, and the types of the layers above whose own
+#: operators answer (a table's column), added by those layers.
+FOREIGN: set[type] = set()
+
 
 class Interpreted(ArrayFace):
     """A value a level interprets: its :attr:`level`, the value it stands for one level down
@@ -199,6 +207,8 @@ class Interpreted(ArrayFace):
         ):
             if holds:
                 kinds.add(cls)
+        if not cls.recording:
+            FOREIGN.add(cls)
 
     if TYPE_CHECKING:
 

@@ -29,15 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.levels import ABSTRACT, CALLS_AT_LEVEL, Interpreted
-from nodegrad.engine.traced import READERS, Traced
+from nodegrad.engine.levels import ABSTRACT, CALLS_AT_LEVEL, FOREIGN, Interpreted
+from nodegrad.engine.traced import READERS
 from nodegrad.errors import user_location
 
 #: A replay's recording (nodegrad.engine.tape, which stages values: it is defined above this module).
 Tape = Any
 
 __all__ = [
-    "FOREIGN",
     "Miss",
     "Staged",
     "Unreplayable",
@@ -48,11 +47,6 @@ __all__ = [
     "now",
     "only_staged",
 ]
-
-#: The types of the values of other transforms (traced, batched: their modules add theirs):
-#: an operation meeting one hands it the operation first, and a recording that reads one
-#: of a transform around the replay cannot be replayed.
-FOREIGN: set[type] = {Traced}
 
 #: nodegrad's ``getitem`` (set by :mod:`nodegrad.ops.index`): ``x[i]`` of a staged ``x``
 #: by a foreign index (a batched one, say) is its op, which the index's interpreter runs;

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 import nodegrad.engine.face  # noqa: F401  (gives staged values their operators, methods and attributes)
-from nodegrad.engine.levels import Level, check_alive, next_stamp
-from nodegrad.engine.staged import _BINARY, _UNARY, FOREIGN, Staged, Unreplayable, method_caller, only_staged
+from nodegrad.engine.levels import FOREIGN, Level, check_alive, next_stamp
+from nodegrad.engine.staged import _BINARY, _UNARY, Staged, Unreplayable, method_caller, only_staged
 from nodegrad.errors import ArenaError, user_location
 
 __all__ = ["GUARDS", "Instruction", "Tape", "exact_key"]

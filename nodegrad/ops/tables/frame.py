@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from nodegrad.engine.staged import FOREIGN
+from nodegrad.engine.levels import FOREIGN
 from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.guards import OPERANDS
-from nodegrad.engine.levels import RECORDING
-from nodegrad.engine.staged import FOREIGN
+from nodegrad.engine.levels import FOREIGN, RECORDING
 from nodegrad.engine.traced import DEFERS_TO
 from nodegrad.errors import ArgumentError, ShapeError, StructureError, user_location
 from nodegrad.ops.tables.common import (
