@@ -20,7 +20,7 @@ from nodegrad.engine.arena import Arena, entered_arenas
 from nodegrad.engine.batched import plain
 from nodegrad.engine.cotangents import StructCotangent, cotangent_for, materialize
 from nodegrad.engine.cycles import reports_unwalkable
-from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, PER_EXAMPLE, Interpreted, find_top
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, PER_EXAMPLE, Interpreted, carries_gradient, find_top
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import MADE_OF_OPS, Op, same_rule_for_all
 from nodegrad.engine.structure import is_container, leaves, map_with_paths
@@ -37,13 +37,7 @@ __all__ = ["checkpoint", "custom_vjp", "stop_gradient"]
 
 def _has_traced(value: Any) -> bool:
     """Whether a leaf of ``value`` is traced, also under a batched level (vmap inside grad)."""
-    return any(type(_under_batching(leaf)) in DIFFERENTIATING for leaf in leaves(value))
-
-
-def _under_batching(leaf: Any) -> Any:
-    while type(leaf) in PER_EXAMPLE:
-        leaf = leaf.value
-    return leaf
+    return any(carries_gradient(leaf) for leaf in leaves(value))
 
 
 def _batched_inside(args: tuple[Any, ...]) -> bool:

@@ -281,6 +281,8 @@ def carries_gradient(value: Any) -> bool:
     while type(value) in INTERPRETED:
         if type(value) in DIFFERENTIATING:
             return True
+        if type(value) in ABSTRACT:  # a shape only: nothing under it
+            return False
         value = value.below()
     return False
 

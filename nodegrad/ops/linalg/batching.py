@@ -24,7 +24,7 @@ from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op
 from nodegrad.ops.batching import example_ndim, examples_batched, examples_stacked, newest_level, to_batched
 
-__all__ = ["batched_in", "holds_traced", "on_stacks", "per_example_rule", "stacked"]
+__all__ = ["batched_in", "on_stacks", "per_example_rule", "stacked"]
 
 _PLAIN_ARRAYS = (np.ndarray, np.generic)
 
@@ -32,14 +32,6 @@ _PLAIN_ARRAYS = (np.ndarray, np.generic)
 def batched_in(*args: Any) -> bool:
     """Whether any of ``args`` is a batched value (a rule run inside ``vmap``)."""
     return any(type(a) in PER_EXAMPLE for a in args)
-
-
-def holds_traced(x: Any) -> bool:
-    """Whether ``x`` is traced, or batched with traced values inside (a gradient would
-    reach it)."""
-    while type(x) in PER_EXAMPLE:
-        x = x.value
-    return type(x) in DIFFERENTIATING
 
 
 def _batched(out: Any, level: BatchLevel) -> Any:

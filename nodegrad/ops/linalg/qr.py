@@ -15,13 +15,13 @@ import numpy as np
 
 from nodegrad.engine.batched import all_values, plain_map
 from nodegrad.engine.guards import guarded
-from nodegrad.engine.levels import has_values
+from nodegrad.engine.levels import carries_gradient, has_values
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, MatrixShapeError, NoGradientError, user_location
 from nodegrad.ops.linalg.axes import transposed
-from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, holds_traced, on_stacks
+from nodegrad.ops.linalg.batching import ONE_MATRIX, batched_in, on_stacks
 
 __all__ = ["qr"]
 
@@ -142,7 +142,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         else ""
     )
     if refused:
-        if holds_traced(a):
+        if carries_gradient(a):
             msg = (
                 f"qr: no gradient for {refused}; differentiable is mode='reduced' or 'r' with m >= n, got shape "
                 f"{shape} [called at {user_location()}]"

@@ -19,13 +19,14 @@ import scipy.linalg
 
 from nodegrad.engine.batched import plain_map
 from nodegrad.engine.guards import composite, guarded
+from nodegrad.engine.levels import carries_gradient
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import defjoint, defop
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops import cholesky as _lower_cholesky
 from nodegrad.ops import matmul, where
-from nodegrad.ops.linalg.batching import batched_in, holds_traced, on_stacks, stacked
+from nodegrad.ops.linalg.batching import batched_in, on_stacks, stacked
 from nodegrad.scipy.linalg._common import (
     FAMILY,
     as_operand,
@@ -332,7 +333,7 @@ def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> t
         raise ShapeError(msg)
     if check_finite:
         refuse_nonfinite("lu_factor", a)
-    if not holds_traced(a):  # plain values (of every example, inside vmap)
+    if not carries_gradient(a):  # plain values (of every example, inside vmap)
         return plain_map(_factored, a)
     rows, columns = np.shape(unwrap(a))
     if rows != columns:
