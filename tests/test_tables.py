@@ -443,3 +443,12 @@ def test_second_order_through_a_table_and_matrices_of_tables_refused() -> None:
         ng.hessian(cube)(frame)
     with pytest.raises(ng.errors.ArgumentError, match="is or holds a table"):
         ng.jacobian(lambda f: f["price"] * 2.0)({"t": frame})
+
+
+@pytest.mark.parametrize("select", [lambda t: t[[]], lambda t: t.drop(columns=list(t.columns))])
+def test_a_frame_left_with_no_columns_keeps_the_labels_dtype_as_pandas(select: Any) -> None:
+    df = pd.DataFrame({"f0": [0.25], "f1": [1.5]}, index=pd.Index([3], name="id"))
+    want = select(df)
+    for got in (ng.vjp(select, df)[0], ng.replay(lambda d: ng.vjp(select, d)[0])(df)):
+        pd.testing.assert_frame_equal(got, want)
+        assert got.columns.dtype == want.columns.dtype

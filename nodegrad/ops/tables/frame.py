@@ -211,7 +211,10 @@ class Frame(Selection, FrameArithmetic):
             raise StructureError(msg) from None
 
     def _with_columns(self, columns: dict[Hashable, Any], index: Any = None) -> Frame:
-        return Frame(columns, index=self._index if index is None else index)
+        made = Frame(columns, index=self._index if index is None else index)
+        if not columns:  # no column left: pandas keeps the labels' dtype (df[[]].columns is a str Index)
+            made._label_dtype = self.columns.dtype
+        return made
 
     def __getitem__(self, key: Any) -> Any:
         if callable(key):
