@@ -21,6 +21,7 @@ from nodegrad.engine.backward import GradOptions
 from nodegrad.engine.containers import STATIC, dataclass_field, field, is_differentiable_leaf, register_container
 from nodegrad.engine.rows import RowSparse
 from nodegrad.engine.traced import Traced
+from nodegrad.implicit import custom_fixed_point, custom_root
 from nodegrad.ops import *  # noqa: F403
 from nodegrad.ops.structured import replace
 from nodegrad.ops.tables import Frame, Series
@@ -61,6 +62,8 @@ __all__ = [
     "ShapeDtype",
     "Traced",
     "checkpoint",
+    "custom_fixed_point",
+    "custom_root",
     "custom_vjp",
     "dataclass_field",
     "debug_nans",

@@ -31,6 +31,7 @@ __all__ = [
     "BatchingError",
     "DtypeError",
     "LeakedTracerError",
+    "ImplicitDiffError",
     "LinAlgError",
     "MatrixShapeError",
     "NoGradientError",
@@ -138,6 +139,13 @@ class LinAlgError(ArgumentError, np.linalg.LinAlgError):
     decomposition that does not converge (a covariance that is not positive definite, say).
     Also a ``numpy.linalg.LinAlgError``, the error numpy and scipy raise there, so code that
     catches theirs catches it."""
+
+
+class ImplicitDiffError(LinAlgError):
+    """The linear system of an implicit gradient (:func:`nodegrad.custom_root`,
+    :func:`nodegrad.custom_fixed_point`, :func:`nodegrad.optim.minimize`) is singular, or its
+    solver did not converge: the answer may not be a regular root, or the solver stopped
+    short of it. The message names the decorated solver and the linear solver."""
 
 
 class MatrixShapeError(ShapeError, LinAlgError):

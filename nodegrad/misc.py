@@ -1,4 +1,4 @@
-"""autograd's ``autograd.misc.flatten``, for ports: ``from nodegrad.misc import flatten``.
+"""autograd's ``autograd.misc``, for ports: ``from nodegrad.misc import flatten, fixed_point``.
 
 :func:`flatten` lays a structure's float leaves in one vector as autograd's does: dict
 entries in the order of their *sorted* keys. :func:`nodegrad.tree.ravel` keeps the order
@@ -15,9 +15,10 @@ from typing import Any
 from nodegrad.engine.structure import LEAF, TreeDef
 from nodegrad.engine.structure import flatten as flatten_tree
 from nodegrad.errors import StructureError
+from nodegrad.implicit import custom_fixed_point
 from nodegrad.tree import ravel
 
-__all__ = ["flatten", "flatten_func"]
+__all__ = ["fixed_point", "flatten", "flatten_func"]
 
 
 def flatten(value: Any) -> tuple[Any, Callable[[Any], Any]]:
@@ -124,3 +125,56 @@ def _sorted_order(treedef: TreeDef, start: int, path: str) -> list[int]:
     for k in entries:
         order.extend(_sorted_order(treedef.children[k], starts[k], path + treedef.step(keys[k])))
     return order
+
+
+def fixed_point(
+    f: Callable[[Any], Callable[[Any], Any]], a: Any, x0: Any, distance: Callable[[Any, Any], Any], tol: float
+) -> Any:
+    """The fixed point of ``f(a)``, iterated from ``x0``: ``autograd.misc.fixed_points``'
+    ``fixed_point``, with its signature and its stopping rule, differentiable with respect
+    to ``a``.
+
+    ``x = f(a)(x0)``, then ``x = f(a)(x)`` while ``distance(x, x_prev) > tol``. The
+    iterations run on plain values and are not differentiated: the gradient with respect
+    to ``a`` comes from the fixed-point condition (see :func:`nodegrad.custom_fixed_point`).
+
+    Parameters
+    ----------
+    f : callable
+        ``f(a)`` returns the map ``x -> f(a)(x)`` whose fixed point is sought.
+    a : any
+        The parameters (an array, a number, any structure).
+    x0 : any
+        The starting point.
+    distance : callable
+        ``distance(x, x_prev)``, a number.
+    tol : float
+        The iteration stops once ``distance`` is at most ``tol``.
+
+    Returns
+    -------
+    any
+        The fixed point, of ``x0``'s structure.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> from nodegrad.misc import fixed_point
+    >>> newton_sqrt = lambda a: lambda x: 0.5 * (x + a / x)
+    >>> distance = lambda x, y: np.abs(x - y)
+    >>> round(float(fixed_point(newton_sqrt, 2.0, 1.0, distance, 1e-12)) ** 2, 12)
+    2.0
+    >>> float(ng.grad(lambda a: fixed_point(newton_sqrt, a, 1.0, distance, 1e-12))(4.0))  # 1 / (2 sqrt(a))
+    0.25
+    """
+
+    def iterate(init: Any, params: Any) -> Any:
+        step = f(params)
+        x, x_prev = step(init), init
+        while distance(x, x_prev) > tol:
+            x, x_prev = step(x), x
+        return x
+
+    iterate.__qualname__ = f"fixed_point({getattr(f, '__qualname__', 'f')})"
+    return custom_fixed_point(lambda x, params: f(params)(x))(iterate)(x0, a)

@@ -84,6 +84,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.transforms",
             "nodegrad.custom",
             "nodegrad.extend",
+            "nodegrad.implicit",
             "nodegrad.optim",
             "nodegrad.misc",
         ),

@@ -105,6 +105,7 @@ def test_the_ops_page_names_no_private_helper() -> None:
         ("vmap.md", 20),
         ("replay.md", 10),
         ("eval-shape.md", 12),
+        ("fitting.md", 50),
         ("internals.md", 18),
         ("tables.md", 25),
         ("row-sparse.md", 6),
