@@ -302,6 +302,61 @@ print("whole batch:", whole)
 assert np.isclose(value, whole_value) and np.allclose(g.w, whole.w) and np.isclose(g.b, whole.b)
 
 # %% [markdown]
+# ## Fit by maximum likelihood, with confidence intervals
+# The same linear model, fitted to convergence instead of stepped: `ng.optim.minimize`
+# hands the negative log-likelihood of a Gaussian model (its noise scale a parameter too,
+# kept as a logarithm) to scipy's L-BFGS-B, and gives the answer back as a record. At the
+# maximum, the inverse Hessian of the negative log-likelihood is the estimates' covariance:
+# `ng.optim.covariance` computes it exactly and gives its standard errors in the record's
+# structure.
+
+
+# %%
+@attrs.frozen
+class Gaussian:
+    w: np.ndarray
+    b: float
+    log_sigma: float
+
+
+def negative_log_likelihood(p: Gaussian, x: np.ndarray, y: np.ndarray) -> object:
+    residual = y - (x @ p.w + p.b)
+    return len(y) * p.log_sigma + 0.5 * np.sum(residual**2) * np.exp(-2 * p.log_sigma)
+
+
+fit = ng.optim.minimize(negative_log_likelihood, Gaussian(np.zeros(3), 0.0, 0.0), columns["x"], columns["y"])
+errors = ng.optim.covariance(negative_log_likelihood, fit.x, columns["x"], columns["y"]).standard_errors()
+print("converged:", fit.success, " estimates:", fit.x)
+print("standard errors:", errors)
+
+# %% tags=["remove-cell"]
+# Least squares gives the same estimates, and the covariance sigma^2 (X^T X)^-1 (sigma^2 the
+# mean squared residual, the maximum-likelihood estimate).
+design = np.column_stack([columns["x"], np.ones(len(columns["y"]))])
+coefficients, rss, *_ = np.linalg.lstsq(design, columns["y"], rcond=None)
+sigma2 = float(rss[0]) / len(columns["y"])
+exact = np.sqrt(np.diagonal(sigma2 * np.linalg.inv(design.T @ design)))
+assert np.allclose(np.append(fit.x.w, fit.x.b), coefficients, atol=1e-5)
+assert np.allclose(np.append(errors.w, errors.b), exact, rtol=1e-3)
+
+# %% [markdown]
+# Each coefficient with its 95% interval (1.96 standard errors either side). Every
+# measurement's interval sits clear of zero; the intercept's is centred on zero, as it must
+# be for centred measurements.
+
+# %%
+names = ["sepal length", "sepal width", "petal width", "intercept"]
+estimates, half_widths = np.append(fit.x.w, fit.x.b), 1.96 * np.append(errors.w, errors.b)
+fig, ax = plt.subplots(figsize=(6, 2.8))
+ax.errorbar(estimates, np.arange(4), xerr=half_widths, fmt="o", color="C0", capsize=4)
+ax.axvline(0.0, color="0.6", lw=1)
+ax.set(yticks=np.arange(4), yticklabels=names, xlabel="effect on petal length (cm, centred)")
+ax.set_title("maximum-likelihood estimates and 95% intervals")
+ax.invert_yaxis()
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
 # ## A spectral loss: fitting a signal's power spectrum
 # Signal pipelines often compare spectra rather than samples. Here a signal `x` of 128
 # samples, started from noise, is fitted so that its power spectrum `|rfft(x)|**2`
