@@ -184,7 +184,7 @@ class _Implicit:
         self.symmetric = symmetric
         self.name = getattr(solver, "__qualname__", "solver")
         self.signature = _signature(solver)
-        self.answer = custom_vjp(self._plain_answer)
+        self.answer = custom_vjp(_named(self._plain_answer, self.name))
         self.answer.defvjp(self._fwd, self._bwd)
         functools.update_wrapper(self, solver)
 
@@ -265,7 +265,10 @@ class _Implicit:
             # solve, as ops, which every interpreter runs.
             matrix = jacobian(lambda v: ravel(self._residual(unravel_x(v), args))[0])(x_flat)
             self._check_square(matrix, n)
-            return np.linalg.solve(np.swapaxes(matrix, 0, 1), g_flat)
+            try:
+                return np.linalg.solve(np.swapaxes(matrix, 0, 1), g_flat)
+            except np.linalg.LinAlgError:
+                raise self._failed("dense", "the matrix dF/dx is singular at the answer") from None
         residual, back = vjp(lambda v: ravel(self._residual(unravel_x(v), args))[0], x_flat)
         if np.shape(residual) != (n,):
             self._check_square(np.zeros((np.size(residual), n)), n)
@@ -314,7 +317,9 @@ class _Implicit:
         linalg = importlib.import_module("scipy.sparse.linalg")
         operator = linalg.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
         scale = float(np.linalg.norm(b)) or 1.0
-        u, info = getattr(linalg, method)(operator, b, rtol=1e-10, atol=1e-12 * scale, maxiter=max(10 * n, 100))
+        u, info = getattr(linalg, method)(
+            operator, b, rtol=1e-10, maxiter=max(10 * n, 100), **({} if method == "minres" else {"atol": 1e-12 * scale})
+        )
         if info != 0 or not np.all(np.isfinite(u)):
             why = f"it did not converge in {info} iterations" if info > 0 else "it broke down (dF/dx singular?)"
             raise self._failed(method, why)
@@ -334,6 +339,16 @@ def _tree_sub(a: Any, b: Any) -> Any:
     a_flat, unravel = ravel(a)
     b_flat, _ = ravel(b)
     return unravel(a_flat - b_flat)
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``fn`` under the solver's name, which the op recorded for it takes (and errors show)."""
+
+    def answer(*args: Any) -> Any:
+        return fn(*args)
+
+    answer.__name__ = answer.__qualname__ = name
+    return answer
 
 
 def _constant(init: Any) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 
 from nodegrad.engine.traced import Traced, describe
 from nodegrad.errors import (
+    ImplicitDiffError,
     NodegradError,
     NoGradientError,
     NonFiniteError,
@@ -40,6 +41,8 @@ def _rule_failed(op: Any, g: Any, value: Any, args: tuple[Any, ...], exc: Except
     being differentiated again (nested transforms, ``create_graph``): a failure there is
     reported as that, naming the op."""
     traced = type(g) is Traced or type(value) is Traced or any(type(a) is Traced for a in args)
+    if isinstance(exc, ImplicitDiffError):
+        return exc  # (it names the solver and its linear system already, at any order)
     if isinstance(exc, ShapeError):
         # A rule whose cotangent does not fit its input (a custom_vjp's bwd, say): wrong at
         # any order, and the rule is named (check_grads then finds where it was recorded).
