@@ -317,7 +317,7 @@ class Covariance:
         if path not in self._blocks:
             msg = f"Covariance: no float leaf at {path!r}; the paths are {self.paths}"
             raise KeyError(msg)
-        return self._blocks[path]  # type: ignore[index]
+        return self._blocks[path]
 
     def standard_errors(self) -> Any:
         """The square roots of the diagonal, in the point's structure (NaN where the
