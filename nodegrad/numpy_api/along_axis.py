@@ -15,8 +15,10 @@ import operator
 from typing import Any
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from nodegrad import ops
+from nodegrad.engine.batched import plain_map
 from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, user_location
@@ -238,15 +240,28 @@ def partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect", order
         raise ArgumentError(msg)
     if axis is None:
         a, axis = ops.ravel(a), -1
-    value = np.asarray(unwrap(a))
-    try:
-        parted = np.partition(value, kth, axis=axis, kind=kind)  # type: ignore[call-overload]
+    shape = np.shape(unwrap(a))
+    try:  # numpy's checks of axis and kth, made on one line of the axis's length (no values read)
+        ax = normalize_axis_index(axis, len(shape))
+        line = np.zeros([n if k == ax else 1 for k, n in enumerate(shape)])
+        np.partition(line, kth, axis=ax, kind=kind)  # type: ignore[call-overload]
     except (ValueError, TypeError, IndexError) as exc:
         raise ShapeError(f"np.partition: {exc} [called at {user_location()}]") from None
-    # numpy's arrangement, as a permutation of a: the j-th smallest of the result is the
-    # j-th smallest of a (ties and NaNs matched in order), so each output reads its entry.
+    kth = np.asarray(kth, np.intp) % max(shape[ax], 1)  # (checked: each in range)
+    # numpy's arrangement, as a permutation of the values (of every example at once under
+    # vmap, along a negative axis; by shape alone under eval_shape), carrying no gradient.
+    permutation = plain_map(lambda value: _permutation(value, kth, ax - len(shape), kind), a)
+    return ops.take_along_axis(a, permutation, axis)
+
+
+def _permutation(value: Any, kth: Any, axis: int, kind: Any) -> Any:
+    """numpy's partition of ``value`` as a permutation of it: the j-th smallest of the
+    result is the j-th smallest of ``value`` (ties and NaNs matched in order), so each
+    output reads its entry. (``kth`` is clipped to the line's length, which changes nothing
+    for the checked arguments, so that a shorter stand-in line works too.)"""
+    parted = np.partition(value, np.minimum(kth, value.shape[axis] - 1), axis=axis, kind=kind)
     into = np.argsort(parted, axis=axis, kind="stable")
     source = np.argsort(value, axis=axis, kind="stable")
     permutation = np.empty_like(source)
     np.put_along_axis(permutation, into, source, axis)
-    return ops.take_along_axis(a, permutation, axis)
+    return permutation

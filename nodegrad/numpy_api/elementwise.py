@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.batched import plain_map
-from nodegrad.engine.levels import INTERPRETED
+from nodegrad.engine.batched import plain, plain_map
+from nodegrad.engine.levels import INTERPRETED, has_values
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 
@@ -57,7 +57,8 @@ def real_if_close(a: Any, tol: Any = 100) -> Any:
     value = unwrap(a)
     if not np.iscomplexobj(value):
         return a
-    bound = tol * np.finfo(value.dtype).eps if tol > 1 else tol
+    # np.result_type, not value.dtype: a traced Python complex stays a Python complex.
+    bound = tol * np.finfo(np.result_type(value)).eps if tol > 1 else tol
     return ops.real(a) if np.all(np.abs(np.imag(value)) < bound) else a
 
 
@@ -107,7 +108,8 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
             f"in place; use the returned value (copy=True) [called at {user_location()}]"
         )
         raise ArgumentError(msg)
-    value = np.asarray(unwrap(x))
+    # Its values at their own level: plain under grad, batched under vmap, a shape only under eval_shape.
+    value = plain(x) if type(x) in INTERPRETED else np.asarray(x)
     if value.dtype.kind == "c":
         re, im = (nan_to_num(part, True, nan, posinf, neginf) for part in (ops.real(x), ops.imag(x)))
         return re + im * 1j
@@ -121,7 +123,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None, ne
         (np.isneginf(value), neginf, limits.min, "neginf"),
     ):
         replacement = _replacement(what, fill, default, value.dtype, value.shape)
-        if mask.any() or type(replacement) in INTERPRETED:
+        if not has_values(mask) or mask.any() or type(replacement) in INTERPRETED:
             out = ops.where(mask, replacement, out)
     return out
 

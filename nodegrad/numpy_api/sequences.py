@@ -15,6 +15,7 @@ chosen functions on the traced entries each condition selects.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -23,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
+from nodegrad.engine.batched import plain, plain_map
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, has_values
 from nodegrad.engine.traced import describe
 from nodegrad.engine.traced import unwrap as _value
 from nodegrad.errors import ArgumentError, AxisError, DtypeError, ShapeError, error_like, user_location
@@ -396,13 +398,13 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
     if period is not None:
         raise ArgumentError(f"np.interp: period= is not supported on traced values [called at {user_location()}]")
     for name, given, kinds in (("x", x, "biuf"), ("xp", xp, "biuf"), ("fp", fp, "biufc")):
-        kind = np.asarray(_value(given)).dtype.kind
-        if kind not in kinds:
+        dtype = _dtype(given)
+        if dtype.kind not in kinds:
             what = "real numbers, as in numpy" if kinds == "biuf" else "numbers"
-            msg = f"np.interp: {name} must be {what}, got {describe(given)} (dtype {np.asarray(_value(given)).dtype})"
+            msg = f"np.interp: {name} must be {what}, got {describe(given)} (dtype {dtype})"
             raise DtypeError(f"{msg} [called at {user_location()}]")
-    xs, xps = np.asarray(_value(x), np.float64), np.asarray(_value(xp), np.float64)
-    fps = np.asarray(_value(fp))
+    # The samples are read (the search needs their positions; a batched sample runs once per example).
+    xps, fps = np.asarray(_value(xp), np.float64), np.asarray(_value(fp))
     wide = np.dtype(np.complex128 if fps.dtype.kind == "c" else np.float64)  # numpy's: complex fp, complex values
     if xps.ndim != 1 or fps.ndim != 1 or xps.shape != fps.shape or not xps.size:
         msg = f"fp and xp are not of the same length, or not 1-D and non-empty: {xps.shape} and {fps.shape}"
@@ -410,25 +412,35 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period
     x, xp, fp = as_operand(x), as_operand(xp), as_operand(fp)
     if fps.dtype != wide:
         fp = ops.astype(fp, wide) if type(fp) in INTERPRETED else fps.astype(wide)
-    if xs.dtype != np.result_type(_value(x)):
-        x = ops.astype(x, np.float64) if type(x) in INTERPRETED else xs
+    if x.dtype != np.float64:
+        x = ops.astype(x, np.float64) if type(x) in INTERPRETED else x.astype(np.float64)
     n = xps.size
-    # The segment [xp[j], xp[j + 1]) holding each x (numpy's binary search), the last one
-    # closed; outside the samples, left and right.
-    j = np.clip(np.searchsorted(xps, xs, side="right") - 1, 0, max(n - 2, 0))
+    # x's values without a gradient, at their own level (every example's under vmap, a shape
+    # only under eval_shape): the segment [xp[j], xp[j + 1]) holding each x (numpy's binary
+    # search), the last one closed; outside the samples, left and right.
+    xs = plain(x)
+    j = plain_map(lambda v: np.clip(np.searchsorted(xps, v, side="right") - 1, 0, max(n - 2, 0)), xs)
+    shape = np.shape(xs)
     if n == 1:
-        inside: Any = ops.broadcast_to(ops.getitem(fp, 0), xs.shape)
+        inside: Any = ops.broadcast_to(ops.getitem(fp, 0), shape)
     else:
         x0, x1 = ops.getitem(xp, j), ops.getitem(xp, j + 1)
         y0, y1 = ops.getitem(fp, j), ops.getitem(fp, j + 1)
         slope = (y1 - y0) / (x1 - x0)
         inside = slope * (x - x0) + y0
-        inside = ops.where(xs == xps[-1], ops.broadcast_to(ops.getitem(fp, n - 1), xs.shape), inside)
+        inside = ops.where(xs == xps[-1], ops.broadcast_to(ops.getitem(fp, n - 1), shape), inside)
     low = ops.getitem(fp, 0) if left is None else as_operand(left)
     high = ops.getitem(fp, n - 1) if right is None else as_operand(right)
     # Through x even where x picks no slope (one sample, outside): a zero gradient, still traced.
-    result = ops.where(xs < xps[0], low, ops.where(xs > xps[-1], high, ops.where(np.isnan(xs), x, inside)))
-    return result if np.shape(_value(result)) == xs.shape else ops.broadcast_to(result, xs.shape)
+    # A NaN x gives NaN, as numpy's search does, but fp[0] of one sample, as numpy's own branch for it.
+    passed = np.isnan(xs) if n > 1 else np.zeros(shape, bool)
+    result = ops.where(xs < xps[0], low, ops.where(xs > xps[-1], high, ops.where(passed, x, inside)))
+    return result if np.shape(_value(result)) == shape else ops.broadcast_to(result, shape)
+
+
+def _dtype(value: Any) -> np.dtype[Any]:
+    """The dtype of an argument, read without its values."""
+    return value.dtype if type(value) in INTERPRETED else np.asarray(value).dtype
 
 
 def unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np.pi) -> Any:
@@ -448,10 +460,13 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     later conditions over earlier ones; entries no condition selects are 0. The gradient
     reaches x through the functions called on the selected entries."""
     x = as_operand(x)
-    value = np.asanyarray(_value(x))
+    shape, dtype = np.shape(_value(x)), x.dtype
     n2 = len(funclist)
-    if np.isscalar(condlist) or (not isinstance(condlist[0], (list, np.ndarray)) and value.ndim != 0):
+    if np.isscalar(condlist) or (not _array_like(condlist[0]) and len(shape) != 0):
         condlist = [condlist]
+    if not all(has_values(c) for c in condlist):  # masks known by their shape only
+        return _piecewise_by_where(x, list(condlist), funclist, args, kw)
+    value = np.zeros(shape, dtype)
     conditions = np.asarray(_value(condlist), dtype=bool)
     n = len(conditions)
     if n == n2 - 1:  # the otherwise case
@@ -460,7 +475,7 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
     elif n != n2:
         msg = f"with {n} condition(s), either {n} or {n + 1} functions are expected"
         raise ShapeError(f"np.piecewise: {msg} [called at {user_location()}]")
-    y: Any = np.zeros_like(value)
+    y: Any = value
     for cond, func in zip(conditions, funclist, strict=True):
         cond = np.broadcast_to(cond, value.shape)
         if not callable(func):
@@ -468,6 +483,7 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
                 y = ops.where(cond, as_operand(func), y)
             else:
                 y = np.where(cond, func, y)
+            y = y if y.dtype == value.dtype else ops.astype(y, value.dtype)  # written into x's dtype, as numpy's
             continue
         if not cond.any():
             continue
@@ -479,6 +495,34 @@ def piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> An
         else:
             y = vals
     return y
+
+
+def _array_like(condition: Any) -> bool:
+    """Whether a condition is an array of conditions (numpy's test: a list or an array, not an
+    entry of one)."""
+    return isinstance(condition, list | np.ndarray) or (type(condition) in INTERPRETED and condition.ndim > 0)
+
+
+def _piecewise_by_where(x: Any, condlist: list[Any], funclist: Any, args: Any, kw: Any) -> Any:
+    """``np.piecewise`` where the conditions are known only by their shapes (under
+    ``eval_shape``): which entries each selects is unknown, so each function is called on the
+    whole of x and placed by ``where``. The result has x's shape and dtype, as numpy's, whose
+    functions fill an array like x."""
+    shape, dtype = np.shape(_value(x)), x.dtype
+    conditions = [c if type(c) in INTERPRETED else np.asarray(c, bool) for c in condlist]
+    conditions = [c if c.dtype == np.bool_ else c != 0 for c in conditions]
+    if len(conditions) == len(funclist) - 1:  # the otherwise case
+        conditions.append(~functools.reduce(operator.or_, conditions))
+    elif len(conditions) != len(funclist):
+        n = len(conditions)
+        msg = f"with {n} condition(s), either {n} or {n + 1} functions are expected"
+        raise ShapeError(f"np.piecewise: {msg} [called at {user_location()}]")
+    y: Any = np.zeros(shape, dtype)
+    for cond, func in zip(conditions, funclist, strict=True):
+        piece = func(x, *args, **kw) if callable(func) else as_operand(func)
+        y = ops.where(cond, piece, y)
+    y = y if np.shape(_value(y)) == shape else ops.broadcast_to(y, shape)
+    return y if y.dtype == dtype else ops.astype(y, dtype)
 
 
 #: numpy's functions this module gives rules for, as the function table takes them.

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from nodegrad import ops
-from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED
+from nodegrad.engine.levels import DIFFERENTIATING, INTERPRETED, has_values
+from nodegrad.engine.staged import asarray
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, error_like, rerun_reporting_warnings, user_location
 from nodegrad.numpy_api.arguments import read_keepdims
@@ -106,14 +107,23 @@ def _virtual_index(method: str, n: Any, q: Any) -> Any:
     return n * q + (alpha + q * (1 - alpha - beta)) - 1
 
 
-def _lerp(a: Any, b: Any, t: Any) -> Any:
-    """numpy's ``_lerp``: from the nearer end, so t = 0 gives a and t = 1 gives b exactly."""
+def _lerp(a: Any, b: Any, t: Any, weak: bool) -> Any:
+    """numpy's ``_lerp``: from the nearer end, so t = 0 gives a and t = 1 gives b exactly.
+    With ``weak`` (q a Python number) the weights are cast to the values' float dtype, as
+    numpy's Python float weight is (float32 values give a float32 quantile)."""
     d = b - a
-    return ops.where(t >= 0.5, b - d * (1 - t), a + d * t)
+    up, down = t, 1 - t
+    if weak:
+        dtype = np.result_type(d.dtype, 1.0)
+        up, down = up.astype(dtype), down.astype(dtype)
+    return ops.where(t >= 0.5, b - d * down, a + d * up)
 
 
-def _order_statistics(name: str, a: Any, q: Any, axis: Any, keepdims: bool, method: str, skip_nan: bool) -> Any:
-    """The q-th quantiles of ``a`` over ``axis``, shaped ``q.shape + rest`` as numpy's."""
+def _order_statistics(
+    name: str, a: Any, q: Any, axis: Any, keepdims: bool, method: str, skip_nan: bool, weak: bool
+) -> Any:
+    """The q-th quantiles of ``a`` over ``axis``, shaped ``q.shape + rest`` as numpy's
+    (``weak``: q was a Python number, whose promotion keeps the values' float dtype)."""
     if method not in _METHODS:
         msg = (
             f"np.{name}: method {method!r} is not supported on traced values (supported: {', '.join(_METHODS)}) "
@@ -129,16 +139,15 @@ def _order_statistics(name: str, a: Any, q: Any, axis: Any, keepdims: bool, meth
     n_all = np.shape(unwrap(lines))[-1]
     if n_all == 0:
         raise ShapeError(f"np.{name}: cannot take a quantile of an empty array [called at {user_location()}]")
-    values = np.asarray(unwrap(lines))
-    if skip_nan:
-        holes = np.isnan(values)
+    if skip_nan:  # the count of each line depends on its values (a mask of the level of a's values)
+        holes = np.isnan(unwrap(lines))
         lines = ops.where(holes, np.inf, lines)
         count = np.sum(~holes, axis=-1, keepdims=True)
-    else:
-        count = np.full((*values.shape[:-1], 1), n_all)
+    else:  # on the shape alone
+        count = np.full((*np.shape(unwrap(lines))[:-1], 1), n_all)
     ordered = ops.sort(lines, -1)
     flat_q = np.asarray(q, np.float64).reshape(-1)
-    virtual = np.asarray(_virtual_index(method, count, flat_q))  # (rest..., k)
+    virtual = asarray(_virtual_index(method, count, flat_q))  # (rest..., k)
     if virtual.dtype.kind in "iu":
         picked_values = ops.take_along_axis(ordered, np.clip(virtual, 0, np.maximum(count - 1, 0)), -1)
     else:
@@ -152,9 +161,13 @@ def _order_statistics(name: str, a: Any, q: Any, axis: Any, keepdims: bool, meth
         lo = np.clip(below, 0, top).astype(np.intp)
         hi = np.clip(below + 1, 0, top).astype(np.intp)
         lo = np.where(virtual >= count - 1, top, lo)
-        picked_values = _lerp(ops.take_along_axis(ordered, lo, -1), ops.take_along_axis(ordered, hi, -1), gamma)
-    if skip_nan and np.any(count == 0):  # an all-NaN slice: NaN, as numpy gives it
-        picked_values = ops.where(np.broadcast_to(count == 0, np.shape(unwrap(picked_values))), np.nan, picked_values)
+        picked_values = _lerp(ops.take_along_axis(ordered, lo, -1), ops.take_along_axis(ordered, hi, -1), gamma, weak)
+    shape_picked = np.shape(unwrap(picked_values))
+    if skip_nan and (not has_values(count) or np.any(count == 0)):  # an all-NaN slice: NaN, as numpy gives it
+        picked_values = ops.where(np.broadcast_to(count == 0, shape_picked), np.nan, picked_values)
+    elif not skip_nan and ordered.dtype.kind in "fc":  # a slice holding a NaN: NaN, as numpy gives it
+        tainted = np.any(np.isnan(unwrap(lines)), axis=-1, keepdims=True)
+        picked_values = ops.where(np.broadcast_to(tainted, shape_picked), np.nan, picked_values)
     out = ops.moveaxis(picked_values, -1, 0)
     target = np.shape(q) + (kept if keepdims else tuple(shape[k] for k in rest))
     return ops.reshape(out, target)
@@ -178,6 +191,7 @@ def _quantile_like(name: str, scale: float, skip_nan: bool) -> Callable[..., Any
             raise DtypeError(f"np.{name}: a must be an array of real numbers [called at {user_location()}]")
         if interpolation is not None:  # numpy's deprecated name of method
             method = interpolation
+        weak = type(q) in (int, float)  # numpy's weak promotion of the result
         if type(q) in DIFFERENTIATING:
             msg = f"np.{name}: q must be plain values (no gradient in q) [called at {user_location()}]"
             raise ArgumentError(msg)
@@ -187,7 +201,7 @@ def _quantile_like(name: str, scale: float, skip_nan: bool) -> Callable[..., Any
                 "Percentiles must be in the range [0, 100]" if scale != 1 else "Quantiles must be in the range [0, 1]"
             )
             raise ArgumentError(f"np.{name}: {what} [called at {user_location()}]")
-        return _order_statistics(name, a, q, axis, read_keepdims(keepdims), method, skip_nan)
+        return _order_statistics(name, a, q, axis, read_keepdims(keepdims), method, skip_nan, weak)
 
     return quantile_fn
 
@@ -203,7 +217,7 @@ def _median_like(name: str, skip_nan: bool) -> Callable[..., Any]:
         a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False, keepdims: Any = False
     ) -> Any:
         _refuse(name, out=out)
-        return _order_statistics(name, a, np.asarray(0.5), axis, read_keepdims(keepdims), "linear", skip_nan)
+        return _order_statistics(name, a, np.asarray(0.5), axis, read_keepdims(keepdims), "linear", skip_nan, True)
 
     return median_fn
 
@@ -219,11 +233,13 @@ def _nan_extremum(name: str, reduce: Callable[..., Any], fill: float) -> Callabl
     def extremum(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, initial: Any = np._NoValue,
                  where: Any = np._NoValue) -> Any:  # fmt: skip
         _refuse(name, out=out, initial=initial, where=where)
-        holes = np.isnan(unwrap(a))
         keep = read_keepdims(keepdims)
+        if a.dtype.kind not in "fc":  # no NaN to skip: numpy's max, in a's dtype
+            return reduce(a, axis, keep)
+        holes = np.isnan(unwrap(a))
         value = reduce(ops.where(holes, fill, a), axis, keep)
         empty = np.all(holes, axis=axis, keepdims=keep)
-        return ops.where(empty, np.nan, value) if np.any(empty) else value
+        return ops.where(empty, np.nan, value) if not has_values(empty) or np.any(empty) else value
 
     return extremum
 
@@ -281,14 +297,25 @@ nancumprod = _nan_scan("nancumprod", ops.cumprod, 1.0)
 # -- covariance --------------------------------------------------------------------------------
 
 
-def _rows(a: Any, rowvar: bool) -> Any:
+def _rows(a: Any, rowvar: bool, is_m: bool) -> Any:
     """numpy's ``array(m, ndmin=2)``, observations along the rows' axis 1."""
     ndim = np.ndim(unwrap(a))
     if ndim > 2:
         raise ShapeError(f"np.cov: m has more than 2 dimensions [called at {user_location()}]")
-    a = a if type(a) in DIFFERENTIATING else np.asarray(a, np.result_type(np.asarray(a), np.float64))
+    if type(a) in INTERPRETED and type(a) not in DIFFERENTIATING:  # (a batched or a shape-only value, say)
+        wide = np.result_type(a.dtype, np.float64)
+        a = a if a.dtype == wide else ops.astype(a, wide)
+    elif type(a) not in DIFFERENTIATING:
+        a = np.asarray(a, np.result_type(np.asarray(a), np.float64))
     a = ops.reshape(a, (1, -1)) if ndim < 2 else a
-    return ops.transpose(a) if not rowvar and np.shape(unwrap(a))[0] != 1 else a
+    # A single row stays one variable (numpy 2.4 and later: only a 1-d m, which is read as one).
+    kept = ndim < 2 if is_m and _TRANSPOSES_ONE_ROW else np.shape(unwrap(a))[0] == 1
+    return a if rowvar or kept else ops.transpose(a)
+
+
+# Whether numpy's cov reads an m of one row with rowvar=False as one observation of many
+# variables (numpy 2.4 and later) rather than one variable (before).
+_TRANSPOSES_ONE_ROW = np.cov(np.ones((1, 2)), rowvar=False, bias=True).shape == (2, 2)
 
 
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None, fweights: Any = None,
@@ -297,21 +324,21 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
         _refuse("cov", dtype=dtype)
     if ddof is not None and ddof != int(ddof):
         raise ArgumentError(f"np.cov: ddof must be integer [called at {user_location()}]")
-    x = _rows(m, rowvar)
+    x = _rows(m, rowvar, True)
     if y is not None:
-        x = ops.cat([x, _rows(y, rowvar)], 0)
+        x = ops.cat([x, _rows(y, rowvar, False)], 0)
     ddof = (0 if bias else 1) if ddof is None else ddof
     w: Any = None
     if fweights is not None:
-        fw = np.asarray(unwrap(fweights))
-        if not np.all(fw == np.around(fw)):
+        fw = unwrap(fweights) if type(fweights) in INTERPRETED else np.asarray(fweights)
+        if has_values(fw) and not np.all(fw == np.around(fw)):
             raise ArgumentError(f"np.cov: fweights must be integer [called at {user_location()}]")
-        if np.any(fw < 0):
+        if has_values(fw) and np.any(fw < 0):
             raise ArgumentError(f"np.cov: fweights cannot be negative [called at {user_location()}]")
         w = fw.astype(np.float64)
     if aweights is not None:
         aweights = aweights if type(aweights) in INTERPRETED else np.asarray(aweights, np.float64)
-        if np.any(np.asarray(unwrap(aweights)) < 0):
+        if has_values(aweights) and np.any(unwrap(aweights) < 0):
             raise ArgumentError(f"np.cov: aweights cannot be negative [called at {user_location()}]")
         w = aweights if w is None else w * aweights
     n = np.shape(unwrap(x))[1]
@@ -326,7 +353,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: An
         fact = w_sum - ddof
     else:
         fact = w_sum - ddof * ops.sum(w * aweights) / w_sum
-    if np.any(np.asarray(unwrap(fact)) <= 0):  # one sample, say: numpy warns, then divides by zero
+    if has_values(fact) and np.any(np.asarray(unwrap(fact)) <= 0):  # one sample, say: numpy warns, then / 0
         rerun_reporting_warnings(warnings.warn, "Degrees of freedom <= 0 for slice", RuntimeWarning)
         scale: Any = ops.divide(1.0, np.float64(0.0))  # inf (nan where 0 / 0), and numpy's own warning
     else:

@@ -12,12 +12,21 @@ shape, advanced indexing, errors) decide.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from nodegrad.errors import ShapeOnlyError, user_location
-from nodegrad.transforms.shapes import Shaped, ShapeDtype, reduced_shape, shape_of, shape_rule, stand_in
+from nodegrad.transforms.shapes import (
+    VALUE_RULES,
+    Shaped,
+    ShapeDtype,
+    reduced_shape,
+    shape_of,
+    shape_rule,
+    stand_in,
+)
 
 __all__: list[str] = []
 
@@ -196,3 +205,61 @@ def _einsum(spec: Any, *operands: Any) -> ShapeDtype:
             sizes[letter] = max(known, n)
     dtype = np.result_type(*(stand_in(o) for o in operands))
     return ShapeDtype(tuple(sizes[k] for k in output), dtype)
+
+
+# -- numpy's value functions: masks and indices whose shape the arguments' shapes give -----------
+
+
+def _zeros(value: Any) -> Any:
+    """A stand-in of ``value`` with its shape and dtype holding no memory (zeros, broadcast),
+    for numpy's own checks of an argument (a sorted 1-d grid, a valid ``side``); a plain
+    ``value`` as it is, for the checks of its values."""
+    if type(value) is Shaped:
+        return np.broadcast_to(np.zeros((), value.dtype), value.shape)
+    return value
+
+
+def _numpy_on_stand_ins(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    with warnings.catch_warnings(), np.errstate(all="ignore"):  # of stand-ins' values: no one's concern
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def _isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *,
+          kind: Any = None) -> ShapeDtype:  # fmt: skip
+    _numpy_on_stand_ins(np.isin, stand_in(element), _zeros(test_elements), assume_unique, invert, kind=kind)
+    return ShapeDtype(shape_of(element), np.bool_)
+
+
+def _searchsorted(a: Any, v: Any, side: Any = "left", sorter: Any = None) -> ShapeDtype:
+    probe = _numpy_on_stand_ins(np.searchsorted, _zeros(a), stand_in(v), side, _zeros(sorter))
+    return ShapeDtype(shape_of(v), np.result_type(probe))
+
+
+def _digitize(x: Any, bins: Any, right: bool = False) -> ShapeDtype:
+    probe = _numpy_on_stand_ins(np.digitize, stand_in(x), _zeros(bins), right)
+    return ShapeDtype(shape_of(x), np.result_type(probe))
+
+
+def _histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None) -> Any:  # noqa: A002  (numpy's name)
+    """The counts have one entry per bin, the edges one more: known from an integer ``bins``
+    or a plain array of edges. Bins numpy computes from the values (a string), or edges and a
+    range that are values themselves, have a number and dtypes only the values give."""
+    ends = range if type(range) is tuple or type(range) is list else (range,)
+    if isinstance(bins, str) or any(type(v) is Shaped for v in (bins, *ends)):
+        what = f"bins={bins!r}" if isinstance(bins, str) else "bins or range given as values it knows the shape of"
+        msg = (
+            f"np.histogram with {what} under eval_shape: the bins are computed from values it does not have; "
+            f"pass an integer number of bins (and a plain range) or plain bin edges [at {user_location()}]"
+        )
+        raise ShapeOnlyError(msg)
+    if weights is not None and shape_of(weights) != shape_of(a):
+        msg = "weights should have the same shape as a."
+        raise ValueError(msg)
+    one = np.zeros(1, _dtype(a))  # the counts' and edges' shapes and dtypes do not depend on a's size or values
+    weight = None if weights is None else np.zeros(1, _dtype(weights))
+    counts, edges = _numpy_on_stand_ins(np.histogram, one, bins, range, density, weight)
+    return ShapeDtype(counts.shape, counts.dtype), ShapeDtype(edges.shape, edges.dtype)
+
+
+VALUE_RULES.update({np.isin: _isin, np.searchsorted: _searchsorted, np.digitize: _digitize, np.histogram: _histogram})

@@ -486,13 +486,16 @@ def _rounded(a: Any, decimals: int = 0, out: Any = None) -> ShapeDtype:
 
 
 #: What numpy's own functions that give plain values (masks, indices, new arrays of a shape)
-#: give of shaped values: their results' shapes and dtypes (see VALUE_FUNCTIONS).
-VALUE_RULES: dict[Callable[..., Any], Callable[..., ShapeDtype]] = {
+#: give of shaped values: their results' shapes and dtypes (see VALUE_FUNCTIONS), a tuple of
+#: them for a function with several results. More are added by
+#: :mod:`nodegrad.transforms.shape_rules` (``np.isin``, ``np.searchsorted``, ``np.digitize``,
+#: ``np.histogram``).
+VALUE_RULES: dict[Callable[..., Any], Callable[..., Any]] = {
     np.zeros_like: _like, np.ones_like: _like, np.empty_like: _like,
     np.argmax: _index_of, np.argmin: _index_of, np.argsort: _argsort, np.count_nonzero: _count_nonzero,
     np.isclose: _test, np.isfinite: _unary_test, np.isnan: _unary_test, np.isinf: _unary_test,
-    np.iscomplex: _unary_test, np.isreal: _unary_test, np.round: _rounded, np.around: _rounded,
-    np.any: _truth, np.all: _truth,
+    np.iscomplex: _unary_test, np.isreal: _unary_test, np.isposinf: _unary_test, np.isneginf: _unary_test,
+    np.round: _rounded, np.around: _rounded, np.any: _truth, np.all: _truth,
 }  # fmt: skip
 
 #: numpy's functions answered by the signature alone.
