@@ -86,6 +86,7 @@ VJP_TEXT = {
     "expm": "a: the top-right block of expm([[a^T, g], [0, a^T]])",
     "logm": "a: the top-right block of logm([[a^T, g], [0, a^T]])",
     "lu_factor": "a: L^-T (tril(L^T g_L, -1) + triu(g_U U^T)) U^-T, rows put back in a's order",
+    "solve_banded": "ab: -z x^T on the band, in band storage; b: z = a^-T g, solved with the transposed band",
     "solve_sylvester": "a: -s x^T; b: -x^T s; q: s, with s solving a^T s + s b^T = g",
     "solve_triangular": "a: -z x^T on the triangle read (transposed or conjugated with trans); b: z = op(a)^-T g",
     "astype": "x: g cast back to x's dtype (the real part for a real x)",
@@ -408,6 +409,13 @@ def api_pages() -> list[ApiPage]:
             "`nodegrad.misc`: autograd's flatten",
             "`flatten` and `flatten_func` as `autograd.misc` has them: dict entries in sorted-key order.",
             (_module_section("nodegrad.misc", heading=False),),
+        ),
+        ApiPage(
+            "builtins",
+            "`nodegrad.builtins`: autograd's builtins",
+            "`tuple`, `list`, `dict`, `isinstance` and `type` as `autograd.builtins` has them, for a port that "
+            "changes only its imports.",
+            (_module_section("nodegrad.builtins", heading=False),),
         ),
         ApiPage(
             "extend",

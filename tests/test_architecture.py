@@ -87,6 +87,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.implicit",
             "nodegrad.optim",
             "nodegrad.misc",
+            "nodegrad.builtins",
         ),
     ),
     ("scipy namespace", ("nodegrad.scipy",)),  # special functions, distributions, linalg, ODEs

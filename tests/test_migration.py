@@ -252,15 +252,73 @@ def test_check_grads_order() -> None:
 @row("`grad(f)(x)` of an integer array `x`")
 def test_integer_arguments() -> None:
     x = onp.arange(3)
-    with pytest.raises(TypeError):  # autograd refuses it
-        autograd.grad(lambda x: anp.sum(x**2))(x)
-    with pytest.raises(DtypeError, match=r"astype\(float\)"):  # so do we, saying how to port it
-        ng.grad(lambda x: np.sum(x**2))(x)
-    with pytest.raises(DtypeError, match=r"astype\(float\)"):
-        ng.jacobian(lambda x: x**2)(x)
-    close(ng.grad(lambda x: np.sum(x**2))(x.astype(float)), 2.0 * x)
+    survival = lambda np_: lambda t: np_.exp(-t * 0.5)  # integer durations, as a survival model has
+    theirs = autograd.elementwise_grad(survival(anp))(x)
+    ours = ng.elementwise_grad(survival(np))(x)
+    assert ours.dtype == theirs.dtype == onp.float64
+    close(ours, theirs)
+    for dtype in (onp.int32, onp.uint8, onp.bool_):  # autograd's gradient is float64 for each
+        ours = ng.grad(lambda t: np.sum(t * 2.5))(x.astype(dtype))
+        close(ours, autograd.grad(lambda t: anp.sum(t * 2.5))(x.astype(dtype)))
+    cube = lambda np_: lambda t: np_.sum(t**3.0)
+    for ag, ours_ in ((autograd.grad, ng.grad), (autograd.hessian, ng.hessian)):
+        close(ours_(cube(np))(x), ag(cube(anp))(x))
+    close(ng.jacobian(survival(np))(x), autograd.jacobian(survival(anp))(x))
+    close(ng.value_and_grad(cube(np))(x)[1], autograd.value_and_grad(cube(anp))(x)[1])
+    close(ng.vjp(survival(np), x)[1](onp.ones(3))[0], autograd.make_vjp(survival(anp))(x)[0](onp.ones(3)))
+    close(ng.jvp(survival(np), (x,), (onp.ones(3),))[1], autograd.make_jvp(survival(anp))(x)(onp.ones(3))[1])
+    close(ng.grad(lambda t: t * 2.5)(onp.array(3)), autograd.grad(lambda t: t * 2.5)(onp.array(3)))  # 0-d
+    # An integer-valued f: autograd's gradient is integer (or refused), ours float64 all the same.
+    assert autograd.elementwise_grad(lambda t: t * 2)(x).dtype.kind == "i"
+    assert ng.elementwise_grad(lambda t: t * 2)(x).dtype == onp.float64
+    for number in (3, onp.int64(3), True):  # an integer *number* is refused by both
+        with pytest.raises(TypeError):
+            autograd.grad(lambda t: t * 2.0)(number)
+        with pytest.raises(DtypeError, match=r"3\.0 instead of 3"):
+            ng.grad(lambda t: t * 2.0)(number)
     g = ng.grad(lambda p: np.sum(p["a"] ** 2) + p["b"])({"a": x, "b": 1.0})
     assert g["a"] is None and g["b"] == 1.0  # static inside a structure
+
+
+@row("`np.int64(x)`, `np.int32(x)`, `np.bool_(x)` of a traced `x`")
+def test_integer_casts_are_constants() -> None:
+    casts = [lambda np_, t=t: getattr(np_, t) for t in ("int64", "int32", "intp", "int8", "bool_")]
+    for cast in casts:
+        theirs = autograd.elementwise_grad(lambda x, c=cast: c(anp)(x) * x)(X)
+        ours = ng.elementwise_grad(lambda x, c=cast: c(np)(x) * x)(X)
+        close(ours, theirs)  # the cast is a constant: d(c x)/dx = c
+        ours = ng.grad(lambda x, c=cast: c(np)(x[0]) * 2.0 + x[1])(X)
+        close(ours, autograd.grad(lambda x, c=cast: c(anp)(x[0]) * 2.0 + x[1])(X))
+    close(ng.elementwise_grad(lambda x: onp.uint8(x) * x)(onp.abs(X)), onp.abs(X).astype(onp.uint8))  # plain numpy too
+    for name in ("float64", "float32"):
+        with pytest.raises(ValueError, match="sequence"):  # autograd refuses a float cast of a box
+            autograd.grad(lambda x, n=name: getattr(anp, n)(x) * 2.0)(1.5)
+        with pytest.raises(ng.errors.ArenaError, match=rf"x\.astype\(np\.{name}\)"):
+            ng.grad(lambda x, n=name: getattr(np, n)(x) * 2.0)(1.5)
+    close(ng.grad(lambda x: x.astype(np.float32) * 2.0)(onp.array(1.5)), 2.0)
+
+
+@row("`from autograd.builtins import tuple, list, dict, isinstance, type`")
+def test_builtins() -> None:
+    from autograd.builtins import isinstance as ag_isinstance
+    from autograd.builtins import tuple as ag_tuple
+    from autograd.builtins import type as ag_type
+
+    from nodegrad.builtins import isinstance as ng_isinstance
+    from nodegrad.builtins import tuple as ng_tuple
+    from nodegrad.builtins import type as ng_type
+
+    def f(tuple_: Any, isinstance_: Any, type_: Any, np_: Any) -> Any:
+        def loss(x: Any) -> Any:
+            pair = tuple_((x, np_.sin(x)))
+            assert isinstance_(pair, tuple) and isinstance_(x, onp.ndarray) and type_(x) is onp.ndarray
+            return np_.sum(pair[0] * pair[1])
+
+        return loss
+
+    theirs = autograd.grad(f(ag_tuple, ag_isinstance, ag_type, anp))(X)
+    close(ng.grad(f(ng_tuple, ng_isinstance, ng_type, np))(X), theirs)
+    assert ng.grad(lambda x: x * 2.0 if ng_isinstance(x, float) else None)(1.0) == 2.0
 
 
 @row("`autograd.scipy.special`, `autograd.scipy.stats`")
@@ -292,6 +350,12 @@ def test_scipy_linalg() -> None:
 
     close(ng.grad(lambda m: f(lg, np, m))(a), autograd.grad(lambda m: np_real(f(alg, anp, m)))(a), rtol=1e-9)
     check_grads(lambda m: f(lg, np, m), a, order=2)
+    ab = onp.array([[0.0, 0.5, -0.2, 0.1], [3.0, -2.5, 2.0, 2.2], [0.3, 0.4, -0.6, 0.0]])  # (l, u) = (1, 1)
+    rhs = onp.array([1.0, -2.0, 0.5, 3.0])
+    for k in (0, 1):  # autograd's gradient in ab is right for a vector b (for columns, its shape is not ab's)
+        ours = ng.grad(lambda ab, b: np.sum(np.sin(lg.solve_banded((1, 1), ab, b))), argnums=k)(ab, rhs)
+        theirs = autograd.grad(lambda ab, b: anp.sum(anp.sin(alg.solve_banded((1, 1), ab, b))), k)(ab, rhs)
+        close(ours, theirs)
 
 
 def np_real(x: Any) -> Any:
@@ -314,7 +378,7 @@ def test_odeint() -> None:
     assert d_k == pytest.approx(-2.0 * onp.exp(-0.7), rel=1e-5)
 
 
-@row("`autograd.scipy.signal.convolve(a, b, mode=mode)`")
+@row("`autograd.scipy.signal.convolve(A, B, axes=axes, dot_axes=dot_axes, mode=mode)`")
 def test_signal_convolve() -> None:
     import autograd.scipy.signal as asig
 
@@ -326,6 +390,16 @@ def test_signal_convolve() -> None:
         ours = ng.grad(lambda b, m=mode: np.sum(signal.convolve(a, b, m) ** 2))(b)
         theirs = autograd.grad(lambda b, m=mode: anp.sum(asig.convolve(a, b, mode=m) ** 2))(b)
         close(ours, theirs)
+    # autograd's convolutional net: images (N, C, H, W), filters (C, K, h, w)
+    rng = onp.random.default_rng(0)
+    images, filters = rng.normal(size=(4, 2, 6, 5)), rng.normal(size=(2, 3, 3, 2))
+    layer = {"axes": ([2, 3], [2, 3]), "dot_axes": ([1], [0]), "mode": "valid"}
+    close(signal.convolve(images, filters, **layer), asig.convolve(images, filters, **layer))
+    ours = ng.grad(lambda w: np.sum(np.tanh(signal.convolve(images, w, **layer))))(filters)
+    theirs = autograd.grad(lambda w: anp.sum(anp.tanh(asig.convolve(images, w, **layer))))(filters)
+    close(ours, theirs)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'dot_axis'"):
+        signal.convolve(images, filters, dot_axis=([1], [0]))
 
 
 @row("`autograd.scipy.stats.multivariate_normal.logpdf`")
@@ -342,6 +416,10 @@ def test_multivariate_normal_errors() -> None:
             module.logpdf(onp.zeros(2), onp.zeros(2), indefinite)
     cov = onp.array([[2.0, 0.3], [0.3, 1.0]])
     close(mvn.logpdf(X[:2], onp.zeros(2), cov), amvn.logpdf(X[:2], onp.zeros(2), cov))
+    close(mvn.entropy(onp.zeros(2), cov), amvn.entropy(onp.zeros(2), cov))
+    root = onp.array([[1.0, 0.0], [0.4, 0.8]])  # along symmetric directions (cov = r r^T), both agree
+    ours = ng.grad(lambda r: mvn.entropy(onp.zeros(2), r @ r.T))(root)
+    close(ours, autograd.grad(lambda r: amvn.entropy(onp.zeros(2), anp.dot(r, r.T)))(root))
 
 
 # -- JAX -----------------------------------------------------------------------------------------------

@@ -385,3 +385,69 @@ def test_matrix_function_gradients_along_a_subnormal_direction(dtype: Any, tiny:
     assert grad.dtype == dtype
     expected = np.exp(0.5) * np.array([[tiny]], dtype)  # to the subnormals' few bits
     np.testing.assert_allclose(grad, expected, rtol=1e-3, atol=2 * np.finfo(dtype).smallest_subnormal)
+
+
+# -- solve_banded ------------------------------------------------------------------------------------
+
+
+def _dense(ab: np.ndarray, lower: int, upper: int) -> np.ndarray:
+    """The matrix whose band storage is ``ab``, built entry by entry from scipy's definition."""
+    n = ab.shape[-1]
+    a = np.zeros((n, n), ab.dtype)
+    for i in range(n):
+        for j in range(max(0, i - lower), min(n, i + upper + 1)):
+            a[i, j] = ab[upper + i - j, j]
+    return a
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_solve_banded_is_the_dense_solve_and_its_gradients_are_checked(data: st.DataObject) -> None:
+    from tests.ops.specs_scipy_linalg import banded
+
+    lower, upper, n = data.draw(st.integers(0, 3)), data.draw(st.integers(0, 3)), data.draw(st.integers(1, 6))
+    ab = banded(data.draw, (lower + upper + 1, n), upper)
+    b = data.draw(float_arrays(data.draw(st.sampled_from([(n,), (n, 1), (n, 3)]))))
+    x = sla.solve_banded((lower, upper), ab, b)
+    np.testing.assert_allclose(x, scipy.linalg.solve_banded((lower, upper), ab, b), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(_dense(ab, lower, upper) @ x, b, rtol=1e-10, atol=1e-12)
+    check_grads(lambda ab, b: sla.solve_banded((lower, upper), ab, b), ab, b, order=2, modes=("rev", "fwd"))
+    # The corners of the storage that hold no entry of the matrix are not read: no gradient there.
+    g = ng.grad(lambda ab: ng.sum(sla.solve_banded((lower, upper), ab, b) ** 2))(ab)
+    rows, columns = np.indices(ab.shape)
+    unread = (columns + rows - upper < 0) | (columns + rows - upper >= n)
+    assert np.all(g[unread] == 0.0)
+
+
+def test_solve_banded_matches_hips_autograd_and_a_dense_solve() -> None:
+    autograd = pytest.importorskip("autograd")
+    alg = pytest.importorskip("autograd.scipy.linalg")
+    rng = np.random.default_rng(3)
+    for lower, upper in ((1, 1), (0, 2), (2, 0), (2, 1)):
+        ab = rng.normal(size=(lower + upper + 1, 5)) * 0.3
+        ab[upper] += 2.0
+        b = rng.normal(size=5)
+
+        def f(mod: Any, np_: Any, lu: tuple[int, int] = (lower, upper)) -> Callable[..., Any]:
+            return lambda band, rhs: np_.sum(np_.sin(mod.solve_banded(lu, band, rhs)))
+
+        ours = ng.grad(f(sla, ng), argnums=(0, 1))(ab, b)
+        theirs = [autograd.grad(f(alg, autograd.numpy), k)(ab, b) for k in (0, 1)]
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-10)
+        np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-10)
+        matrix = _dense(ab, lower, upper)
+        dense = ng.grad(lambda b, m=matrix: ng.sum(ng.sin(ng.solve(m, b))))(b)
+        np.testing.assert_allclose(ours[1], dense, rtol=1e-10)
+
+
+def test_solve_banded_stacks_vmap_and_complex() -> None:
+    rng = np.random.default_rng(4)
+    ab = rng.normal(size=(3, 3, 4)) * 0.3
+    ab[:, 1] += 2.0
+    b = rng.normal(size=(3, 4, 2))
+    np.testing.assert_allclose(sla.solve_banded((1, 1), ab, b), scipy.linalg.solve_banded((1, 1), ab, b), rtol=1e-12)
+    check_grads(lambda ab, b: sla.solve_banded((1, 1), ab, b), ab, b)
+    per_example = ng.vmap(lambda ab, b: sla.solve_banded((1, 1), ab, b))(ab, b[..., 0])
+    np.testing.assert_allclose(per_example, scipy.linalg.solve_banded((1, 1), ab, b)[..., 0], rtol=1e-12)
+    complex_ab = ab[0] + 0.2j * rng.normal(size=(3, 4))
+    check_grads(lambda ab: sla.solve_banded((1, 1), ab, b[0]), complex_ab, holomorphic=True)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 import scipy.signal
+from hypothesis import given, settings
 
 import nodegrad as ng
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError
@@ -105,3 +107,80 @@ def test_autograds_convolve_gives_the_same_numbers() -> None:
         )
         np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12, err_msg=mode)
         np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-12, err_msg=mode)
+
+
+# -- autograd's axes= and dot_axes= ----------------------------------------------------------------------
+
+
+@st.composite
+def _tensor_convolution(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Two arrays, the axes to convolve and to contract (each input's in a shuffled order,
+    with axes kept besides), and a mode that autograd accepts for their sizes."""
+    n_conv, n_dot = draw(st.integers(1, 2)), draw(st.integers(0, 1))
+    kept_a, kept_b = draw(st.integers(0, 1)), draw(st.integers(0, 1))
+    mode = draw(st.sampled_from(["full", "valid", "same"]))
+    sizes_a = [draw(st.integers(1, 4)) for _ in range(n_conv)]
+    if mode == "valid":  # one at least as large as the other along every convolved axis
+        smaller = draw(st.booleans())
+        sizes_b = [draw(st.integers(1, s)) if smaller else draw(st.integers(s, 4)) for s in sizes_a]
+    else:
+        sizes_b = [draw(st.integers(1, 4)) for _ in range(n_conv)]
+    dots = [draw(st.integers(1, 3)) for _ in range(n_dot)]
+    roles_a = draw(st.permutations(["c"] * n_conv + ["d"] * n_dot + ["k"] * kept_a))
+    roles_b = draw(st.permutations(["c"] * n_conv + ["d"] * n_dot + ["k"] * kept_b))
+
+    def layout(roles: list[str], conv_sizes: list[int]) -> tuple[tuple[int, ...], list[int], list[int]]:
+        conv, dot, shape, c, d = [], [], [], iter(conv_sizes), iter(dots)
+        for axis, role in enumerate(roles):
+            conv += [axis] if role == "c" else []
+            dot += [axis] if role == "d" else []
+            shape.append(next(c) if role == "c" else next(d) if role == "d" else draw(st.integers(1, 3)))
+        return tuple(shape), conv, dot
+
+    shape_a, conv_a, dot_a = layout(roles_a, sizes_a)
+    shape_b, conv_b, dot_b = layout(roles_b, sizes_b)
+    a, b = RNG.normal(size=shape_a), RNG.normal(size=shape_b)
+    return a, b, {"axes": (conv_a, conv_b), "dot_axes": (dot_a, dot_b), "mode": mode}
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=_tensor_convolution())
+def test_axes_and_dot_axes_are_autograds(case: tuple[np.ndarray, np.ndarray, dict[str, Any]]) -> None:
+    a, b, options = case
+    out = signal.convolve(a, b, **options)
+    asig = pytest.importorskip("autograd.scipy.signal")
+    np.testing.assert_allclose(out, asig.convolve(a, b, **options), rtol=1e-12, atol=1e-12)
+    check_grads(lambda a, b: signal.convolve(a, b, **options), a, b, order=2, modes=("rev", "fwd"))
+
+
+def test_autograds_convolutional_layer_and_its_gradients() -> None:
+    autograd = pytest.importorskip("autograd")
+    asig = pytest.importorskip("autograd.scipy.signal")
+    images, filters = RNG.normal(size=(3, 2, 6, 5)), RNG.normal(size=(2, 4, 3, 2))
+    layer = {"axes": ([2, 3], [2, 3]), "dot_axes": ([1], [0]), "mode": "valid"}
+    out = signal.convolve(images, filters, **layer)
+    assert out.shape == (3, 4, 4, 4)
+    weights = RNG.normal(size=out.shape)
+    ours = ng.grad(lambda i, f: ng.sum(signal.convolve(i, f, **layer) * weights), argnums=(0, 1))(images, filters)
+    for k in (0, 1):
+        theirs = autograd.grad(lambda i, f: autograd.numpy.sum(asig.convolve(i, f, **layer) * weights), k)(
+            images, filters
+        )
+        np.testing.assert_allclose(ours[k], theirs, rtol=1e-12)
+
+
+def test_bad_axes_and_keywords() -> None:
+    a, b = np.ones((2, 3)), np.ones((2, 2))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'axis'") as info:
+        signal.convolve(a, b, axis=([1], [1]))
+    assert not isinstance(info.value, DtypeError)  # Python's error for a call that does not fit
+    with pytest.raises(ArgumentError, match=r"axes= must be a pair"):
+        signal.convolve(a, b, axes=[1])
+    with pytest.raises(ArgumentError, match=r"axes= names axis 2 of in1, which has 2 dimensions"):
+        signal.convolve(a, b, axes=([2], [1]))
+    with pytest.raises(ArgumentError, match=r"an axis of in1 is named twice"):
+        signal.convolve(a, b, axes=([1], [1]), dot_axes=([1], [0]))
+    with pytest.raises(ShapeError, match=r"contracts axis 0 of in1 \(2, 3\) with axis 1 of in2 \(2, 3\)"):
+        signal.convolve(a, np.ones((2, 3)), axes=([1], [0]), dot_axes=([0], [1]))
+    with pytest.raises(ShapeError, match=r"mode 'valid'.*axes \(0, 1\) and \(0, 1\)"):
+        signal.convolve(np.ones((3, 1)), np.ones((1, 3)), axes=([0, 1], [0, 1]), mode="valid")

@@ -31,6 +31,7 @@ CONTINUOUS: dict[str, tuple[tuple[st.SearchStrategy[float], ...], st.SearchStrat
     "t": ((floats(0.5, 6.0),), st.one_of(floats(-3.0, -0.1), floats(0.1, 3.0))),
     "beta": ((floats(0.5, 4.0), floats(0.5, 4.0)), floats(0.05, 0.95)),
     "gamma": ((floats(0.5, 4.0),), floats(0.1, 4.0)),
+    "chi2": ((floats(1.0, 8.0),), floats(0.1, 8.0)),
     "expon": ((), floats(0.1, 4.0)),
     "laplace": ((), st.one_of(floats(-3.0, -0.1), floats(0.1, 3.0))),  # the kink at loc
     "cauchy": ((), floats()),
@@ -38,7 +39,7 @@ CONTINUOUS: dict[str, tuple[tuple[st.SearchStrategy[float], ...], st.SearchStrat
     "uniform": ((), floats(0.05, 0.95)),
 }
 # Shape parameters of the CDFs with no closed-form derivative.
-NO_CDF_GRADIENT = {"t", "beta", "gamma"}
+NO_CDF_GRADIENT = {"t", "beta", "gamma", "chi2"}
 
 
 def _close(got: Any, expected: Any, rtol: float = 1e-12) -> None:
@@ -141,16 +142,21 @@ def test_continuous_gradients(name: str, method: str, data: st.DataObject) -> No
         check_grads(lambda x, *rest: fn(x, *rest), x, *params, loc, scale)
 
 
-@pytest.mark.parametrize("name", ["norm", "t", "beta", "gamma", "laplace", "cauchy", "logistic"])
+@pytest.mark.parametrize("name", ["norm", "t", "beta", "gamma", "chi2", "laplace", "cauchy", "logistic"])
 def test_second_derivatives_of_the_log_densities(name: str) -> None:
     domains, _ = CONTINUOUS[name]
-    x = {"beta": np.array([0.2, 0.7]), "gamma": np.array([0.5, 2.0])}.get(name, np.array([-1.3, 0.4]))
+    positive = {"beta": np.array([0.2, 0.7]), "gamma": np.array([0.5, 2.0]), "chi2": np.array([0.5, 2.0])}
+    x = positive.get(name, np.array([-1.3, 0.4]))
     params = [np.array([1.5, 3.0])[: 1 + i] for i in range(len(domains))]
     check_grads(lambda x, *rest: getattr(stats, name).logpdf(x, *rest), x, *params, 0.1, 1.3, order=2)
 
 
 def test_cdfs_are_not_differentiable_in_shape_parameters() -> None:
-    for fn, name in ((lambda df: stats.t.cdf(0.5, df), "stdtr"), (lambda a: stats.gamma.sf(0.5, a), "gammaincc")):
+    for fn, name in (
+        (lambda df: stats.t.cdf(0.5, df), "stdtr"),
+        (lambda a: stats.gamma.sf(0.5, a), "gammaincc"),
+        (lambda df: stats.chi2.cdf(0.5, df), "gammainc"),
+    ):
         with pytest.raises(NoGradientError, match=f"'{name}' has no gradient rule"):
             ng.grad(fn)(2.0)
     with pytest.raises(NoGradientError, match="'betainc' has no gradient rule for a"):
@@ -202,6 +208,48 @@ def test_multivariate_normal_values_and_gradients(case: tuple[np.ndarray, ...]) 
         expected = getattr(scipy_stats.multivariate_normal, method)(x, mean, cov)
         _close(getattr(stats.multivariate_normal, method)(x, mean, cov), expected, rtol=1e-11)
     check_grads(lambda x, m, r: stats.multivariate_normal.logpdf(x, m, r @ r.T + eye), x, mean, root)
+
+
+@EXAMPLES
+@given(case=_mvn())
+def test_multivariate_normal_entropy(case: tuple[np.ndarray, ...]) -> None:
+    _, mean, root, eye = case
+    cov = root @ root.T + eye
+    _close(stats.multivariate_normal.entropy(mean, cov), scipy_stats.multivariate_normal.entropy(mean, cov))
+    diagonal = np.diag(cov)
+    _close(stats.multivariate_normal.entropy(mean, diagonal), scipy_stats.multivariate_normal.entropy(mean, diagonal))
+    check_grads(lambda r: stats.multivariate_normal.entropy(mean, r @ r.T + eye), root, order=2)
+    # inv(cov) / 2 along symmetric directions: HIPS autograd's gradient, held on the lower triangle
+    direction = root + root.T
+    along = ng.jvp(lambda c: stats.multivariate_normal.entropy(None, c), (cov,), (direction,))[1]
+    np.testing.assert_allclose(along, 0.5 * np.sum(np.linalg.inv(cov) * direction), rtol=1e-10, atol=1e-12)
+
+
+def test_multivariate_normal_entropy_reads_its_arguments_as_scipy_does() -> None:
+    mvn, theirs = stats.multivariate_normal, scipy_stats.multivariate_normal
+    for args in ((), (None, 2.0), (np.zeros(3), 0.5), (np.zeros(2), np.array([1.0, 3.0]))):
+        _close(mvn.entropy(*args), theirs.entropy(*args))
+    singular = np.array([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    expected = theirs(None, singular, allow_singular=True).entropy()
+    _close(mvn.entropy(None, singular, allow_singular=True), expected)
+    with pytest.raises(np.linalg.LinAlgError, match="allow_singular"):
+        mvn.entropy(None, singular)
+    with pytest.raises(LinAlgError, match="positive semidefinite"):
+        mvn.entropy(None, -np.eye(2))
+
+
+def test_chi2_matches_hips_autograd() -> None:
+    autograd = pytest.importorskip("autograd")
+    achi2 = pytest.importorskip("autograd.scipy.stats.chi2")
+    x = np.array([0.3, 1.0, 2.5, 7.0])
+    for method in ("logpdf", "pdf", "cdf"):  # autograd's three, differentiable in x
+        for df in (1.0, 3.0, 6.0):  # integers: autograd's density gradient is 0 at other df
+            _close(getattr(stats.chi2, method)(x, df), getattr(achi2, method)(x, df))
+            ours = ng.grad(lambda x, m=method, df=df: ng.sum(getattr(stats.chi2, m)(x, df)))(x)
+            theirs = autograd.grad(lambda x, m=method, df=df: autograd.numpy.sum(getattr(achi2, m)(x, df)))(x)
+            _close(ours, theirs, rtol=1e-10)
+    # the derivative where autograd's is 0: (df - 2 - x) / (2 x)
+    _close(ng.grad(lambda x: ng.sum(stats.chi2.logpdf(x, 2.5)))(x), (2.5 - 2.0 - x) / (2.0 * x))
 
 
 def test_multivariate_normal_reads_its_arguments_as_scipy_does() -> None:

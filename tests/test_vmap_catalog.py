@@ -438,6 +438,7 @@ DISTRIBUTIONS: dict[str, tuple[Any, ...]] = {
     "t": (_POINTS, 3.0, 0.25, 1.5),
     "beta": (np.array([0.1, 0.25, 0.5, 0.8]), 2.0, 3.0),
     "gamma": (_POINTS, 2.0, 0.0, 1.5),
+    "chi2": (_POINTS, 3.0, -1.0, 1.5),
     "expon": (_POINTS, 0.0, 1.5),
     "laplace": (_POINTS, 0.25, 1.5),
     "cauchy": (_POINTS, 0.25, 1.5),

@@ -11,6 +11,7 @@ all-or-nothing: a failed call leaves every arena as it was.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -86,6 +87,10 @@ def guarded(fn: F) -> F:
             msg = f"{name}: an argument is nested too deeply, or contains itself [called at {user_location()}]"
             raise StructureError(msg) from exc
         except Exception as exc:
+            if isinstance(exc, TypeError) and not _fits(fn, args, kwargs):
+                # A call that does not fit the signature is Python's TypeError, as for any function.
+                msg = f"{name}: {exc} [called at {user_location()}]"
+                raise TypeError(msg) from None
             rerun = RERUNS.get(type(exc))
             if rerun is not None:  # it read an interpreter's value: that interpreter runs it its own way
                 return rerun(checked, args, kwargs, exc)
@@ -103,6 +108,17 @@ def guarded(fn: F) -> F:
 
 #: The guarded functions of structures, to which a table is a table, not an operand.
 _OF_STRUCTURES: set[Callable[..., Any]] = set()
+
+
+def _fits(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether ``fn(*args, **kwargs)`` fits ``fn``'s signature (asked only once it raised)."""
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read (a builtin)
+        return True
+    return True
 
 
 def guarded_structure(fn: F) -> F:

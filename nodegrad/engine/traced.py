@@ -281,6 +281,12 @@ class Traced(Interpreted):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self._refuse_if_leaked("np.asarray()")
+        wanted = _dtype_or_none(dtype)
+        if wanted is not None and wanted.kind in "biu" and type(unwrap(self)) not in INTERPRETED:
+            # An integer cast has no gradient to drop: np.int64(x), np.int32(x), np.bool_(x) and
+            # np.asarray(x, dtype=int) are constants, as x.astype(int) and HIPS autograd's
+            # np.int64(x) are. (Not under vmap or replay, whose values must stay theirs.)
+            return np.array(unwrap(self), dtype=wanted)
         what = (
             f"a traced value (node {self.index}, {describe(self.value)}) cannot become a plain numpy "
             "array: that would silently drop its gradient."
@@ -288,14 +294,31 @@ class Traced(Interpreted):
         library = _foreign_caller()
         if library is not None:
             raise ArenaError(_foreign_message(library, what))
+        cast = (
+            f"To cast it keeping its gradient, write x.astype(np.{wanted.name}) (np.{wanted.name}(x) is refused, "
+            "as HIPS autograd refuses it)."
+            if wanted is not None and wanted.kind in "fc"
+            else ""
+        )
         parts = (
             what,
+            cast,
             "Use a nodegrad op or a numpy function with a registered op.",
             PLUGINS.conversion_advice,
             "Call nodegrad.stop_gradient(x) or read x.value to detach on purpose.",
         )
         msg = " ".join(part for part in parts if part)
         raise ArenaError(msg)
+
+
+def _dtype_or_none(dtype: Any) -> np.dtype[Any] | None:
+    """``dtype`` as a numpy dtype; ``None`` for none, or for something that is not one."""
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return None
 
 
 _ARENAS = frozenset({Traced})  # what unwrap peels: the handles of arenas

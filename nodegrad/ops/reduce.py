@@ -274,8 +274,18 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
     >>> import nodegrad as ng
     >>> float(ng.std(np.array([1.0, 3.0])))
     1.0
+    >>> ng.grad(ng.std)(np.array([2.0]))  # one value: 0, as HIPS autograd gives (not NaN)
+    array([0.])
     """
-    return sqrt(var(x, axis, ddof, keepdims))
+    axes = normalize_axis("std", axis, np.ndim(unwrap(x)))
+    n = _count(unwrap(x), axes)
+    if n > 1:
+        return sqrt(var(x, axes, ddof, keepdims))
+    # One value (or none) per result: it is 0 (NaN with ddof >= n), where sqrt has no
+    # derivative and the chain rule would give 0 * inf = NaN. Its gradient is 0, as HIPS
+    # autograd gives it: the sum of squared deviations from the mean, 0 with a zero gradient.
+    spread = sum(_squared_magnitude(x - mean(x, axes, keepdims=True)), axes, keepdims)
+    return spread + (np.nan if n - ddof <= 0 else 0.0)
 
 
 def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...] | None:

@@ -13,8 +13,11 @@ Complex inputs follow nodegrad's convention (the transpose, no conjugate: the
 convolution is bilinear).
 
 autograd's ``autograd.scipy.signal.convolve(A, B, axes=None, dot_axes=[(), ()],
-mode='full')`` is its own extension of scipy's (convolving along chosen axes and
-contracting others); this is scipy's function, with scipy's signature.
+mode='full')`` extends scipy's: it convolves along chosen axes, contracts others (a sum
+over them, as ``np.tensordot``) and keeps the rest, each input's own. Here ``axes=`` and
+``dot_axes=`` are those keywords, with autograd's meaning (see
+:mod:`nodegrad.scipy._tensor_convolve`); scipy's positional order is kept, so autograd's
+calls, which pass them by keyword, port with the import swap.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, DtypeError, ShapeError, user_location
 from nodegrad.extend import defvjp, primitive
+from nodegrad.scipy._tensor_convolve import tensor_convolve
 
 __all__ = ["convolve"]
 
@@ -73,7 +77,9 @@ defvjp(_convolve, _vjp(0), _vjp(1))
 
 
 @guarded
-def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
+def convolve(
+    in1: Any, in2: Any, mode: str = "full", method: str = "auto", *, axes: Any = None, dot_axes: Any = None
+) -> Any:
     """Convolve two N-dimensional arrays, ``scipy.signal.convolve``; differentiable in both.
 
     Parameters
@@ -86,11 +92,19 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> An
         ``in1``, centred in the full output.
     method : {'auto', 'direct', 'fft'}, default 'auto'
         How scipy computes it (and the gradients' convolutions).
+    axes : pair of sequences of int, optional
+        HIPS autograd's keyword: ``(axes of in1, axes of in2)`` to convolve along, paired
+        in order (by default every axis). The other axes need not match in number.
+    dot_axes : pair of sequences of int, optional
+        HIPS autograd's keyword: ``(axes of in1, axes of in2)`` of equal sizes to contract
+        (sum the products over), as ``np.tensordot``'s ``axes``. With ``axes`` or
+        ``dot_axes`` the result's axes are, in order, ``in1``'s other axes, ``in2``'s other
+        axes and the convolved ones (autograd's layout), and ``method`` is not used.
 
     Returns
     -------
     ndarray or Traced
-        scipy's convolution.
+        scipy's convolution (autograd's, with ``axes`` or ``dot_axes``).
 
     Examples
     --------
@@ -101,6 +115,9 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> An
     array([0. , 1. , 2.5, 4. , 1.5])
     >>> ng.grad(lambda k: ng.sum(signal.convolve(np.array([1.0, 2.0, 3.0]), k, "valid") ** 2))(np.ones(3))
     array([36., 24., 12.])
+    >>> images, filters = np.ones((5, 2, 4, 4)), np.ones((2, 3, 3, 3))  # autograd's convnet layout
+    >>> signal.convolve(images, filters, axes=([2, 3], [2, 3]), dot_axes=([1], [0]), mode="valid").shape
+    (5, 3, 2, 2)
     """
     if mode not in _MODES:
         msg = f"convolve: mode must be one of {_MODES}, got {mode!r} [called at {user_location()}]"
@@ -110,6 +127,8 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> An
         raise ArgumentError(msg)
     a = in1 if type(in1) in INTERPRETED else np.asarray(in1)
     b = in2 if type(in2) in INTERPRETED else np.asarray(in2)
+    if axes is not None or dot_axes is not None:
+        return tensor_convolve(a, b, axes, dot_axes, mode)
     shape1, shape2 = np.shape(unwrap(a)), np.shape(unwrap(b))
     for name, value in (("in1", a), ("in2", b)):
         if np.result_type(unwrap(value)).kind not in "biufc":

@@ -40,6 +40,7 @@ from nodegrad.tree import zeros_like
 
 __all__ = [
     "Transformed",
+    "as_differentiated",
     "check_callable",
     "check_flag",
     "check_holomorphic_inputs",
@@ -159,6 +160,17 @@ def resolve_argnums(nums: tuple[int, ...], nargs: int, fun: Callable[..., Any]) 
         )
         raise ArgumentError(msg)
     return resolved
+
+
+def as_differentiated(value: Any) -> Any:
+    """A differentiated argument as the transforms take it: an integer or boolean array
+    becomes float64, as HIPS autograd differentiates one (its gradient is float64, and
+    ``fun`` sees the floats); any other value as it is. A Python or numpy integer *number*
+    is still refused where it becomes a leaf, as autograd refuses it, and integer arrays
+    inside a structure stay static."""
+    if type(value) is np.ndarray and value.dtype.kind in "biu":
+        return value.astype(np.float64)
+    return value
 
 
 def leaf_params(

@@ -19,6 +19,7 @@ from nodegrad.engine.levels import Interpreted
 from nodegrad.engine.structure import pair_leaves
 from nodegrad.errors import ArgumentError, StructureError
 from nodegrad.transforms.common import (
+    as_differentiated,
     check_callable,
     leaf_params,
     like_argument,
@@ -71,7 +72,7 @@ def jvp(fun: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]
         if not isinstance(value, (tuple, list)):
             msg = f"jvp: {what} must be a tuple or list with one entry per argument, got {type(value).__name__}"
             raise ArgumentError(msg)
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals, tangents = tuple(as_differentiated(p) for p in primals), tuple(tangents)
     if len(primals) != len(tangents):
         msg = f"jvp: {len(primals)} primals but {len(tangents)} tangents"
         raise StructureError(msg)
@@ -111,6 +112,7 @@ def linearize(fun: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[...
     (array([0., 0.]), array([0.        , 1.38177329]))
     """
     check_callable(fun, "linearize")
+    primals = tuple(as_differentiated(p) for p in primals)
     value, push = _linearized(fun, primals, name_of("linearize", fun))
 
     def jvp_at_primals(*tangents: Any) -> Any:

@@ -28,6 +28,7 @@ from nodegrad.errors import ArgumentError, DtypeError
 from nodegrad.transforms.batching import vmap
 from nodegrad.transforms.common import (
     Transformed,
+    as_differentiated,
     check_callable,
     check_flag,
     check_holomorphic_inputs,
@@ -140,8 +141,9 @@ def _check_differentiable(where: str, value: Any, what: str) -> None:
         raise unwalkable(where, what, value) from None
     if not found:
         msg = (
-            f"{where}: {what} holds no floating-point value to differentiate (integers are not differentiated: "
-            "write 3.0 for 3, or cast an integer array with x.astype(float))"
+            f"{where}: {what} holds no floating-point value to differentiate (integer numbers are not "
+            "differentiated: write 3.0 for 3; an integer array is differentiated as float64, but not inside a "
+            "structure: cast it with x.astype(float))"
         )
         raise DtypeError(msg)
     if _holds_table(flatten(value)[1]):
@@ -204,7 +206,7 @@ def jacobian(
 
     def jacobian_fun(*args: P.args, **kwargs: P.kwargs) -> Any:
         positions = resolve_argnums(nums, len(args), fun)
-        chosen = tuple(args[k] for k in positions)
+        chosen = tuple(as_differentiated(args[k]) for k in positions)
         for k, value in zip(positions, chosen, strict=True):
             _check_differentiable("jacobian", value, f"args[{k}]")
         if holomorphic:

@@ -22,6 +22,7 @@ from nodegrad.errors import ArgumentError, NoGradientError, StructureError
 from nodegrad.ops.tables import as_tables
 from nodegrad.transforms.common import (
     Transformed,
+    as_differentiated,
     check_callable,
     check_flag,
     check_holomorphic_inputs,
@@ -111,7 +112,9 @@ def value_and_grad(
     fun : callable
         Returns a scalar (or ``(scalar, aux)`` with ``has_aux``). A differentiated
         argument is a float, a float array, or any record / dict / list / tuple of them
-        (static leaves such as ints, strings and fields marked static pass through).
+        (static leaves such as ints, strings and fields marked static pass through). An
+        integer or boolean array argument is differentiated as float64, as HIPS autograd
+        does (``fun`` sees it as floats); a Python int is refused, as autograd refuses it.
     argnums : int or tuple of int, default 0
         Which positional arguments to differentiate.
     has_aux : bool, default False
@@ -186,6 +189,7 @@ def value_and_grad(
         # checking arena, here or under debug_nans, keeps everything: it checks them all).
         arena.lean = not arena.check_finite
         positions = resolve_argnums(nums, len(args), fun)
+        args = tuple(as_differentiated(a) if k in positions else a for k, a in enumerate(args))
         if isinstance(options, GradOptions) and not options.zero_missing_wrt:  # others are refused by the sweep
             _refuse_integer_leaves(args, positions, names)
         call_args = list(args)
@@ -407,7 +411,7 @@ def vjp(fun: Callable[[Unpack[Ts]], Any], *args: Unpack[Ts], has_aux: bool = Fal
     check_callable(fun, "vjp")
     # vjp_fun may run long after this returns: its rules must read the arguments as they
     # are now, not as an in-place update (x -= lr * g) leaves them (a silent wrong answer).
-    arguments: tuple[Any, ...] = tuple(map_floats(_own_copy, a) for a in args)
+    arguments: tuple[Any, ...] = tuple(map_floats(_own_copy, as_differentiated(a)) for a in args)
     leaves: list[Interpreted] = []  # every differentiated leaf, in order, as grad makes them
     layouts: list[Any] = []
     with nested_arena() as arena:

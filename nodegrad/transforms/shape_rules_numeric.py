@@ -358,6 +358,25 @@ def _solve_triangular(a: Any, b: Any, trans: Any, lower: Any, unit_diagonal: Any
     return ShapeDtype(_solve_shape("solve_triangular", a, b), dtype)
 
 
+@shape_rule("solve_banded")
+def _solve_banded(ab: Any, b: Any, lower: Any, upper: Any) -> ShapeDtype:
+    """The solution has ``b``'s shape (its stack broadcast with the band storage's), in the
+    common dtype of ``ab`` and ``b`` (at least float32), as scipy solves in it."""
+    abshape, bshape = shape_of(ab), shape_of(b)
+    if len(abshape) < 2 or abshape[-2] != int(lower) + int(upper) + 1:
+        raise _fail(ShapeError, "solve_banded", f"ab of shape {abshape} is not the band storage of ({lower}, {upper})")
+    n = abshape[-1]
+    if len(bshape) == 1:
+        if bshape[0] != n:
+            raise _fail(ShapeError, "solve_banded", f"ab of shape {abshape} and b of shape {bshape} do not fit")
+        shape: tuple[int, ...] = (*abshape[:-2], n)
+    else:
+        if len(bshape) < 2 or bshape[-2] != n:
+            raise _fail(ShapeError, "solve_banded", f"ab of shape {abshape} and b of shape {bshape} do not fit")
+        shape = (*_broadcast("solve_banded", abshape[:-2], bshape[:-2]), n, bshape[-1])
+    return ShapeDtype(shape, np.result_type(_dtype(ab), _dtype(b), np.float32))
+
+
 @shape_rule("solve_sylvester")
 def _solve_sylvester(a: Any, b: Any, q: Any) -> ShapeDtype:
     a_stack, m, _ = _matrices("solve_sylvester", a)

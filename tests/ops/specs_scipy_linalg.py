@@ -1,12 +1,15 @@
-"""Specs for the scipy.linalg family: solve_triangular, solve_sylvester, lu_factor, expm,
-sqrtm and logm (the ops :mod:`nodegrad.scipy.linalg` registers).
+"""Specs for the scipy.linalg family: solve_triangular, solve_banded, solve_sylvester,
+lu_factor, expm, sqrtm and logm (the ops :mod:`nodegrad.scipy.linalg` registers).
 
 Matrices are drawn well conditioned, where each function is smooth: triangular ones with a
 diagonal of magnitude 1 to 2 and smaller entries above (or below) it; LU factors with
 multipliers of magnitude at most 1/2, so partial pivoting picks the drawn row order with a
-margin; and ``Q diag(s) Q^T`` with ``s`` in [0.5, 2] plus a small non-symmetric part for
-the Sylvester equation and the square root and logarithm (every eigenvalue then has a real
-part above 0.3, away from the negative real axis)."""
+margin; banded ones in band storage with a diagonal of magnitude 2 to 3 and entries of
+magnitude at most 1/2 beside it (diagonally dominant: at most four off-diagonals are
+drawn), the unread corners of the storage holding entries too; and ``Q diag(s) Q^T``
+with ``s`` in [0.5, 2] plus a small non-symmetric part for the Sylvester equation and
+the square root and logarithm (every eigenvalue then has a real part above 0.3, away
+from the negative real axis)."""
 
 from __future__ import annotations
 
@@ -77,6 +80,38 @@ def _solve_triangular_cases(draw: st.DrawFn, broadcast: bool = False, conjugate:
     )
 
 
+def banded(draw: st.DrawFn, shape: tuple[int, ...], upper: int) -> np.ndarray:
+    """Band storage ``(..., l + u + 1, n)`` of diagonally dominant matrices (see above)."""
+    ab = draw(float_arrays(shape, elements=floats(-0.5, 0.5)))
+    diagonal = draw(float_arrays((*shape[:-2], shape[-1]), elements=floats(2.0, 3.0)))
+    ab[..., upper, :] = diagonal * draw(float_arrays(diagonal.shape, elements=st.sampled_from([-1.0, 1.0])))
+    return ab
+
+
+@st.composite
+def _solve_banded_cases(draw: st.DrawFn, broadcast: bool = False) -> Case:
+    lower, upper, n = draw(st.integers(0, 2)), draw(st.integers(0, 2)), draw(st.integers(1, 5))
+    vector = draw(st.booleans()) and not broadcast
+    stacks = [((), ()), ((2,), (2,)), ((2,), ()), ((), (2,))]
+    batch_ab, batch_b = ((), ()) if vector else draw(st.sampled_from(stacks))
+    ab = banded(draw, (*batch_ab, lower + upper + 1, n), upper)
+    b = draw(float_arrays((n,) if vector else (*batch_b, n, draw(st.integers(1, 3)))))
+    return Case(
+        lambda ab, b: sla.solve_banded((lower, upper), ab, b),
+        lambda ab, b: _banded_in_one_dtype((lower, upper), ab, b),
+        (ab, b),
+        (True, True) if broadcast else draw(diff_mask(2)),
+        desc=f"solve_banded ({lower}, {upper}) {ab.shape} {b.shape}",
+    )
+
+
+def _banded_in_one_dtype(l_and_u: tuple[int, int], ab: Any, b: Any) -> Any:
+    # scipy 1.17 divides a real b in place by a complex ab when M is 1, and fails: the
+    # reference takes the two in their common dtype.
+    common = np.result_type(ab, b, np.float32)
+    return scipy.linalg.solve_banded(l_and_u, np.asarray(ab, common), np.asarray(b, common))
+
+
 @st.composite
 def _solve_sylvester_cases(draw: st.DrawFn) -> Case:
     m, n = draw(st.integers(1, 3)), draw(st.integers(1, 3))
@@ -120,6 +155,7 @@ def _positive_spectrum_cases(draw: st.DrawFn, name: str) -> Case:
 
 SPECS: dict[str, st.SearchStrategy[Case]] = {
     "solve_triangular": _solve_triangular_cases(),
+    "solve_banded": _solve_banded_cases(),
     "solve_sylvester": _solve_sylvester_cases(),
     "lu_factor": _lu_factor_cases(),
     "expm": _expm_cases(),
@@ -127,12 +163,16 @@ SPECS: dict[str, st.SearchStrategy[Case]] = {
     "logm": _positive_spectrum_cases("logm"),
 }
 COMPOSITES: dict[str, st.SearchStrategy[Case]] = {}  # the composites are tested in tests/test_scipy_linalg.py
-BROADCASTING: dict[str, st.SearchStrategy[Case]] = {"solve_triangular": _solve_triangular_cases(broadcast=True)}
+BROADCASTING: dict[str, st.SearchStrategy[Case]] = {
+    "solve_triangular": _solve_triangular_cases(broadcast=True),
+    "solve_banded": _solve_banded_cases(broadcast=True),
+}
 # Every op is holomorphic (solve_triangular with a conjugate transpose, trans=2, is not:
 # tests/test_scipy_linalg.py checks it along real and imaginary directions). The imaginary
 # parts are small where the drawn spectrum or pivoting must stay as drawn.
 COMPLEX: dict[str, ComplexSpec] = {
     "solve_triangular": ComplexSpec(_solve_triangular_cases(conjugate=False), imag=floats(-0.3, 0.3), holomorphic=True),
+    "solve_banded": ComplexSpec(_solve_banded_cases(), imag=floats(-0.3, 0.3), holomorphic=True),
     "solve_sylvester": ComplexSpec(_solve_sylvester_cases(), imag=floats(-0.05, 0.05), holomorphic=True),
     "lu_factor": ComplexSpec(_lu_factor_cases(), imag=floats(-0.05, 0.05), holomorphic=True),
     "expm": ComplexSpec(_expm_cases(), holomorphic=True),
@@ -157,6 +197,34 @@ BAD_CALLS = [
         ("trans", "'X'"),
     ),
     BadCall("solve_triangular", (_nan((2, 2)), np.ones(2)), sla.solve_triangular, NonFiniteError, ("NaN",)),
+    BadCall(
+        "solve_banded",
+        (np.ones((3, 4)), np.ones(4)),
+        lambda ab, b: sla.solve_banded((1, 0), ab, b),
+        ShapeError,
+        ("l + u + 1 = 2 rows", "(3, 4)"),
+    ),
+    BadCall(
+        "solve_banded",
+        (np.ones((3, 4)), np.ones(3)),
+        lambda ab, b: sla.solve_banded((1, 1), ab, b),
+        ShapeError,
+        ("M = 4 rows", "(3,)"),
+    ),
+    BadCall(
+        "solve_banded",
+        (np.ones((3, 4)), np.ones(4)),
+        lambda ab, b: sla.solve_banded((1, -1), ab, b),
+        ArgumentError,
+        ("non-negative", "(1, -1)"),
+    ),
+    BadCall(
+        "solve_banded",
+        (_nan((3, 4)), np.ones(4)),
+        lambda ab, b: sla.solve_banded((1, 1), ab, b),
+        NonFiniteError,
+        ("NaN",),
+    ),
     BadCall("solve_sylvester", (np.eye(2), _M23, _M23), sla.solve_sylvester, ShapeError, ("square", "(2, 3)")),
     BadCall("solve_sylvester", (np.eye(2), np.eye(2), _M23), sla.solve_sylvester, ShapeError, ("float64[2, 3]",)),
     BadCall("lu_factor", (np.ones(3),), sla.lu_factor, ShapeError, ("matrix", "(3,)")),

@@ -1,6 +1,7 @@
 """``scipy.linalg`` for traced values: ``import nodegrad.scipy.linalg as sla``.
 
-Linear solves (:func:`solve`, :func:`solve_triangular`, :func:`solve_sylvester`), inverses
+Linear solves (:func:`solve`, :func:`solve_triangular`, :func:`solve_banded`,
+:func:`solve_sylvester`), inverses
 and determinants, the LU and Cholesky factorisations with the solves that take them, the
 matrix exponential, square root and logarithm, and :func:`block_diag`, with scipy's
 signatures and return conventions (``cho_factor`` returns ``(c, lower)``, ``lu_factor``
@@ -8,6 +9,7 @@ signatures and return conventions (``cho_factor`` returns ``(c, lower)``, ``lu_f
 Real and complex matrices alike, with nodegrad's convention for complex values.
 """
 
+from nodegrad.scipy.linalg.banded import solve_banded
 from nodegrad.scipy.linalg.basic import block_diag, det, inv, solve
 from nodegrad.scipy.linalg.matrix_functions import expm, logm, sqrtm
 from nodegrad.scipy.linalg.solvers import (
@@ -32,6 +34,7 @@ __all__ = [
     "lu_factor",
     "lu_solve",
     "solve",
+    "solve_banded",
     "solve_sylvester",
     "solve_triangular",
     "sqrtm",

@@ -5,11 +5,12 @@ both work, as in JAX and HIPS autograd.
 
 Continuous: :mod:`~nodegrad.scipy.stats.norm`, :mod:`~nodegrad.scipy.stats.t`,
 :mod:`~nodegrad.scipy.stats.beta`, :mod:`~nodegrad.scipy.stats.gamma`,
+:mod:`~nodegrad.scipy.stats.chi2`,
 :mod:`~nodegrad.scipy.stats.expon`, :mod:`~nodegrad.scipy.stats.laplace`,
 :mod:`~nodegrad.scipy.stats.cauchy`, :mod:`~nodegrad.scipy.stats.logistic`,
 :mod:`~nodegrad.scipy.stats.uniform` (``logpdf``, ``pdf``, ``cdf``, ``logcdf``, ``sf``,
-``logsf``; ``norm.ppf``), :mod:`~nodegrad.scipy.stats.multivariate_normal` and
-:mod:`~nodegrad.scipy.stats.dirichlet` (``logpdf``, ``pdf``). Discrete:
+``logsf``; ``norm.ppf``), :mod:`~nodegrad.scipy.stats.multivariate_normal` (``logpdf``,
+``pdf``, ``entropy``) and :mod:`~nodegrad.scipy.stats.dirichlet` (``logpdf``, ``pdf``). Discrete:
 :mod:`~nodegrad.scipy.stats.poisson`, :mod:`~nodegrad.scipy.stats.binom`,
 :mod:`~nodegrad.scipy.stats.bernoulli` (``logpmf``, ``pmf``, ``cdf``, ``logcdf``, ``sf``,
 ``logsf``).
@@ -17,7 +18,7 @@ Continuous: :mod:`~nodegrad.scipy.stats.norm`, :mod:`~nodegrad.scipy.stats.t`,
 Values are scipy's, outside the support and for invalid parameters too (``-inf``, 0,
 NaN); every method is differentiable in the point and every continuous parameter
 (discrete distributions: in their continuous parameters only), broadcasting as scipy
-does. The CDFs of ``t``, ``beta`` and ``gamma`` are not differentiable in their shape
+does. The CDFs of ``t``, ``beta``, ``gamma`` and ``chi2`` are not differentiable in their shape
 parameters (no closed form): asking raises :class:`~nodegrad.errors.NoGradientError`.
 Where every parameter is float32, results stay float32 (scipy computes in float64).
 
@@ -34,6 +35,7 @@ from nodegrad.scipy.stats import (
     beta,
     binom,
     cauchy,
+    chi2,
     dirichlet,
     expon,
     gamma,
@@ -51,6 +53,7 @@ __all__ = [
     "beta",
     "binom",
     "cauchy",
+    "chi2",
     "dirichlet",
     "expon",
     "gamma",

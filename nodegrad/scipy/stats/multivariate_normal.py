@@ -1,5 +1,5 @@
 """The multivariate normal distribution, ``scipy.stats.multivariate_normal``: ``logpdf``
-and ``pdf``, differentiable in ``x``, ``mean`` and ``cov``.
+and ``pdf``, differentiable in ``x``, ``mean`` and ``cov``, and ``entropy``, in ``cov``.
 
 ``cov`` is read as scipy reads it: a matrix (its lower triangle), a vector (a diagonal)
 or a number (times the identity), with scipy's test for a singular matrix (eigenvalues
@@ -34,7 +34,7 @@ from nodegrad.engine.guards import guarded
 from nodegrad.errors import ArgumentError, LinAlgError, user_location
 from nodegrad.scipy.stats._shared import array_like, plain
 
-__all__ = ["logpdf", "pdf"]
+__all__ = ["entropy", "logpdf", "pdf"]
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -106,6 +106,18 @@ def _singular(dev: Any, cov: Any, keep: np.ndarray, eps: float) -> Any:
     return ops.where(residual < 1e3 * eps, out, -np.inf)
 
 
+def _checked_spectrum(cov: Any, allow_singular: bool) -> tuple[np.ndarray, float]:
+    """Which eigenvalues of ``cov`` scipy counts as nonzero, and its cutoff; a covariance
+    scipy refuses is refused with scipy's message (a :class:`LinAlgError`)."""
+    spectrum, eps = _spectrum_cutoff(plain(cov))
+    if np.min(spectrum) < -eps:
+        _refuse("the covariance must be symmetric positive semidefinite", LinAlgError)
+    keep = spectrum > eps
+    if not keep.all() and not allow_singular:
+        _refuse("when allow_singular is False, the covariance must be symmetric positive definite", LinAlgError)
+    return keep, eps
+
+
 def _squeezed(out: Any) -> Any:
     out = ops.squeeze(out)
     return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
@@ -131,15 +143,10 @@ def logpdf(x: Any, mean: Any = None, cov: Any = 1, allow_singular: bool = False)
     x, mean, cov = array_like(x), array_like(mean), array_like(cov)
     dim, mean, cov = _parameters(mean, cov)
     x = _quantiles(x, dim)
-    spectrum, eps = _spectrum_cutoff(plain(cov))
-    if np.min(spectrum) < -eps:
-        _refuse("the covariance must be symmetric positive semidefinite", LinAlgError)
-    keep = spectrum > eps
+    keep, eps = _checked_spectrum(cov, allow_singular)
     dev = ops.subtract(x, mean)
     if keep.all():
         return _squeezed(_nonsingular(dev, cov, dim))
-    if not allow_singular:
-        _refuse("when allow_singular is False, the covariance must be symmetric positive definite", LinAlgError)
     return _squeezed(_singular(dev, cov, keep, eps))
 
 
@@ -148,3 +155,47 @@ def pdf(x: Any, mean: Any = None, cov: Any = 1, allow_singular: bool = False) ->
     """The multivariate normal density, ``exp(logpdf)`` (0 off the support of a singular
     distribution)."""
     return ops.exp(logpdf(x, mean, cov, allow_singular))
+
+
+@guarded
+def entropy(mean: Any = None, cov: Any = 1, allow_singular: bool = False) -> Any:
+    """The differential entropy, ``(rank (1 + log(2 pi)) + log pdet(cov)) / 2``, as scipy's.
+
+    ``mean`` only sets the dimension. Differentiable in ``cov`` (to any order) through its
+    Cholesky factor, which reads its lower triangle as :func:`logpdf` does: the gradient
+    is HIPS autograd's ``inv(cov) / 2`` along symmetric directions, held on the lower
+    triangle (each off-diagonal entry counted twice). A singular ``cov``
+    (``allow_singular=True``) goes through ``eigh``, with its pseudo-determinant and rank.
+
+    Parameters
+    ----------
+    mean : array_like, optional
+        The mean, a vector of length ``dim`` (read only for ``dim``).
+    cov : array_like, default 1
+        The covariance matrix, or its diagonal, or a number times the identity.
+    allow_singular : bool, default False
+        Accept a singular ``cov`` (otherwise a :class:`~nodegrad.errors.LinAlgError`).
+
+    Returns
+    -------
+    float or Traced
+        The entropy, a scalar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> from nodegrad.scipy.stats import multivariate_normal
+    >>> round(float(multivariate_normal.entropy(cov=np.eye(2))), 6)
+    2.837877
+    >>> ng.grad(lambda c: multivariate_normal.entropy(None, c))(np.diag([1.0, 4.0]))
+    array([[0.5  , 0.   ],
+           [0.   , 0.125]])
+    """
+    dim, _, cov = _parameters(array_like(mean), array_like(cov))
+    keep, _ = _checked_spectrum(cov, allow_singular)
+    if keep.all():
+        log_det = 2.0 * ops.sum(ops.log(np.diagonal(ops.cholesky(cov))))
+        return 0.5 * (dim * (_LOG_2PI + 1.0) + log_det)
+    values, _ = ops.eigh(cov)
+    return 0.5 * (int(keep.sum()) * (_LOG_2PI + 1.0) + ops.sum(ops.log(values[keep])))
