@@ -138,10 +138,28 @@ W14 A table pipeline's gradient, written in pandas (``pipeline_loss``): a sales 
     arithmetic, is about the pandas forward's time. The replay row fails: a merge on a
     string key of a table argument makes ``ng.replay`` run eagerly (a ``ReplayWarning``);
     were it to replay, its target is eager nodegrad's time.
+W15 One L-BFGS fit of a logistic regression, the whole fit timed: 10,000 rows of 1,000
+    float64 features (a fixed seed; the columns' scales spread from 0.1 to 3.0), labels in
+    {-1, +1}, loss ``mean(logaddexp(0, -y * (X @ w + b))) + 0.5e-3 * ||w||^2`` (the L2 term
+    makes the optimum unique), parameters an attrs record ``Logistic(w, b)``. Every row but
+    one runs ``scipy.optimize.minimize(..., method="L-BFGS-B")`` from zero with ``maxiter``
+    100, ``gtol`` 1e-20 and ``ftol`` 0, so that each makes exactly 100 iterations: the
+    baseline with ``jac=True`` and a hand-written numpy loss and gradient (checked against
+    nodegrad's at startup); ``ng.optim.minimize(loss, Logistic(np.zeros(1000), 0.0), X, y,
+    method="L-BFGS-B", options=...)`` on the record; autograd's ``value_and_grad`` and
+    PyTorch's gradients on the flat vector (autograd cannot take an attrs record); JAX
+    jitted, where it imports. The other is ``torch.optim.LBFGS`` (100 iterations, history
+    10, strong Wolfe line search), whose line search is its own. The PyTorch rows are
+    always listed ("not run: ..." where torch does not import). In ms per fit, as a ratio
+    to the numpy baseline; the check column compares each row's final loss with the
+    baseline's (1e-6 relative) and shows its ``nit`` and ``nfev``, flagging a scipy-driven
+    row whose count differs from the baseline's. Targets: nodegrad <= 1.10x numpy and no
+    slower than the fastest of the autograd and PyTorch rows that ran (named in the target
+    column).
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
-MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7);
-none in W14.
+MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7/W15);
+none in W14; in W15 autograd, PyTorch and JAX.
 
 Replay rows (W0, W1, W2, W4, W6, W7, W14), "nodegrad (replay)": ``ng.replay`` of the very
 gradient function the nodegrad row calls, on the same arguments. Building the step records
@@ -158,7 +176,7 @@ each case once as a warm-up (its gradient is compared with the baseline's: the "
 column). Then the libraries are timed with ``time.perf_counter`` in interleaved rounds
 (W0: 10 rounds of 20 runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back
 runs each; W3: 7 rounds of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1;
-W12: 10 rounds of 5; W14: 10 rounds of 10), so that load from other processes on a shared
+W12: 10 rounds of 5; W14: 10 rounds of 10; W15: 10 rounds of 1), so that load from other processes on a shared
 machine hits all of them alike. Ratios use the minimum over all runs; the median is shown
 beside it. The garbage collector stays enabled (it is part of what a user pays);
 ``gc.collect()`` runs once before the first round.
@@ -183,7 +201,7 @@ prints the table. The package ``workloads/`` next to it holds one module per wor
 (``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``,
 ``memory`` for W7 with ``memory_child``, its child processes' entry point,
 ``higher_order``, ``batching`` for W9 to W11, ``sparse_rows`` for W12, ``table_pipeline``
-for W14), each with its own docstring, and the shared ``environment``, ``libraries`` and
+for W14, ``fitting`` for W15), each with its own docstring, and the shared ``environment``, ``libraries`` and
 ``timing``.
 """
 
@@ -208,6 +226,7 @@ from workloads.batching import (
     traced_memory_notes,
 )
 from workloads.environment import environment_report, refault_count, relaunch_with_environment
+from workloads.fitting import FitCase, run_fit_case
 from workloads.libraries import PEERS, available_libraries, display_name
 from workloads.memory import MIB, MemoryCase, MemoryRow, measure_memory_case, memory_notes
 from workloads.sparse_rows import (
@@ -406,7 +425,7 @@ def run_any_case(
     case: Case | MemoryCase | TracedMemoryCase | GradientMemoryCase, judge_targets: bool
 ) -> Sequence[AnyRow]:
     """Time a case, or measure its peak memory (W7 in child processes, W11 in this one),
-    or the bytes of a gradient (W12)."""
+    or the bytes of a gradient (W12); W15's fits also report their iterations and evaluations."""
     if isinstance(case, MemoryCase):
         return measure_memory_case(case, judge_targets)
     if isinstance(case, TracedMemoryCase):
@@ -415,6 +434,8 @@ def run_any_case(
         return measure_gradient_memory_case(case, judge_targets)
     if isinstance(case, LabelledCase):
         return run_labelled_case(case, judge_targets)
+    if isinstance(case, FitCase):
+        return run_fit_case(case, judge_targets)
     return run_case(case, judge_targets)
 
 
@@ -465,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verify_hand_written_references(sizes)
     print(
         "check: hand-written numpy gradients equal nodegrad's (MLP float32/float64, W3 chain, W6 both variants, "
-        "W14 table pipeline)"
+        "W14 table pipeline, W15 logistic regression)"
     )
     libraries = ["nodegrad", *(name for name in PEERS if name in versions)]
     rows: list[AnyRow] = []

@@ -31,10 +31,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from . import gather, large_chain, mlp, table_pipeline
+from . import fitting, gather, large_chain, mlp, table_pipeline
 from .batching import TracedMemoryCase, w9_cases, w10_cases, w11_cases
 from .chains import w1_case, w5_case
 from .dict_params import w4_case
+from .fitting import w15_cases
 from .fixed_cost import w0_cases
 from .gather import w6_cases
 from .higher_order import w8_cases
@@ -62,10 +63,11 @@ WORKLOADS: dict[str, Callable[[Sizes, Sequence[str]], Sequence[AnyCase]]] = {
     "W11": w11_cases,
     "W12": w12_cases,
     "W14": w14_cases,
+    "W15": w15_cases,
 }
 
 
 def verify_hand_written_references(sizes: Sizes) -> None:
-    """Assert that the hand-written numpy gradients (W2, W3, W6, W14) equal nodegrad's (tight tolerance)."""
-    for module in (mlp, large_chain, gather, table_pipeline):
+    """Assert that the hand-written numpy gradients (W2, W3, W6, W14, W15) equal nodegrad's (tight tolerance)."""
+    for module in (mlp, large_chain, gather, table_pipeline, fitting):
         module.check_hand_written(sizes)

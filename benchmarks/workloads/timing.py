@@ -48,6 +48,9 @@ class Sizes:
     lookups: int = 1000
     sales_rows: int = 100_000  # W14: the sales table's rows and stores
     sales_stores: int = 200
+    fit_rows: int = 10_000  # W15: the logistic regression's rows and features, L-BFGS iterations
+    fit_features: int = 1000
+    fit_iterations: int = 100
     # Timed runs: ``rounds`` rounds, each running every library ``runs_per_round`` times.
     rounds: dict[str, int] = field(
         default_factory=lambda: {
@@ -63,6 +66,7 @@ class Sizes:
             "W10": 10,
             "W12": 10,
             "W14": 10,
+            "W15": 10,
         }
     )
     runs_per_round: dict[str, int] = field(
@@ -79,6 +83,7 @@ class Sizes:
             "W10": 10,
             "W12": 5,
             "W14": 10,
+            "W15": 1,
         }
     )
     memory_children: int = 2  # W7: fresh processes per library and case, the minimum kept
@@ -113,8 +118,11 @@ QUICK = Sizes(
     lookups=50,
     sales_rows=2000,
     sales_stores=20,
-    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12", "W14"), 1),
-    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12", "W14"), 1),
+    fit_rows=500,
+    fit_features=20,
+    fit_iterations=10,
+    rounds=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12", "W14", "W15"), 1),
+    runs_per_round=dict.fromkeys(("W0", "W1", "W2", "W3", "W4", "W5", "W6", "W8", "W9", "W10", "W12", "W14", "W15"), 1),
     memory_children=1,
     memory_runs=1,
     judge_targets=False,

@@ -176,7 +176,9 @@ class _Problem:
         if self.callback is not None:
             user = self.callback
             keywords["callback"] = lambda xk, *rest: user(unravel(np.asarray(xk)))
-        result = self.optimize.minimize(objective, x0, **keywords)
+        with warnings.catch_warnings():  # (a function replay cannot record runs eagerly: scipy asked for no replay)
+            warnings.simplefilter("ignore", ReplayWarning)
+            result = self.optimize.minimize(objective, x0, **keywords)
         result.x = unravel(np.asarray(result.x))
         jac = result.get("jac")
         if jac is not None and np.shape(jac) == x0.shape:
@@ -186,13 +188,11 @@ class _Problem:
 
 def _with_gradient(flat_fun: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[np.ndarray], Any]:
     """scipy's ``fun`` with ``jac=True``: the value and the gradient of a vector, replayed
-    where the function allows (eagerly where it does not: no warning, scipy asked for none)."""
+    where the function allows (eagerly where it does not)."""
     fast = replay(value_and_grad(flat_fun))
 
     def objective(v: np.ndarray) -> tuple[float, np.ndarray]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ReplayWarning)
-            value, g = fast(v, *args)
+        value, g = fast(v, *args)
         return _scalar(value), np.asarray(g, dtype=np.float64)
 
     return objective
