@@ -70,11 +70,13 @@ def test_grad_needs_a_scalar_output():
         ng.grad(lambda x: x * 2.0)(np.ones(2))
 
 
-def test_grad_of_an_integer_argument_is_a_dtype_error():
+def test_grad_of_an_integer_number_is_a_dtype_error_and_of_an_integer_array_a_float_gradient():
+    # As HIPS autograd: an integer number is refused, an integer array differentiated as floats.
     with pytest.raises(DtypeError, match=r"args\[0\]"):
         ng.grad(lambda x: x * 2.0)(3)
-    with pytest.raises(DtypeError, match="int"):
-        ng.grad(lambda x: ng.sum(x))(np.arange(3))
+    g = ng.grad(lambda x: ng.sum(x * x))(np.arange(3))
+    assert g.dtype == np.float64
+    np.testing.assert_array_equal(g, [0.0, 2.0, 4.0])
 
 
 def test_function_not_using_its_argument_has_zero_gradient():
