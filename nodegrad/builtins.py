@@ -29,7 +29,9 @@ from typing import Any
 
 from nodegrad.engine.levels import lower
 
-__all__ = ["dict", "isinstance", "list", "tuple", "type"]
+# tuple, list and dict are Python's own (importable from here, documented above), so only the
+# two functions are this module's public names.
+__all__ = ["isinstance", "type"]
 
 tuple = _python.tuple  # noqa: A001  (autograd's names, which shadow Python's on purpose)
 list = _python.list  # noqa: A001
