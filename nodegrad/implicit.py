@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 
 from nodegrad.custom import custom_vjp
-from nodegrad.engine.levels import INTERPRETED, PER_EXAMPLE, RECORDING, carries_gradient
+from nodegrad.engine.arena import entered_arenas
+from nodegrad.engine.levels import INTERPRETED, PER_EXAMPLE, RECORDING, carries_gradient, lower
+from nodegrad.engine.record import interpreters_running
 from nodegrad.engine.staged import Unreplayable
 from nodegrad.engine.structure import differentiable_leaves, leaves
 from nodegrad.engine.traced import unwrap
@@ -188,21 +190,27 @@ class _Implicit:
         self.answer.defvjp(self._fwd, self._bwd)
         functools.update_wrapper(self, solver)
 
-    def __call__(self, init: Any, *args: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            args = self._positional(init, args, kwargs)
-        return self.answer(init, *args)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs or not args:
+            args = self._positional(args, kwargs)
+        return self.answer(*args)
 
-    def _positional(self, init: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    def _positional(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        """``(init, *args)`` bound to the solver's parameters, keywords too (``init`` among them)."""
         if self.signature is None:
             msg = f"{self.name}: keyword arguments need a solver whose signature Python can read"
             raise ArgumentError(msg)
         try:
-            bound = self.signature.bind(init, *args, **kwargs)
+            bound = self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{self.name}: {exc} [at {user_location()}]") from None
         bound.apply_defaults()
-        return tuple(bound.args[1:])
+        if bound.kwargs:
+            msg = f"{self.name}: keyword-only parameters ({', '.join(bound.kwargs)}) cannot be differentiated through"
+            raise ArgumentError(msg)
+        if not bound.args:
+            raise TypeError(f"{self.name}: the solver needs a starting point, init [at {user_location()}]")
+        return tuple(bound.args)
 
     # -- the answer, on plain values --------------------------------------------------------
     def _plain_answer(self, init: Any, *args: Any) -> Any:
@@ -215,7 +223,11 @@ class _Implicit:
             # A solver reads values as it iterates: a recording would freeze its path.
             msg = f"{self.name}: a solver differentiated implicitly runs on plain values [at {user_location()}]"
             raise Unreplayable(msg)
-        return self.solver(init, *args)
+        x = self.solver(init, *args)
+        if (entered_arenas() or interpreters_running()) and not any(type(v) in INTERPRETED for v in leaves(x)):
+            # (an answer computed through a closure's values carries their gradient itself)
+            self._refuse_closures(x, args)
+        return x
 
     def _fwd(self, init: Any, *args: Any) -> tuple[Any, Any]:
         if any(carries_gradient(leaf) for leaf in leaves(args)):
@@ -245,11 +257,24 @@ class _Implicit:
             cotangents[k] = ct
         return (None, *cotangents)
 
+    def _refuse_closures(self, x: Any, args: tuple[Any, ...]) -> None:
+        """Refuse a condition that closes over a value a transform interprets: the rule gives
+        gradients to ``args`` only, so what it closes over would silently get none."""
+        plain = self.condition(_plain(x), *(_plain(a) for a in args))
+        if any(type(leaf) in INTERPRETED for leaf in leaves(plain)):
+            what = "fixed_point_fun" if self.fixed_point else "optimality_fun"
+            msg = (
+                f"{self.name}: its {what} closes over a value a transform differentiates or batches (its result on "
+                f"plain arguments still depends on one), whose gradient the implicit rule cannot give: pass that value "
+                f"to the solver as one of its arguments, after init [at {user_location()}]"
+            )
+            raise ArgumentError(msg)
+
     def _residual(self, x: Any, args: tuple[Any, ...]) -> Any:
         """``F(x, *args)``: the root condition (a fixed point's ``T(x) - x``)."""
         out = self.condition(x, *args)
         if self.fixed_point:
-            return _tree_sub(out, x)
+            return _tree_sub(out, x, self.name)
         return out
 
     def _transposed_solve(self, x: Any, args: tuple[Any, ...], g: Any) -> Any:
@@ -323,6 +348,11 @@ class _Implicit:
         if info != 0 or not np.all(np.isfinite(u)):
             why = f"it did not converge in {info} iterations" if info > 0 else "it broke down (dF/dx singular?)"
             raise self._failed(method, why)
+        # A Krylov solver may stop "converged" on a singular system (minres answers 0 there):
+        # the residual says whether u solves it.
+        residual = float(np.linalg.norm(matvec(u) - b))
+        if residual > 1e-6 * scale:
+            raise self._failed(method, f"its answer leaves a residual of {residual:.3g} (dF/dx singular?)")
         return np.asarray(u)
 
     def _failed(self, method: str, why: str) -> ImplicitDiffError:
@@ -334,11 +364,23 @@ class _Implicit:
         return ImplicitDiffError(msg)
 
 
-def _tree_sub(a: Any, b: Any) -> Any:
-    """``a - b`` leaf by leaf, for two values of one structure (traced or not)."""
+def _tree_sub(a: Any, b: Any, name: str) -> Any:
+    """``a - b`` leaf by leaf, for two values of one structure (traced or not): a fixed
+    point's condition ``T(x) - x``."""
     a_flat, unravel = ravel(a)
     b_flat, _ = ravel(b)
+    if tuple(a_flat.shape) != tuple(b_flat.shape):
+        msg = (
+            f"{name}: fixed_point_fun has {a_flat.shape[0]} entries where the answer has {b_flat.shape[0]}: a fixed "
+            f"point maps the answer to a value of its own structure and size"
+        )
+        raise ShapeError(msg)
     return unravel(a_flat - b_flat)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every float leaf's plain value under all its levels."""
+    return map_floats(lower, value)
 
 
 def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:

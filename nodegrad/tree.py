@@ -379,7 +379,10 @@ def ravel(tree: Any) -> tuple[Any, Callable[[Any], Any]]:
                 return part[0] if type(part) in INTERPRETED else kind(part[0])
             part = part.reshape(shapes[k])
             target = unwrap(leaf).dtype
-            return part if part.dtype == target else part.astype(target)
+            part = part if part.dtype == target else part.astype(target)
+            if isinstance(unwrap(leaf), np.generic) and type(part) not in INTERPRETED:
+                return part[()]  # a numpy number comes back one (np.float32(x) stays a scalar)
+            return part
 
         return map_floats(rebuild, tree)  # the float leaves, in differentiable_leaves' order
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.structure import Tree, TreeDef, flatten, is_differentiable_leaf, zip_leaves
-from nodegrad.engine.traced import Traced, unwrap
+from nodegrad.engine.traced import unwrap
 from nodegrad.errors import DtypeError, StructureError
 
 __all__ = ["Cotangent", "StructCotangent", "check_seed_dtype", "cotangent_for", "materialize"]
@@ -109,8 +109,8 @@ def _finished(
         g = np.zeros_like(leaf) if zero_missing else None
     else:
         g = finish(g, leaf)
-    if g is None or type(g) is Traced or not isinstance(leaf, float | complex | np.inexact):
-        return g  # a traced cotangent (forward mode, a recorded sweep) stays traced
+    if g is None or type(g) in INTERPRETED or not isinstance(leaf, float | complex | np.inexact):
+        return g  # an interpreted cotangent (forward mode, a recorded sweep, a Jacobian's batch) stays so
     if type(leaf) is not leaf.__class__:
         return g  # a stand-in (replay's) for a number: its cotangent stays recorded
     return type(leaf)(g)

@@ -25,7 +25,15 @@ import numpy as np
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.engine.structure import differentiable_leaves, leaves, pair_leaves
 from nodegrad.engine.traced import unwrap
-from nodegrad.errors import ArgumentError, DtypeError, LinAlgError, ReplayWarning, StructureError, user_location
+from nodegrad.errors import (
+    ArgumentError,
+    DtypeError,
+    LinAlgError,
+    ReplayWarning,
+    ShapeError,
+    StructureError,
+    user_location,
+)
 from nodegrad.implicit import implicit_solver
 from nodegrad.transforms import grad, hessian, hvp, jacobian, replay, value_and_grad
 from nodegrad.tree import map_floats, ravel
@@ -144,6 +152,7 @@ class _Problem:
         self.options = options
         self.callback = callback
         self.optimize = importlib.import_module("scipy.optimize")
+        self.where = user_location()  # (the caller's line, which scipy's frames would hide)
 
     def fit(self, params: Any, args: tuple[Any, ...]) -> Any:
         params = map_floats(unwrap, params)
@@ -162,9 +171,9 @@ class _Problem:
         keywords: dict[str, Any] = {"method": self.method, "tol": self.tol, "options": self.options}
         if kind in _USE_JAC:
             keywords["jac"] = True
-            objective = _with_gradient(flat_fun, args)
+            objective = _with_gradient(flat_fun, args, self.where)
         else:
-            objective = _value_only(flat_fun, args)
+            objective = _value_only(flat_fun, args, self.where)
         if kind in _USE_HESSP:
             keywords["hessp"] = lambda v, p: np.asarray(hvp(lambda u: flat_fun(u, *args), v, p), dtype=np.float64)
         elif kind in _USE_HESS:
@@ -186,26 +195,30 @@ class _Problem:
         return result
 
 
-def _with_gradient(flat_fun: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[np.ndarray], Any]:
+def _with_gradient(flat_fun: Callable[..., Any], args: tuple[Any, ...], where: str) -> Callable[[np.ndarray], Any]:
     """scipy's ``fun`` with ``jac=True``: the value and the gradient of a vector, replayed
     where the function allows (eagerly where it does not)."""
     fast = replay(value_and_grad(flat_fun))
 
     def objective(v: np.ndarray) -> tuple[float, np.ndarray]:
-        value, g = fast(v, *args)
-        return _scalar(value), np.asarray(g, dtype=np.float64)
+        try:
+            value, g = fast(v, *args)
+        except ShapeError:
+            _scalar(flat_fun(v, *args), where)  # a fun that is not a scalar is refused as minimize's
+            raise
+        return _scalar(value, where), np.asarray(g, dtype=np.float64)
 
     return objective
 
 
-def _value_only(flat_fun: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[np.ndarray], float]:
-    return lambda v: _scalar(flat_fun(v, *args))
+def _value_only(flat_fun: Callable[..., Any], args: tuple[Any, ...], where: str) -> Callable[[np.ndarray], float]:
+    return lambda v: _scalar(flat_fun(v, *args), where)
 
 
-def _scalar(value: Any) -> float:
+def _scalar(value: Any, where: str) -> float:
     if np.ndim(value) != 0:
-        msg = f"optim.minimize: fun must return a scalar, got shape {np.shape(value)} [at {user_location()}]"
-        raise StructureError(msg)
+        msg = f"optim.minimize: fun must return a scalar, got shape {np.shape(value)} [called at {where}]"
+        raise ShapeError(msg)
     return float(value)
 
 
