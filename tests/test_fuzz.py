@@ -193,3 +193,25 @@ def test_every_transform_raises_only_nodegrad_errors(data: st.DataObject) -> Non
             return None  # the user's own exception passes through as it is
 
     _expect_nodegrad_errors(call, arena, f"ng.{name} of {fun_name!r}")
+
+
+def test_a_sum_the_sweep_replaced_is_never_written_into_again() -> None:
+    # Found by the differential fuzzer (vmap(jvp) of cholesky then tensordot, float32): a
+    # pending sum that did not fit an in-place add was replaced, but its id stayed among the
+    # sums the sweep owns, so a later array made at its address (here a read-only view) was
+    # added into in place. The eager jvp itself raised "output array is read-only".
+    def f(m: Any) -> Any:
+        spd = m @ m.T + 3.0 * np.eye(3, dtype=m.dtype)
+        chol = np.linalg.cholesky(spd)
+        return np.tensordot(chol, chol, axes=1)
+
+    rng = np.random.default_rng(0)
+    m, t = rng.normal(size=(3, 3)).astype(np.float32), rng.normal(size=(3, 3)).astype(np.float32)
+    m.flags.writeable = t.flags.writeable = False
+    for _ in range(20):
+        _, tangent = ng.jvp(f, (m,), (t,))
+        eps = 1e-3
+        numeric = (f(m.astype(np.float64) + eps * t) - f(m.astype(np.float64) - eps * t)) / (2 * eps)
+        np.testing.assert_allclose(tangent, numeric, rtol=2e-2, atol=2e-2)
+        batched = ng.vmap(lambda m, t: ng.jvp(f, (m,), (t,))[1])(np.stack([m, m]), np.stack([t, t]))
+        np.testing.assert_allclose(batched, np.stack([tangent, tangent]), rtol=1e-5, atol=1e-5)

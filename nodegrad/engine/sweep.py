@@ -178,6 +178,9 @@ def sweep(
                 elif id(prev) in owned and _fits_in_place(prev, gp):
                     np.add(prev, gp, out=prev)
                 else:
+                    # The sum replaces prev, which may die now: its id must leave owned with
+                    # it, or an array made later at its address would be written into.
+                    owned.discard(id(prev))
                     pending[p] = total = prev + gp
                     owned.add(id(total))
         if release and parents:
