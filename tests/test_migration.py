@@ -15,6 +15,7 @@ from typing import Any
 import numpy as onp
 import pytest
 import scipy.linalg
+import scipy.optimize
 import scipy.signal
 import scipy.special
 import scipy.stats
@@ -230,6 +231,69 @@ def test_optimizers() -> None:
         expected = theirs(grad_at(anp, autograd.grad), start, num_iters=30, step_size=0.05)
         close(got["w"], expected["w"])
         close(got["b"], expected["b"])
+
+
+@row("`autograd.misc.fixed_points.fixed_point(f, a, x0, distance, tol)`")
+def test_fixed_point_as_autograds() -> None:
+    from autograd.misc.fixed_points import fixed_point as their_fixed_point
+
+    from nodegrad.misc import fixed_point
+
+    def newton_sqrt_iter(a: Any) -> Any:
+        return lambda x: 0.5 * (x + a / x)
+
+    def distance(x: Any, y: Any) -> Any:
+        return onp.abs(x - y)
+
+    for a in (2.0, 9.0, 0.3):
+        ours = ng.grad(lambda a: fixed_point(newton_sqrt_iter, a, 1.0, distance, 1e-12))(a)
+        theirs = autograd.grad(lambda a: their_fixed_point(newton_sqrt_iter, a, 1.0, distance, 1e-12))(a)
+        close(ours, theirs, rtol=1e-9)
+        close(ours, 0.5 / onp.sqrt(a), rtol=1e-9)
+
+
+@row("`scipy.optimize.minimize(value_and_grad(...), flat, jac=True)`")
+def test_minimize_over_the_structure_as_scipy_over_the_flat_vector() -> None:
+    from autograd.misc import flatten as their_flatten
+
+    target = {"w": onp.array([1.0, -2.0, 0.5]), "b": 0.75}
+
+    def loss(np_: Any) -> Callable[[Any], Any]:
+        return lambda p: (
+            np_.sum((p["w"] - target["w"]) ** 4 + (p["w"] - target["w"]) ** 2) + (p["b"] - target["b"]) ** 2
+        )
+
+    start = {"w": onp.zeros(3), "b": 0.0}
+    flat, unflatten = their_flatten(start)
+    by_hand = scipy.optimize.minimize(
+        lambda v: autograd.value_and_grad(lambda v: loss(anp)(unflatten(v)))(v), flat, jac=True, method="BFGS"
+    )
+    fit = ng.optim.minimize(loss(np), start, method="BFGS")
+    expected = unflatten(by_hand.x)
+    close(fit.x["w"], expected["w"], rtol=1e-5)
+    close(fit.x["b"], expected["b"], rtol=1e-5)
+    assert fit.nit == by_hand.nit
+
+
+@row("`jaxopt.implicit_diff.custom_root`, `custom_fixed_point`")
+def test_implicit_differentiation_decorators() -> None:
+    @ng.custom_root(lambda x, a: x**2 - a, solve="gmres")
+    def sqrt_by_bisection(x0: Any, a: Any) -> Any:
+        low, high = 0.0, max(1.0, float(a))
+        for _ in range(200):
+            mid = 0.5 * (low + high)
+            low, high = (mid, high) if mid * mid < a else (low, mid)
+        return 0.5 * (low + high)
+
+    @ng.custom_fixed_point(lambda x, a: onp.cos(x) * a)
+    def cos_fixed_point(x: Any, a: Any) -> Any:
+        for _ in range(2000):
+            x = onp.cos(x) * a
+        return x
+
+    close(ng.grad(lambda a: sqrt_by_bisection(1.0, a))(4.0), 0.25, rtol=1e-9)
+    x = cos_fixed_point(0.0, 0.5)
+    close(ng.grad(lambda a: cos_fixed_point(0.0, a))(0.5), onp.cos(x) / (1 + 0.5 * onp.sin(x)), rtol=1e-9)
 
 
 @row("`autograd.test_util.check_grads(fun, modes, order)(x)`")
