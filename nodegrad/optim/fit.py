@@ -171,7 +171,7 @@ class _Problem:
         keywords: dict[str, Any] = {"method": self.method, "tol": self.tol, "options": self.options}
         if kind in _USE_JAC:
             keywords["jac"] = True
-            objective = _with_gradient(flat_fun, args, self.where)
+            objective = _with_gradient(self.fun, unravel, args, self.where)
         else:
             objective = _value_only(flat_fun, args, self.where)
         if kind in _USE_HESSP:
@@ -195,18 +195,23 @@ class _Problem:
         return result
 
 
-def _with_gradient(flat_fun: Callable[..., Any], args: tuple[Any, ...], where: str) -> Callable[[np.ndarray], Any]:
-    """scipy's ``fun`` with ``jac=True``: the value and the gradient of a vector, replayed
-    where the function allows (eagerly where it does not)."""
-    fast = replay(value_and_grad(flat_fun))
+def _with_gradient(
+    fun: Callable[..., Any], unravel: Callable[[Any], Any], args: tuple[Any, ...], where: str
+) -> Callable[[np.ndarray], Any]:
+    """scipy's ``fun`` with ``jac=True``: the value and the gradient at a vector, taken with
+    respect to the parameters in their structure (no slicing of the vector is recorded)
+    and laid end to end as the vector is, replayed where the function allows (eagerly where
+    it does not)."""
+    fast = replay(value_and_grad(fun))
 
     def objective(v: np.ndarray) -> tuple[float, np.ndarray]:
+        params = unravel(v)
         try:
-            value, g = fast(v, *args)
+            value, g = fast(params, *args)
         except ShapeError:
-            _scalar(flat_fun(v, *args), where)  # a fun that is not a scalar is refused as minimize's
+            _scalar(fun(params, *args), where)  # a fun that is not a scalar is refused as minimize's
             raise
-        return _scalar(value, where), np.asarray(g, dtype=np.float64)
+        return _scalar(value, where), np.asarray(ravel(g)[0], dtype=np.float64)
 
     return objective
 
