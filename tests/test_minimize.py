@@ -587,3 +587,18 @@ def test_covariance_paths_of_a_record_and_bad_indices() -> None:
         cov[".w"]
     with pytest.raises(LinAlgError, match="singular"):
         ng.optim.covariance(lambda p: np.sum(p["w"]) ** 2, {"w": np.zeros(2)})
+
+
+def test_the_objective_is_recorded_once_and_replayed_for_every_evaluation() -> None:
+    # A Python float leaf must not become a constant of the recording (one recording per
+    # evaluation would make every evaluation slower than an eager one).
+    calls = []
+
+    def loss(p: dict[str, Any]) -> Any:
+        calls.append(1)
+        return np.sum((p["w"] - np.array([1.0, -2.0])) ** 4) + (p["b"] - 0.5) ** 2
+
+    fit = ng.optim.minimize(loss, {"w": np.zeros(2), "b": 0.0}, method="BFGS")
+    assert fit.success and fit.nfev > 10
+    assert isinstance(fit.x["b"], float)
+    assert len(calls) <= 2, f"the loss ran in Python {len(calls)} times for {fit.nfev} evaluations"

@@ -205,7 +205,10 @@ def _with_gradient(
     fast = replay(value_and_grad(fun))
 
     def objective(v: np.ndarray) -> tuple[float, np.ndarray]:
-        params = unravel(v)
+        # A Python float is a constant of a replay's recording (its value is in the
+        # signature): as a numpy float (a float too) it is an argument, and one recording
+        # serves every evaluation.
+        params = map_floats(_numpy_float, unravel(v))
         try:
             value, g = fast(params, *args)
         except ShapeError:
@@ -214,6 +217,10 @@ def _with_gradient(
         return _scalar(value, where), np.asarray(ravel(g)[0], dtype=np.float64)
 
     return objective
+
+
+def _numpy_float(leaf: Any) -> Any:
+    return np.float64(leaf) if type(leaf) is float else leaf
 
 
 def _value_only(flat_fun: Callable[..., Any], args: tuple[Any, ...], where: str) -> Callable[[np.ndarray], float]:
