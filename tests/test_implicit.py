@@ -20,23 +20,13 @@ from hypothesis import strategies as st
 import nodegrad as ng
 from nodegrad.errors import ArgumentError, ImplicitDiffError, NodegradError, ShapeError
 from nodegrad.implicit import LINEAR_SOLVERS
+from tests.finite_differences import central_difference
 
 FEW = settings(max_examples=15, deadline=None)
 SOME = settings(max_examples=20, deadline=None)
 
 seeds = st.integers(0, 2**32 - 1)
 positive = st.floats(0.2, 60.0, allow_nan=False, allow_infinity=False)
-
-
-def central_difference(f: Callable[[Any], Any], x: Any, h: float = 1e-6) -> np.ndarray:
-    """``d f / d x`` by float64 central differences, shaped ``f(x).shape + x.shape``."""
-    x = np.asarray(x, dtype=np.float64)
-    out = np.zeros(np.shape(f(x)) + x.shape)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        out[(..., *i)] = (np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * h)
-    return out
 
 
 # -- solvers, run on plain values -----------------------------------------------------------

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import nodegrad as ng
 from nodegrad.engine.structure import differentiable_leaves
 from nodegrad.errors import ArgumentError, DtypeError, LinAlgError, ShapeError, StructureError
+from tests.finite_differences import central_difference
 
 pd = pytest.importorskip("pandas")
 
@@ -34,17 +35,6 @@ TIGHT = {"method": "BFGS", "options": {"gtol": 1e-12}}
 EXACT = {"method": "trust-exact", "options": {"gtol": 1e-13}}
 
 seeds = st.integers(0, 2**32 - 1)
-
-
-def central_difference(f: Callable[[Any], Any], x: Any, h: float = 1e-6) -> np.ndarray:
-    """``d f / d x`` by float64 central differences, shaped ``f(x).shape + x.shape``."""
-    x = np.asarray(x, dtype=np.float64)
-    out = np.zeros(np.shape(f(x)) + x.shape)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = h
-        out[(..., *i)] = (np.asarray(f(x + step)) - np.asarray(f(x - step))) / (2 * h)
-    return out
 
 
 def quadratic(seed: int, n: int) -> tuple[np.ndarray, np.ndarray]:

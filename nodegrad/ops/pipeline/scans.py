@@ -121,12 +121,7 @@ def _scan(a: Any, u: Any, reverse: bool = False) -> Any:
 
     ``a`` and ``u`` have the same shape.
     """
-    if (
-        type(a) not in DIFFERENTIATING
-        and type(u) not in DIFFERENTIATING
-        and type(a) not in PER_EXAMPLE
-        and type(u) not in PER_EXAMPLE
-    ):
+    if not any(type(v) in DIFFERENTIATING or type(v) in PER_EXAMPLE for v in (a, u)):
         return call_on(_linear_scan, a, u, reverse)  # (staged by replay: one call, recorded)
     if reverse:
         return record(SSM_SCAN, a[::-1], 1.0, u[::-1])[::-1]
