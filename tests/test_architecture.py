@@ -72,6 +72,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "nodegrad.ops.nn",
             "nodegrad.ops.pipeline",
             "nodegrad.ops.tables",
+            "nodegrad.ops.sparse",
             "nodegrad.ops.traced_methods",
             "nodegrad.ops",
         ),

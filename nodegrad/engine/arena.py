@@ -34,7 +34,7 @@ from nodegrad.engine.record import (
 )
 from nodegrad.engine.registry import INPUT, PARAM
 from nodegrad.engine.structure import UnwalkableError, flatten_with_paths, is_container, leaves, map_with_paths
-from nodegrad.engine.traced import Traced, describe, meet_pandas
+from nodegrad.engine.traced import Traced, describe, meet_libraries
 from nodegrad.errors import ArenaError, DtypeError, NodegradError
 
 __all__ = ["Arena", "Node", "current_arena", "entered_arenas", "nested_arena", "quiet_while_checking"]
@@ -87,7 +87,7 @@ class Arena(Level):
         self._setup(check_finite, PLUGINS.user_nodes)
 
     def _setup(self, check_finite: bool | None, new_nodes: Callable[[], Any]) -> None:
-        meet_pandas()
+        meet_libraries()
         checking = PLUGINS.checking() if check_finite is None else check_finite
         # A checking arena's node list notes source lines and checks values as they come; an
         # arena the user makes in a notebook notes source lines for its table. A transform's

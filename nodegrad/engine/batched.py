@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.levels import INTERPRETED, Interpreted, Level, check_alive, lower, next_stamp
-from nodegrad.engine.traced import Traced, describe, meet_pandas, unwrap
+from nodegrad.engine.traced import Traced, describe, foreign_operand, meet_libraries, unwrap
 from nodegrad.errors import ArenaError, BatchingError
 
 __all__ = [
@@ -44,7 +44,7 @@ class BatchLevel(Level):
         self.name = name
         self.active = True
         self.stamp = next_stamp()
-        meet_pandas()
+        meet_libraries()
 
     def __repr__(self) -> str:
         return f"BatchLevel({self.name}, size {self.size}, stamp {self.stamp})"
@@ -186,6 +186,9 @@ class Batched(Interpreted):
         raise self._refuse("x.tolist()", "keep it an array (use numpy functions on it)")
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        operand = foreign_operand(self)
+        if operand is not None:
+            return operand
         raise self._refuse(
             "np.asarray() (or numpy's own indexing of a plain array by it, t[i] or np.take(t, i))",
             "use numpy functions (which nodegrad batches) on it, or return it from the function; to index a plain "

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.staged import _BINARY, FOREIGN_INDEXING, Staged, Unreplayable, _foreign, method_caller
+from nodegrad.engine.traced import foreign_operand
 from nodegrad.errors import user_location
 
 __all__ = ["EAGER", "FACE", "GUARDED", "RECORDED", "SIGNATURE", "give_face", "names_to_decide"]
@@ -208,6 +209,8 @@ def _refused(name: str, *, attribute: bool) -> Any:
     def refuse(self: Staged, *args: Any, **kwargs: Any) -> Any:
         what = "its memory, flags, a file or a pickle"
         if name.startswith("__array"):  # numpy's probes for an array's memory: np.asarray(x), b[:] = x
+            if attribute and foreign_operand(self) is not None:
+                raise AttributeError(name)  # a library's operator that gives way: numpy asks __array__ next
             what = "np.asarray() of it, or a write of it into a plain array, by code numpy's protocols do not reach"
         msg = f"x.{name} of a staged value ({what}) [at {user_location()}]"
         raise Unreplayable(msg)

@@ -70,6 +70,12 @@ class Plugins:
         #: ``conversion_advice``: the way out the error names when the user's own code turns a
         #: traced value into a plain array (``np.asarray(x)``), besides nodegrad's ops.
         self.conversion_advice: str = ""
+        #: ``gives_way(frame)``: whether the library function of ``frame``, turning a handle into
+        #: a plain array, is an operator that gives way to the other operand's reflected one
+        #: when it cannot read it (scipy.sparse's ``X @ w``): the handle then reads as a 0-d
+        #: object array, so that the library answers ``NotImplemented`` and the handle's own
+        #: operator runs. ``None``: no library's does.
+        self.gives_way: Callable[[FrameType], bool] | None = None
 
 
 PLUGINS = Plugins()

@@ -24,13 +24,15 @@ attribute and protocol of an array is, is decided in one table,
 from __future__ import annotations
 
 import operator
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from nodegrad.engine.levels import ABSTRACT, CALLS_AT_LEVEL, FOREIGN, Interpreted
-from nodegrad.engine.traced import READERS
+from nodegrad.engine.plugins import PLUGINS
+from nodegrad.engine.traced import READERS, foreign_operand
 from nodegrad.errors import user_location
 
 #: A replay's recording (nodegrad.engine.tape, which stages values: it is defined above this module).
@@ -147,7 +149,11 @@ class Staged(Interpreted):
     @property  # type: ignore[misc]  # isinstance() asks __class__ when type() does not answer
     def __class__(self) -> type:
         # The type the value has eagerly (an ndarray, a np.float64): part of the signature,
-        # so isinstance(x, float) takes the branch it takes eagerly.
+        # so isinstance(x, float) takes the branch it takes eagerly. Not to a library's
+        # operator that gives way (scipy.sparse's X @ x tells arrays by their class).
+        gives_way = PLUGINS.gives_way
+        if gives_way is not None and gives_way(sys._getframe(1)):
+            return Staged
         return type(self.now)
 
     def __getattr__(self, name: str) -> Any:
@@ -187,6 +193,9 @@ class Staged(Interpreted):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self.level._check(self)
+        operand = foreign_operand(self)
+        if operand is not None:
+            return operand
         msg = (
             f"np.asarray() of a staged value ({self.dtype}{list(self.shape)}), by code that numpy's protocols "
             f"do not reach [at {user_location()}]"

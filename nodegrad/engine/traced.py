@@ -28,12 +28,14 @@ from nodegrad.errors import ArenaError, calling_code
 __all__ = [
     "DEFERS_TO",
     "DETACH",
+    "ON_IMPORT",
     "ON_PANDAS",
     "READERS",
     "ArrayFace",
     "Traced",
     "describe",
-    "meet_pandas",
+    "foreign_operand",
+    "meet_libraries",
     "next_stamp",
     "read",
     "unwrap",
@@ -98,13 +100,30 @@ DEFERS_TO: dict[type, Callable[[Any], Any]] = {}
 #: :data:`DEFERS_TO` then, so that nodegrad never imports pandas itself.
 ON_PANDAS: list[Callable[[], None]] = []
 
+#: Such registrations by the module that must be imported first (scipy.sparse's classes).
+ON_IMPORT: dict[str, list[Callable[[], None]]] = {"pandas": ON_PANDAS}
 
-def meet_pandas() -> None:
-    """Run the :data:`ON_PANDAS` registrations once pandas is imported: called as a
-    transform starts, so a DataFrame closed over meets traced values as a table."""
-    if ON_PANDAS and "pandas" in sys.modules:
-        while ON_PANDAS:
-            ON_PANDAS.pop()()
+
+def meet_libraries() -> None:
+    """Run the :data:`ON_IMPORT` registrations of the libraries imported by now: called as a
+    transform starts, so a DataFrame or a sparse matrix closed over meets traced values as
+    nodegrad's."""
+    for module, waiting in ON_IMPORT.items():
+        if waiting and module in sys.modules:
+            while waiting:
+                waiting.pop()()
+
+
+def foreign_operand(handle: Any) -> np.ndarray | None:
+    """``handle`` as the 0-d object array a library's operator reads as an operand it cannot
+    handle (see ``PLUGINS.gives_way``), when the conversion asking for it is that; else
+    None. Called from a handle's ``__array__``."""
+    gives_way = PLUGINS.gives_way
+    if gives_way is None or not gives_way(sys._getframe(2)):
+        return None
+    wrapped = np.empty((), dtype=object)
+    wrapped[()] = handle
+    return wrapped
 
 
 def _foreign_message(frame: FrameType, what: str) -> str:
@@ -281,6 +300,9 @@ class Traced(Interpreted):
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         self._refuse_if_leaked("np.asarray()")
+        operand = foreign_operand(self)
+        if operand is not None:
+            return operand
         wanted = _dtype_or_none(dtype)
         if wanted is not None and wanted.kind in "biu" and type(unwrap(self)) not in INTERPRETED:
             # An integer cast has no gradient to drop: np.int64(x), np.int32(x), np.bool_(x) and

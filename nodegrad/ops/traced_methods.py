@@ -18,7 +18,7 @@ import numpy as np
 
 from nodegrad.engine.batched import Batched
 from nodegrad.engine.record import record1, record2
-from nodegrad.engine.traced import DEFERS_TO, Traced, describe, meet_pandas, unwrap
+from nodegrad.engine.traced import DEFERS_TO, Traced, describe, meet_libraries, unwrap
 from nodegrad.errors import DtypeError, user_location
 from nodegrad.ops import reduce
 from nodegrad.ops.batching import comparison, value_function, value_ufunc
@@ -219,7 +219,7 @@ class _ArrayMethods:
     def __pandas_priority__(self) -> int:
         # Above a DataFrame's (4000): pandas' own operator gives way, and this value's
         # reflected one answers, as nodegrad's table (series - x keeps the Series' labels).
-        meet_pandas()
+        meet_libraries()
         return 5000
 
     # -- operators ------------------------------------------------------------------------

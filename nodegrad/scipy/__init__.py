@@ -2,7 +2,8 @@
 
 The parts of scipy that differentiable programs reach for, with gradients:
 :mod:`nodegrad.scipy.special`, :mod:`nodegrad.scipy.stats`, :mod:`nodegrad.scipy.linalg`,
-:mod:`nodegrad.scipy.integrate` and :mod:`nodegrad.scipy.signal` (``convolve``), with
+:mod:`nodegrad.scipy.integrate`, :mod:`nodegrad.scipy.signal` (``convolve``) and
+:mod:`nodegrad.scipy.sparse` (sparse matrices as differentiable values), with
 scipy's names and signatures, so code written for ``autograd.scipy`` or ``jax.scipy`` runs
 after changing its import line. scipy's own
 special-function ufuncs (``scipy.special.gammaln(x)``) also take traced values directly,
@@ -29,13 +30,14 @@ from nodegrad.scipy import integrate, linalg
 
 if TYPE_CHECKING:  # loaded on first use (see __getattr__); declared for type checkers
     from nodegrad.scipy import signal as signal
+    from nodegrad.scipy import sparse as sparse
     from nodegrad.scipy import special as special
     from nodegrad.scipy import stats as stats
 
 __all__ = ["integrate", "linalg"]
 
 #: Loaded on first use as attributes (``nodegrad.scipy.stats.norm``), as scipy does.
-_ON_FIRST_USE = ("signal", "special", "stats")
+_ON_FIRST_USE = ("signal", "sparse", "special", "stats")
 
 
 def __getattr__(name: str) -> ModuleType:
