@@ -117,7 +117,7 @@ def _constructor(cls: Any) -> Any:
     build.__name__ = build.__qualname__ = cls.__name__
     build.__doc__ = (
         f"scipy's ``{cls.__name__}``, also from traced values on a static pattern: "
-        f"``{cls.__name__}((values, {'(rows, cols)' if cls._format == "coo" else 'indices, indptr'}), shape)`` is a "
+        f"``{cls.__name__}((values, {'(rows, cols)' if cls._format == 'coo' else 'indices, indptr'}), shape)`` is a "
         ":class:`SparseMatrix` whose values are followed (``(values, (rows, cols))`` for every format). Given no "
         "traced values, scipy's own constructor."
     )
