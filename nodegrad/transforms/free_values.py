@@ -155,7 +155,10 @@ def _category(kind: type) -> int:
         return _OPAQUE
     if issubclass(kind, Transformed | functools.partial | types.MethodType | types.FunctionType):
         return _OBJECT  # walked: they hold the user's function
-    if (getattr(kind, "__module__", None) or "").partition(".")[0] in _LIBRARIES:
+    module = getattr(kind, "__module__", None) or ""
+    if module.startswith("scipy.sparse") and hasattr(kind, "_format"):
+        return _OBJECT  # a sparse matrix: walked, its values and index arrays held by identity
+    if module.partition(".")[0] in _LIBRARIES:
         return _OPAQUE
     return _OBJECT
 

@@ -416,6 +416,9 @@ class SparseMatrix:
                 f"{self._where('X[i]')}; write X[[i]] for a 1-row matrix"
             )
             raise ArgumentError(msg)
+        taken = _row_positions(self.pattern, rows, cols)
+        if taken is not None:  # a minibatch of a CSR matrix's rows
+            return self._moved(structure.rows_taken(self.pattern, taken))
         expected = _kept_count(self.pattern, rows, cols)
         return self._moved(structure.by_probe(self.pattern, lambda m: m[key], expected))
 
@@ -460,6 +463,31 @@ def _axis(axis: Any) -> int | None:
 
 def _is_int(key: Any) -> bool:
     return isinstance(key, numbers.Integral | np.integer) and not isinstance(key, bool)
+
+
+def _row_positions(p: Pattern, rows: Any, cols: Any) -> np.ndarray | None:
+    """The rows ``X[rows, cols]`` takes whole, where ``X`` is CSR and ``cols`` all of them:
+    an integer array, list, slice or mask (``None`` otherwise, or for one int)."""
+    if p.format != "csr" or not (isinstance(cols, slice) and cols == slice(None)) or _is_int(rows):
+        return None
+    m = p.shape[0]
+    if isinstance(rows, slice):
+        return np.arange(m)[rows]
+    try:
+        taken = np.asarray(rows)
+    except Exception:  # noqa: BLE001  (anything numpy cannot read as indices: scipy's to judge)
+        return None
+    if taken.ndim != 1:
+        return None
+    if taken.dtype == bool:
+        return np.flatnonzero(taken) if taken.size == m else None
+    if taken.dtype.kind not in "iu" and taken.size:
+        return None
+    taken = taken.astype(np.int64)
+    if taken.size and (taken.min() < -m or taken.max() >= m):
+        msg = f"row index out of range for a sparse matrix of {m} rows"
+        raise IndexError(msg)
+    return taken % m if taken.size else taken
 
 
 def _kept_count(p: Pattern, rows: Any, cols: Any) -> int | None:

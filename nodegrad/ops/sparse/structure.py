@@ -22,7 +22,7 @@ from nodegrad.errors import ShapeError
 from nodegrad.ops.sparse.pattern import Pattern, pattern_of, scipy_sparse
 from nodegrad.ops.sparse.products import matmul
 
-__all__ = ["LinearMap", "by_probe", "converted", "densified", "diagonal_map", "moved", "summing"]
+__all__ = ["LinearMap", "by_probe", "converted", "densified", "diagonal_map", "moved", "rows_taken", "summing"]
 
 
 class LinearMap:
@@ -103,3 +103,15 @@ def diagonal_map(p: Pattern, k: int) -> LinearMap:
     rows, cols = p.rows.astype(np.int64), p.cols.astype(np.int64)
     on = np.flatnonzero(cols - rows == k)
     return LinearMap(summing(rows[on] if k >= 0 else cols[on], on, length, p.nnz), None)
+
+
+def rows_taken(p: Pattern, rows: np.ndarray) -> LinearMap:
+    """The map to rows ``rows`` of a CSR matrix (a minibatch): worked out from the rows'
+    runs of values, at the cost of the values taken, not of the whole matrix."""
+    sparse = scipy_sparse()
+    starts, stops = p.indptr[rows], p.indptr[rows + 1]
+    counts = (stops - starts).astype(np.int64)
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    positions = np.repeat(starts.astype(np.int64) - indptr[:-1], counts) + np.arange(indptr[-1])
+    template = p.cls((np.ones(positions.size), p.indices[positions], indptr), shape=(rows.size, p.shape[1]))
+    return LinearMap(summing(np.arange(positions.size), positions, positions.size, p.nnz), pattern_of(template))
