@@ -13,8 +13,8 @@ from nodegrad.engine.registry import Op as Op
 from nodegrad.engine.registry import defop as defop
 from nodegrad.ops import elementwise, fourier, index, linalg, nn, pipeline, reduce, shape, special, structured
 from nodegrad.ops import pandas_values as pandas_values  # errors about pandas reading traced values
-from nodegrad.ops import tables as tables  # DataFrames and Series as structured values (pandas not imported)
 from nodegrad.ops import sparse as sparse  # scipy.sparse matrices as differentiable values (scipy not imported)
+from nodegrad.ops import tables as tables  # DataFrames and Series as structured values (pandas not imported)
 from nodegrad.ops import traced_methods as traced_methods  # gives Traced its operators and methods
 from nodegrad.ops.elementwise import (
     abs,

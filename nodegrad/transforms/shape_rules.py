@@ -263,3 +263,26 @@ def _histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None, w
 
 
 VALUE_RULES.update({np.isin: _isin, np.searchsorted: _searchsorted, np.digitize: _digitize, np.histogram: _histogram})
+
+
+# -- sparse matrices: the pattern (a static argument) knows the shape --------------------------------
+
+
+@shape_rule("sparse_matmul")
+def _sparse_matmul(data: Any, b: Any, p: Any) -> ShapeDtype:
+    return ShapeDtype((p.shape[0], *shape_of(b)[1:]), np.result_type(stand_in(data), stand_in(b)))
+
+
+@shape_rule("sparse_rmatmul")
+def _sparse_rmatmul(data: Any, b: Any, p: Any) -> ShapeDtype:
+    return ShapeDtype((p.shape[1], *shape_of(b)[1:]), np.result_type(stand_in(data), stand_in(b)))
+
+
+@shape_rule("sparse_sampled")
+def _sparse_sampled(a: Any, b: Any, p: Any) -> ShapeDtype:
+    return ShapeDtype((p.nnz,), np.result_type(stand_in(a), stand_in(b)))
+
+
+@shape_rule("sparse_solve")
+def _sparse_solve(data: Any, b: Any, p: Any, transposed: bool) -> ShapeDtype:
+    return ShapeDtype(shape_of(b), np.result_type(stand_in(data), stand_in(b), np.float64))

@@ -11,7 +11,7 @@ stored values: a linear map from old values to new), :mod:`.matrix` (the SparseM
 apart and rebuilt by transforms, and met by traced values).
 """
 
-from nodegrad.ops.sparse import values as _values  # noqa: F401  (registers scipy's classes)
+from nodegrad.ops.sparse import values as _values  # (registers scipy's classes)
 from nodegrad.ops.sparse.matrix import DENSE_LIMIT, SparseMatrix, is_sparse, sparse_of
 from nodegrad.ops.sparse.pattern import Pattern, pattern_of
 

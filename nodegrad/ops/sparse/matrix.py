@@ -33,18 +33,18 @@ DENSE_LIMIT = 10_000_000
 
 #: numpy's ufuncs of one argument that map 0 to 0: applied to the stored values, they keep
 #: the pattern (scipy's own methods of the same names do so too).
-PATTERN_KEEPING = frozenset(
-    getattr(np, name)
-    for name in (
-        "negative positive absolute sign sqrt square sin sinh tan tanh arcsin arcsinh arctan arctanh expm1 log1p "
-        "deg2rad rad2deg floor ceil trunc rint conjugate real imag fabs cbrt"
-    ).split()
-    if hasattr(np, name)
-)
+_ZERO_PRESERVING = [
+    "negative", "positive", "absolute", "sign", "sqrt", "square", "sin", "sinh", "tan", "tanh", "arcsin", "arcsinh",
+    "arctan", "arctanh", "expm1", "log1p", "deg2rad", "rad2deg", "floor", "ceil", "trunc", "rint", "conjugate", "real",
+    "imag", "fabs", "cbrt",
+]  # fmt: skip
+PATTERN_KEEPING = frozenset(getattr(np, name) for name in _ZERO_PRESERVING)
 
-_METHODS = (
-    "sin sinh tan tanh arcsin arcsinh arctan arctanh expm1 log1p sqrt sign deg2rad rad2deg floor ceil trunc rint"
-).split()
+#: scipy's methods of those names, on the stored values.
+_METHODS = frozenset(
+    ["sin", "sinh", "tan", "tanh", "arcsin", "arcsinh", "arctan", "arctanh", "expm1", "log1p", "sqrt", "sign",
+     "deg2rad", "rad2deg", "floor", "ceil", "trunc", "rint"]
+)  # fmt: skip
 
 
 def is_sparse(value: Any) -> bool:
@@ -129,7 +129,7 @@ class SparseMatrix:
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        return self.data.dtype  # type: ignore[no-any-return]
+        return np.dtype(self.data.dtype)
 
     @property
     def size(self) -> int:
@@ -282,7 +282,7 @@ class SparseMatrix:
         if not _is_scalar(n):
             msg = "input is not scalar"
             raise NotImplementedError(msg)
-        data = self.data ** n
+        data = self.data**n
         return self._with(data if dtype is None else data.astype(dtype))
 
     def __mul__(self, other: Any) -> Any:
@@ -409,7 +409,7 @@ class SparseMatrix:
     def __getitem__(self, key: Any) -> Any:
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
         if _is_int(rows) and _is_int(cols):
-            return self._entry(int(rows), int(cols))
+            return self._entry(rows, cols)
         if _is_int(rows) and not self.pattern.is_matrix:
             msg = (
                 f"X[i] of a sparse array is a 1-d sparse array, which nodegrad does not differentiate: "
@@ -422,7 +422,7 @@ class SparseMatrix:
         expected = _kept_count(self.pattern, rows, cols)
         return self._moved(structure.by_probe(self.pattern, lambda m: m[key], expected))
 
-    def _entry(self, i: int, j: int) -> Any:
+    def _entry(self, i: Any, j: Any) -> Any:
         m, n = self.shape
         if not (-m <= i < m and -n <= j < n):
             msg = f"index ({i}, {j}) out of range for {self._where('X[i, j]')}"
@@ -475,7 +475,7 @@ def _row_positions(p: Pattern, rows: Any, cols: Any) -> np.ndarray | None:
         return np.arange(m)[rows]
     try:
         taken = np.asarray(rows)
-    except Exception:  # noqa: BLE001  (anything numpy cannot read as indices: scipy's to judge)
+    except (TypeError, ValueError):  # (what numpy cannot read as indices: scipy's to judge)
         return None
     if taken.ndim != 1:
         return None

@@ -142,11 +142,15 @@ def pattern_of(matrix: Any) -> Pattern:
             return pattern
     pattern = Pattern(matrix)
     try:
-        ref = weakref.ref(matrix, lambda _, at=id(matrix): _PATTERNS.pop(at, None))
+        ref = weakref.ref(matrix, _forget(id(matrix)))
     except TypeError:
         return pattern
     _PATTERNS[id(matrix)] = (ref, pattern)
     return pattern
+
+
+def _forget(at: int) -> Any:
+    return lambda _: _PATTERNS.pop(at, None)
 
 
 def _same_arrays(pattern: Pattern, matrix: Any) -> bool:

@@ -80,7 +80,8 @@ def _batch_solve(op: Op, batched: tuple[bool, ...], size: int, data: Any, b: Any
     blocks = block_pattern(p, size)
     stacked = np.broadcast_to(b, (size, *np.shape(b))) if not batched[1] else b
     shape = np.shape(stacked)
-    out = record(op, np.reshape(data, (-1,)), np.reshape(stacked, (shape[0] * shape[1], *shape[2:])), blocks, transposed)
+    rows = np.reshape(stacked, (shape[0] * shape[1], *shape[2:]))
+    out = record(op, np.reshape(data, (-1,)), rows, blocks, transposed)
     return np.reshape(out, shape)
 
 

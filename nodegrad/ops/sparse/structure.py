@@ -75,7 +75,6 @@ def by_probe(p: Pattern, operation: Any, expected: int | None = None) -> LinearM
 def converted(p: Pattern, target: Any) -> LinearMap:
     """The map to the canonical matrix of class ``target`` (CSR or CSC; duplicates summed
     into one entry, indices sorted), as scipy's ``tocsr()``/``tocsc()`` of a COO matrix."""
-    sparse = scipy_sparse()
     m, n = p.shape
     rows, cols = p.rows.astype(np.int64), p.cols.astype(np.int64)
     column_major = target._format == "csc"
@@ -108,7 +107,6 @@ def diagonal_map(p: Pattern, k: int) -> LinearMap:
 def rows_taken(p: Pattern, rows: np.ndarray) -> LinearMap:
     """The map to rows ``rows`` of a CSR matrix (a minibatch): worked out from the rows'
     runs of values, at the cost of the values taken, not of the whole matrix."""
-    sparse = scipy_sparse()
     starts, stops = p.indptr[rows], p.indptr[rows + 1]
     counts = (stops - starts).astype(np.int64)
     indptr = np.concatenate([[0], np.cumsum(counts)])

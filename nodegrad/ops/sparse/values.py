@@ -20,6 +20,7 @@ the first time one meets a transform.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Hashable
 from types import FrameType
 from typing import Any
 
@@ -36,7 +37,7 @@ from nodegrad.ops.sparse.pattern import FORMATS, pattern_of
 
 __all__: list[str] = []
 
-_KEYS = ["data"]
+_KEYS: list[Hashable] = ["data"]
 
 
 def _scipy_data(value: Any, key: Any) -> Any:
@@ -58,11 +59,15 @@ def _build(template: Any, children: list[Any]) -> Any:
         return SparseMatrix(data, pattern)
     if type(data) is RowSparse:  # sparse_rows=True: a matrix's gradient is on its pattern
         data = data.todense()
+    if not isinstance(data, np.ndarray | np.generic | float | complex | int):
+        return SparseMatrix(data, pattern)  # eval_shape's description of the values
     data = np.asarray(data)
     if data.shape != (pattern.nnz,):
         msg = (
-            f"a sparse matrix's values have shape {data.shape}, not ({pattern.nnz},): under vmap each example's "
-            "matrix is its own, and a scipy matrix cannot stack them: return X.data, or X.toarray()"
+            f"a sparse matrix's values have shape {data.shape}, not ({pattern.nnz},): a scipy matrix holds one "
+            "value per stored entry, not a vmap's stacked examples or a Jacobian's rows; return X.data (or "
+            "X.toarray()), or differentiate with respect to the values, building the matrix inside the function "
+            "with nodegrad.scipy.sparse.csr_array((values, indices, indptr), shape)"
         )
         raise ShapeError(msg)
     return pattern.matrix(data)
