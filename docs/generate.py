@@ -24,6 +24,7 @@ import nodegrad.data
 import nodegrad.numpy
 import nodegrad.numpy.construct
 import nodegrad.scipy  # registers the scipy.linalg ops
+import nodegrad.scipy.sparse
 import nodegrad.scipy.stats
 import nodegrad.testing
 import nodegrad.testing.pytest_plugin
@@ -67,6 +68,10 @@ VJP_TEXT = {
     "logabsdet": "x: g x^-T",
     "matmul": "x: g y^T; y: x^T g (1-D and batch axes as numpy's matmul)",
     "solve": "a: -z x^T; b: z, with z = a^-T g",
+    "sparse_matmul": "data: sampled(g, b) (g[r] . b[c] per stored entry); b: X.T @ g",
+    "sparse_rmatmul": "data: sampled(b, g) (b[r] . g[c] per stored entry); b: X @ g",
+    "sparse_sampled": "a: G @ b; b: G.T @ a, with G the sparse matrix of values g",
+    "sparse_solve": "data: -z[r] . x[c] per stored entry; b: z, with z = A^-T g (the forward's LU factorization)",
     "svdvals": "x: U diag(g) Vh",
     "batch_norm": "x: through the batch's mean and variance; weight: sum of g x̂ over the batch; bias: sum of g over it",
     "layer_norm": "x: (w g - mean(w g) - x̂ mean(w g x̂)) / std over the last axis; weight: g x̂; bias: g",
@@ -436,6 +441,13 @@ def api_pages() -> list[ApiPage]:
             "`scipy.special`, `scipy.linalg`, `scipy.integrate` and `scipy.signal.convolve` with gradients "
             "(the `scipy` extra).",
             tuple(_module_section(f"nodegrad.scipy.{m}") for m in ("special", "linalg", "integrate", "signal")),
+        ),
+        ApiPage(
+            "scipy-sparse",
+            "`nodegrad.scipy.sparse`: sparse matrices",
+            "scipy.sparse CSR, CSC and COO matrices as differentiable values: constructors from traced values, "
+            "stacking, diagonals and `spsolve` (see [sparse matrices](../sparse.md)).",
+            (_module_section("nodegrad.scipy.sparse"), _module_section("nodegrad.scipy.sparse.linalg")),
         ),
         ApiPage(
             "scipy-stats",

@@ -109,6 +109,7 @@ def test_the_ops_page_names_no_private_helper() -> None:
         ("internals.md", 18),
         ("tables.md", 25),
         ("row-sparse.md", 6),
+        ("sparse.md", 40),
         ("parallel.md", 16),
     ],
 )

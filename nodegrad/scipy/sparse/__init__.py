@@ -48,7 +48,6 @@ __all__ = [
     "diags_array",
     "hstack",
     "issparse",
-    "linalg",
     "vstack",
 ]
 
