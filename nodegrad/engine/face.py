@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.staged import _BINARY, FOREIGN_INDEXING, Staged, Unreplayable, _foreign, method_caller
-from nodegrad.engine.traced import foreign_operand
+from nodegrad.engine.traced import DEFERS_TO, foreign_operand
 from nodegrad.errors import user_location
 
 __all__ = ["EAGER", "FACE", "GUARDED", "RECORDED", "SIGNATURE", "give_face", "names_to_decide"]
@@ -122,10 +122,15 @@ def names_to_decide() -> set[str]:
 # -- each kind's behaviour --------------------------------------------------------------------
 
 
-def _binary(fn: Callable[..., Any], name: str, *, reflected: bool = False) -> Callable[..., Any]:
+def _binary(fn: Callable[..., Any], name: str, *, reflected: bool = False, mirror: str = "") -> Callable[..., Any]:
     def op(self: Staged, other: Any) -> Any:
         if _foreign(other):
             return NotImplemented  # a traced or batched value: its transform runs first
+        deferred = DEFERS_TO.get(type(other))
+        if deferred is not None and mirror and not hasattr(type(other), "__array_ufunc__"):
+            # A value of a layer above that numpy's protocols do not reach (a scipy.sparse
+            # matrix closed over, whose operator gave way): the layer's operator answers.
+            return getattr(deferred(other), mirror)(self)
         return self.level.call(fn, (other, self) if reflected else (self, other), {}, name)
 
     return op
@@ -244,10 +249,10 @@ def _guarded_dunder(name: str) -> Callable[..., Any] | None:
 def _recorded_dunder(name: str) -> Callable[..., Any] | None:
     bare = name[2:-2]
     if bare in _OPERATORS:
-        return _binary(_OPERATORS[bare], f"x {_BINARY[_OPERATORS[bare]]} y")
+        return _binary(_OPERATORS[bare], f"x {_BINARY[_OPERATORS[bare]]} y", mirror=f"__r{bare}__")
     if bare.startswith("r") and bare[1:] in _OPERATORS:
         fn = _OPERATORS[bare[1:]]
-        return _binary(fn, f"y {_BINARY[fn]} x", reflected=True)
+        return _binary(fn, f"y {_BINARY[fn]} x", reflected=True, mirror=f"__{bare[1:]}__")
     if bare.startswith("i") and bare[1:] in _OPERATORS:
         return _binary(getattr(operator, bare), f"x {_BINARY[_OPERATORS[bare[1:]]]}= y")
     if bare in _COMPARISONS or bare == "ne":

@@ -52,11 +52,17 @@ def scipy_advice(frame: FrameType, full: str, what: str, instead: Callable[[str]
     distribution: ``scipy.stats.norm.logpdf``); ``instead(ours)`` says what to do about
     ``ours``, the nodegrad.scipy name of the same function."""
     module = frame.f_globals.get("__name__") or "?"
-    package = ".".join(module.split(".")[:2])  # scipy.stats, scipy.special, ...
+    package = ".".join(module.split(".")[: 3 if module.startswith("scipy.sparse.linalg") else 2])  # scipy.stats, ...
     owner = frame.f_locals.get("self")
     dist = getattr(getattr(owner, "dist", owner), "name", None) if package == "scipy.stats" else None
     name = frame.f_code.co_name
     public = f"{package}.{dist}.{name}" if isinstance(dist, str) else f"{package}.{name}"
+    if package == "scipy.sparse" and hasattr(owner, "format"):  # a method of a sparse matrix closed over
+        return (
+            f"{type(owner).__name__}.{name} ({full}) cannot see traced values: {what} A scipy.sparse matrix closed "
+            "over meets traced values through its operators (X @ w, X * w, X / s); for its methods, pass it to the "
+            f"transform as an argument (inside, its methods take traced values), or {DETACH}"
+        )
     return f"{public} ({full}) cannot see traced values: {what} {instead(f'nodegrad.{public}')}"
 
 
