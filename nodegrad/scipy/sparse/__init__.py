@@ -109,16 +109,34 @@ def _converted(made: SparseMatrix, cls: Any) -> SparseMatrix:
     return SparseMatrix(moved(made.data, linear), linear.pattern)
 
 
+_CONSTRUCTOR_DOC = """scipy's ``{name}``, also from traced values on a fixed pattern.
+
+    ``{name}((values, {where}), shape)`` with traced ``values`` is a :class:`SparseMatrix`
+    of class ``{name}`` holding them as its stored values; the form ``(values, (rows, cols))``
+    is taken by every class (a compressed format sums duplicate entries, as scipy does).
+    Given no traced values, scipy's own constructor.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import nodegrad as ng
+    >>> import nodegrad.scipy.sparse as sp
+    >>> def total(v):
+    ...     return (sp.{name}({example}, shape=(2, 2)) @ np.array([1.0, 2.0])).sum()
+    >>> ng.grad(total)(np.array([3.0, 4.0]))
+    array([1., 2.])
+    """
+
+
 def _constructor(cls: Any) -> Any:
     def build(arg1: Any, shape: Any = None, dtype: Any = None, copy: bool = False) -> Any:
         return _build(cls, arg1, shape, dtype, copy)
 
     build.__name__ = build.__qualname__ = cls.__name__
-    build.__doc__ = (
-        f"scipy's ``{cls.__name__}``, also from traced values on a static pattern: "
-        f"``{cls.__name__}((values, {'(rows, cols)' if cls._format == 'coo' else 'indices, indptr'}), shape)`` is a "
-        ":class:`SparseMatrix` whose values are followed (``(values, (rows, cols))`` for every format). Given no "
-        "traced values, scipy's own constructor."
+    build.__doc__ = _CONSTRUCTOR_DOC.format(
+        name=cls.__name__,
+        where="(rows, cols)" if cls._format == "coo" else "indices, indptr",
+        example="(v, (np.array([0, 1]), np.array([0, 1])))" if cls._format == "coo" else "(v, [0, 1], [0, 1, 2])",
     )
     return guarded(build)
 
@@ -195,7 +213,7 @@ def _diagonals(name: str, make: Any, diagonals: Any, offsets: Any, shape: Any, f
     starts = np.cumsum([0, *sizes])
     probes = [np.arange(1, size + 1, dtype=np.float64) + starts[k] for k, size in enumerate(sizes)]
     probes = [p.reshape(np.shape(d)) for p, d in zip(probes, listed, strict=True)]
-    result = make(probes[0] if single else probes, offsets=offsets, shape=shape, format="csr")
+    result = make(probes[0] if single else probes, offsets=offsets, shape=shape, format="csr", dtype=None)
     positions = np.asarray(result.data).astype(np.int64) - 1
     data = np.concatenate([np.reshape(d, (-1,)) for d in listed])
     if dtype is not None:
