@@ -282,6 +282,12 @@ class SparseMatrix:
         if not _is_scalar(n):
             msg = "input is not scalar"
             raise NotImplementedError(msg)
+        if type(n) not in INTERPRETED and n == 0:
+            msg = (
+                "zero power is not supported as it would densify the matrix.\n"
+                "Use `np.ones(A.shape, dtype=A.dtype)` for this case."
+            )
+            raise NotImplementedError(msg)
         data = self.data**n
         return self._with(data if dtype is None else data.astype(dtype))
 

@@ -98,11 +98,7 @@ class Pattern:
         """A hashable key of the pattern (class, shape, index arrays by their bits): what a
         replay's signature holds of a sparse value, so that another pattern records anew."""
         if self._key is None:
-            digest = hashlib.blake2b(digest_size=16)
-            for part in (self.indices, self.indptr):
-                digest.update(str(part.dtype).encode())
-                digest.update(np.ascontiguousarray(part).data)
-            self._key = (self.cls.__name__, self.shape, self.nnz, digest.hexdigest())
+            self._key = (self.cls.__name__, self.shape, self.nnz, _digest(self.indices, self.indptr))
         return self._key
 
     def __repr__(self) -> str:
@@ -120,12 +116,8 @@ class Pattern:
         return hash(self.key())
 
 
-_PATTERNS: dict[int, tuple[Any, Pattern]] = {}
-
-
 def pattern_of(matrix: Any) -> Pattern:
-    """The pattern of the scipy sparse ``matrix`` (CSR, CSC or COO), one object per matrix
-    while its index arrays are the same objects (so what it derives is worked out once)."""
+    """The pattern of the scipy sparse ``matrix`` (CSR, CSC or COO)."""
     if matrix.format not in FORMATS:
         msg = (
             f"a scipy.sparse matrix in {matrix.format.upper()} format: nodegrad differentiates CSR, CSC and COO "
@@ -135,25 +127,31 @@ def pattern_of(matrix: Any) -> Pattern:
     if matrix.ndim != 2:
         msg = f"a {matrix.ndim}-d scipy.sparse array: nodegrad differentiates 2-d sparse matrices"
         raise ArgumentError(msg)
-    known = _PATTERNS.get(id(matrix))
-    if known is not None:
-        ref, pattern = known
-        if ref() is matrix and _same_arrays(pattern, matrix):
-            return pattern
-    pattern = Pattern(matrix)
+    return Pattern(matrix)
+
+
+#: The digests of index arrays, by the identity of the arrays (held weakly): a replay asks
+#: for a matrix's key at every call, and hashing its indices each time would cost O(nnz).
+_DIGESTS: dict[tuple[int, int], tuple[Any, Any, str]] = {}
+
+
+def _digest(indices: np.ndarray, indptr: np.ndarray) -> str:
+    at = (id(indices), id(indptr))
+    known = _DIGESTS.get(at)
+    if known is not None and known[0]() is indices and known[1]() is indptr:
+        return known[2]
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (indices, indptr):
+        digest.update(str(part.dtype).encode())
+        digest.update(np.ascontiguousarray(part).data)
+    found = digest.hexdigest()
     try:
-        ref = weakref.ref(matrix, _forget(id(matrix)))
+        refs = (weakref.ref(indices, _forget(at)), weakref.ref(indptr, _forget(at)))
     except TypeError:
-        return pattern
-    _PATTERNS[id(matrix)] = (ref, pattern)
-    return pattern
+        return found
+    _DIGESTS[at] = (*refs, found)
+    return found
 
 
-def _forget(at: int) -> Any:
-    return lambda _: _PATTERNS.pop(at, None)
-
-
-def _same_arrays(pattern: Pattern, matrix: Any) -> bool:
-    if pattern.format == "coo":
-        return matrix.row is pattern.indices and matrix.col is pattern.indptr and matrix.shape == pattern.shape
-    return matrix.indices is pattern.indices and matrix.indptr is pattern.indptr and matrix.shape == pattern.shape
+def _forget(at: tuple[int, int]) -> Any:
+    return lambda _: _DIGESTS.pop(at, None)

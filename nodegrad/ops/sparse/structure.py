@@ -46,7 +46,7 @@ def summing(ids: np.ndarray, positions: np.ndarray, count: int, nnz: int) -> Pat
     """The pattern of ``S`` where new value ``ids[j]`` sums old value ``positions[j]``."""
     sparse = scipy_sparse()
     ids = np.asarray(ids, dtype=np.int64)
-    if ids.size and np.all(ids == np.arange(ids.size)):  # one old value each, in order: a gather
+    if ids.size == count and np.all(ids == np.arange(count)):  # one old value each, in order: a gather
         indptr = np.arange(count + 1, dtype=np.int64)
         select = sparse.csr_array((np.ones(ids.size), np.asarray(positions, np.int64), indptr), shape=(count, nnz))
     else:

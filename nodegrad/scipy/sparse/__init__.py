@@ -34,7 +34,7 @@ from nodegrad.engine.guards import guarded
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.ops.sparse import SparseMatrix, is_sparse, pattern_of, sparse_of
 from nodegrad.ops.sparse.structure import LinearMap, converted, moved, summing
-from nodegrad.scipy.sparse import linalg
+from nodegrad.scipy.sparse import linalg as linalg  # (scipy.sparse.linalg, as an attribute)
 
 __all__ = [
     "SparseMatrix",
