@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 import numpy as np
+import scipy.sparse
 
 Shape = tuple[int, ...]
 INDEX_BOUND = 3  # integer indices lie in [0, 3): valid for every axis a program makes
@@ -397,6 +398,34 @@ def more_numpy(rng: np.random.Generator, regs: Sequence[Register]) -> Step | Non
     return Step(name, expr, reads, shape)
 
 
+#: A sparse matrix programs close over (rows 0 and 2 stored, an unsorted row, an empty
+#: row), and its pattern, for a matrix built from traced values inside a program.
+SPARSE_INDICES = np.array([3, 0, 1, 2, 0])
+SPARSE_INDPTR = np.array([0, 2, 2, 5])
+SPARSE_A = scipy.sparse.csr_array((np.array([0.5, -1.0, 2.0, 0.25, 1.5]), SPARSE_INDICES, SPARSE_INDPTR), shape=(3, 4))
+
+
+def sparse(rng: np.random.Generator, regs: Sequence[Register]) -> Step | None:
+    """Products with a sparse matrix closed over, and with one built from traced values."""
+    options: list[tuple[str, str, tuple[str, ...], Shape]] = []
+    for r in floats(regs):
+        if 1 <= len(r.shape) <= 2 and r.shape[0] == 4:
+            options.append(("sparse_matmul", "SPARSE_A @ {0}", (r.name,), (3, *r.shape[1:])))
+        if 1 <= len(r.shape) <= 2 and r.shape[0] == 3:
+            options.append(("sparse_rmatmul", "SPARSE_A.T @ {0}", (r.name,), (4, *r.shape[1:])))
+        if 1 <= len(r.shape) <= 2 and r.shape[-1] == 3:
+            options.append(("sparse_vecmat", "{0} @ SPARSE_A", (r.name,), (*r.shape[:-1], 4)))
+        if r.shape == (4,):
+            options.append(("sparse_multiply", "(SPARSE_A * {0}).sum(axis=0)", (r.name,), (4,)))
+            built = "sp.csr_array((np.concatenate([{0}, {0}[:1] * 2.0]), SPARSE_INDICES, SPARSE_INDPTR), shape=(3, 4))"
+            options.append(("sparse_built", f"{built} @ np.cos({{0}})", (r.name,), (3,)))
+            options.append(("sparse_built_sum", f"np.tanh({built}).sum(axis=0)", (r.name,), (4,)))
+    if not options:
+        return None
+    name, expr, reads, shape = options[int(rng.integers(len(options)))]
+    return Step(name, expr, reads, shape)
+
+
 FAMILIES: list[tuple[Draw, float]] = [
     (more_numpy, 2.0),
     (unary, 3.0),
@@ -413,6 +442,7 @@ FAMILIES: list[tuple[Draw, float]] = [
     (fourier, 0.6),
     (linalg, 2.0),
     (square_matrix, 0.7),
+    (sparse, 0.6),
 ]
 
 

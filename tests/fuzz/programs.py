@@ -21,7 +21,8 @@ DTYPES = ("float64", "float32")
 FEATURES = 4  # an example's features: x has shape (4,), p.w too
 HEADER = """import numpy as np
 import nodegrad as ng
-from tests.fuzz.ops import spd, weights_like, well_conditioned
+import nodegrad.scipy.sparse as sp
+from tests.fuzz.ops import SPARSE_A, SPARSE_INDICES, SPARSE_INDPTR, spd, weights_like, well_conditioned
 from tests.fuzz.programs import Params
 """
 
