@@ -14,7 +14,19 @@ import attrs
 import numpy as np
 
 import nodegrad as ng
-from tests.fuzz.ops import INDEX_BOUND, Register, Step, draw_step, spd, weights_like, well_conditioned
+import nodegrad.scipy.sparse as sp
+from tests.fuzz.ops import (
+    INDEX_BOUND,
+    SPARSE_A,
+    SPARSE_INDICES,
+    SPARSE_INDPTR,
+    Register,
+    Step,
+    draw_step,
+    spd,
+    weights_like,
+    well_conditioned,
+)
 
 KINDS = ("array", "dict", "record")
 DTYPES = ("float64", "float32")
@@ -85,6 +97,10 @@ class Program:
             "spd": spd,
             "weights_like": weights_like,
             "well_conditioned": well_conditioned,
+            "sp": sp,
+            "SPARSE_A": SPARSE_A,
+            "SPARSE_INDICES": SPARSE_INDICES,
+            "SPARSE_INDPTR": SPARSE_INDPTR,
         }
         exec(compile(self.source(), "<fuzz program>", "exec"), namespace)
         return namespace
