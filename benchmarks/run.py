@@ -117,6 +117,34 @@ W12 Row-sparse gradients of a lookup table: one training step (forward, gradient
     indices), the dense array's ``nbytes``, PyTorch's sparse gradient's values and indices
     after ``coalesce()``; each is checked, densified, against the dense gradient. Target:
     the sparse gradient <= 1 MiB.
+W13 scipy.sparse matrices (``workloads/sparse_matrices.py``). A logistic regression's
+    gradient on a ``csr_array`` X of 100,000 x 50,000 with 5,000,000 stored values (0.1%;
+    random distinct coordinates, int32 indices: 60.4 MB with its data), labels in {-1, +1},
+    loss ``np.mean(np.logaddexp(0.0, -y * (X @ w)))``, in two cases: (a) with respect to the
+    dense weights w, ``ng.grad(logistic_loss)(w, X, y)`` (X not differentiated), against a
+    hand-written scipy step (``z = X @ w``, the loss's cotangent r, ``X.T @ r``); (b) with
+    respect to X's stored values, ``ng.grad(logistic_loss, argnums=1)(w, X, y)``, a
+    ``csr_array`` gradient on X's pattern, against the same forward and ``w[X.indices] *
+    np.repeat(r, np.diff(X.indptr))``. PyTorch: ``torch.sparse_csr_tensor`` built once from
+    the same arrays; (a) ``X @ w`` with w requiring grad, (b) the CSR tensor a leaf requiring
+    grad, ``torch.sparse.mm(X, w[:, None])`` (a CSR gradient on the pattern); and three more
+    ways of (b), each run only where its backward does not form the dense m x n gradient (a
+    probe under ``torch.profiler`` at 3,000 x 2,000 decides, and the row names the op that
+    allocated it): ``X @ w`` with a 1-D w, the values requiring grad through
+    ``sparse_csr_tensor`` per call, and a COO leaf. In ms, as a ratio to the hand-written
+    step. Targets: nodegrad <= 1.20x the hand-written step and <= 1.00x PyTorch's CSR path
+    in both cases. Then the memory of one step of each case, tracemalloc's peak in this
+    process above what existed before it (the gradient returned counts), for the
+    hand-written step and nodegrad, in MiB and as a multiple of the matrix's bytes (data +
+    indices + indptr). Target: nodegrad <= 2.00x the matrix's bytes. W13s, same key:
+    ``spsolve``'s gradient on the 2-D Poisson problem of a 100 x 100 grid (10,000 unknowns,
+    5-point Laplacian as CSC), loss ``0.5 * ||spsolve(A, b) - t||^2`` with
+    ``nodegrad.scipy.sparse.linalg.spsolve``, with respect to b and to A's stored values,
+    against the forward solve alone (``scipy.sparse.linalg.spsolve(A, b)``), beside a
+    hand-written ``splu`` + solve + adjoint solve; nodegrad's kept factorizations are
+    dropped before each judged call ("fresh factorization"), and shown kept in a row of
+    their own. ``torch.sparse.spsolve`` has no CPU kernel (its row says so). Target:
+    nodegrad (fresh factorization) <= 3.0x the forward solve.
 W14 A table pipeline's gradient, written in pandas (``pipeline_loss``): a sales table of
     100,000 rows (float price and cost, each with 1% NaN; a string store key among 200
     stores; int units) and params = {"effect": a DataFrame of 200 rows (store, effect),
@@ -159,7 +187,7 @@ W15 One L-BFGS fit of a logistic regression, the whole fit timed: 10,000 rows of
 
 Peers, each skipped with a note when it cannot be imported: PyTorch (CPU), HIPS autograd,
 MyGrad and JAX (eager for W1/W4/W5, where per-op cost is the point; jitted for W2/W3/W6/W7/W15);
-none in W14; in W15 autograd, PyTorch and JAX.
+none in W14; in W13 and W15 PyTorch (and in W15 autograd and JAX).
 
 Replay rows (W0, W1, W2, W4, W6, W7, W14), "nodegrad (replay)": ``ng.replay`` of the very
 gradient function the nodegrad row calls, on the same arguments. Building the step records
@@ -171,12 +199,13 @@ nodegrad's gradient: "= eager" is bit for bit, what ``ng.replay`` promises. A ta
 against another row than the baseline (W0's PyTorch, eager nodegrad) names that row in the
 target column, and the ratio to it is shown in parentheses beside the ratio to the baseline.
 
-Method (the timed workloads, all but W7, W11 and W12's memory block): each library runs
+Method (the timed workloads, all but W7, W11 and the memory blocks of W12 and W13): each library runs
 each case once as a warm-up (its gradient is compared with the baseline's: the "check"
 column). Then the libraries are timed with ``time.perf_counter`` in interleaved rounds
 (W0: 10 rounds of 20 runs of 20 calls each; W1/W2/W6/W10: 10 rounds of 10 back-to-back
 runs each; W3: 7 rounds of 1; W4: 10 rounds of 5; W5: 3 rounds of 1; W9: 5 rounds of 1;
-W12: 10 rounds of 5; W14: 10 rounds of 10; W15: 10 rounds of 1), so that load from other processes on a shared
+W12: 10 rounds of 5; W13: 7 rounds of 2, W13s: 10 rounds of 3; W14: 10 rounds of 10; W15: 10 rounds of 1), so
+that load from other processes on a shared
 machine hits all of them alike. Ratios use the minimum over all runs; the median is shown
 beside it. The garbage collector stays enabled (it is part of what a user pays);
 ``gc.collect()`` runs once before the first round.
@@ -200,7 +229,8 @@ Code: this file parses the command line, sets up the environment, runs the cases
 prints the table. The package ``workloads/`` next to it holds one module per workload
 (``chains`` for W1 and W5, ``mlp``, ``large_chain``, ``dict_params``, ``gather``,
 ``memory`` for W7 with ``memory_child``, its child processes' entry point,
-``higher_order``, ``batching`` for W9 to W11, ``sparse_rows`` for W12, ``table_pipeline``
+``higher_order``, ``batching`` for W9 to W11, ``sparse_rows`` for W12, ``sparse_matrices``
+for W13 (which this file adds to the package's table, with its timing rounds), ``table_pipeline``
 for W14, ``fitting`` for W15), each with its own docstring, and the shared ``environment``, ``libraries`` and
 ``timing``.
 """
@@ -218,7 +248,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from workloads import WORKLOADS, verify_hand_written_references
+from workloads import WORKLOADS as PACKAGE_WORKLOADS
+from workloads import sparse_matrices, verify_hand_written_references
 from workloads.batching import (
     TracedMemoryCase,
     TracedMemoryRow,
@@ -229,6 +260,14 @@ from workloads.environment import environment_report, refault_count, relaunch_wi
 from workloads.fitting import FitCase, run_fit_case
 from workloads.libraries import PEERS, available_libraries, display_name
 from workloads.memory import MIB, MemoryCase, MemoryRow, measure_memory_case, memory_notes
+from workloads.sparse_matrices import (
+    SparseMemoryCase,
+    SparseMemoryRow,
+    measure_sparse_memory_case,
+    sparse_memory_notes,
+    with_w13,
+    with_w13_timing,
+)
 from workloads.sparse_rows import (
     GradientMemoryCase,
     GradientMemoryRow,
@@ -239,7 +278,10 @@ from workloads.sparse_rows import (
 )
 from workloads.timing import QUICK, Case, Row, Sizes, run_case
 
-AnyRow = Row | MemoryRow | TracedMemoryRow | GradientMemoryRow
+# The workloads in table order: the package's, with W13 (workloads/sparse_matrices.py) in its place.
+WORKLOADS = with_w13(PACKAGE_WORKLOADS)
+
+AnyRow = Row | MemoryRow | TracedMemoryRow | GradientMemoryRow | SparseMemoryRow
 
 # -- report ---------------------------------------------------------------------------------------
 
@@ -341,6 +383,21 @@ def format_gradient_memory_row(row: GradientMemoryRow) -> list[str]:
     ]
 
 
+def format_sparse_memory_row(row: SparseMemoryRow) -> list[str]:
+    """The table cells of a row that has the traced peak of one step (W13), judged as a
+    multiple of the matrix's bytes."""
+    limit = f"<= {row.target:.2f}x matrix" if row.target is not None else ""
+    return [
+        display_name(row.library, row.variant),
+        f"{row.peak_bytes / MIB:,.2f}" if row.peak_bytes is not None else "n/a",
+        f"{row.multiple:.4f}x" if row.multiple is not None else "n/a",
+        times(row.ratio) if row.ratio is not None else "n/a",
+        limit,
+        {None: "n/a" if limit else "", True: "yes", False: "NO"}[row.met],
+        row.check,
+    ]
+
+
 def target_cells(target: float | None, met: bool | None, peer_target: tuple[str, float] | None = None) -> list[str]:
     """The "target" and "met?" cells: empty on rows without a target, n/a where it is not judged.
 
@@ -380,6 +437,9 @@ LAYOUTS: dict[type, TableLayout] = {
         ("library", "table grad MiB", "rows", "ratio", "target", "met?", "check"),
         (0, 6),
         format_gradient_memory_row,
+    ),
+    SparseMemoryRow: TableLayout(
+        ("library", "traced MiB", "x matrix", "ratio", "target", "met?", "check"), (0, 6), format_sparse_memory_row
     ),
 }
 
@@ -422,10 +482,12 @@ def print_table(rows: Sequence[AnyRow]) -> None:
 
 
 def run_any_case(
-    case: Case | MemoryCase | TracedMemoryCase | GradientMemoryCase, judge_targets: bool
+    case: Case | MemoryCase | TracedMemoryCase | GradientMemoryCase | SparseMemoryCase, judge_targets: bool
 ) -> Sequence[AnyRow]:
-    """Time a case, or measure its peak memory (W7 in child processes, W11 in this one),
-    or the bytes of a gradient (W12); W15's fits also report their iterations and evaluations."""
+    """Time a case, or measure its peak memory (W7 in child processes, W11 and W13 in this
+    one), or the bytes of a gradient (W12); W15's fits also report their iterations and evaluations."""
+    if isinstance(case, SparseMemoryCase):
+        return measure_sparse_memory_case(case, judge_targets)
     if isinstance(case, MemoryCase):
         return measure_memory_case(case, judge_targets)
     if isinstance(case, TracedMemoryCase):
@@ -476,7 +538,7 @@ def _finite(value: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     relaunch_with_environment(args.threads)
-    sizes = QUICK if args.quick else Sizes()
+    sizes = with_w13_timing(QUICK if args.quick else Sizes())
     if args.rounds:
         sizes = replace(sizes, rounds=dict.fromkeys(sizes.rounds, args.rounds))
     refaults = refault_count()
@@ -484,9 +546,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     env = environment_report(versions, skipped, sizes, refaults)
     print_header(env)
     verify_hand_written_references(sizes)
+    sparse_matrices.check_hand_written(sizes)
     print(
         "check: hand-written numpy gradients equal nodegrad's (MLP float32/float64, W3 chain, W6 both variants, "
-        "W14 table pipeline, W15 logistic regression)"
+        "W13 sparse logistic regression and spsolve, W14 table pipeline, W15 logistic regression)"
     )
     libraries = ["nodegrad", *(name for name in PEERS if name in versions)]
     rows: list[AnyRow] = []
@@ -498,6 +561,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes = memory_notes([r for r in rows if isinstance(r, MemoryRow)])
     notes += traced_memory_notes([r for r in rows if isinstance(r, TracedMemoryRow)])
     notes += gradient_memory_notes([r for r in rows if isinstance(r, GradientMemoryRow)])
+    notes += sparse_memory_notes([r for r in rows if isinstance(r, SparseMemoryRow)])
     if notes:
         print("\n" + "\n".join(notes))
     if not sizes.judge_targets:

@@ -44,20 +44,34 @@ def _rmatmul(data: Any, b: Any, p: Pattern) -> Any:
 
 
 def _sampled(a: Any, b: Any, p: Pattern) -> Any:
-    """``a[r[k]] . b[c[k]]`` for every stored entry ``k``: a row of a compressed matrix is
-    one run of entries, so its factor is repeated rather than gathered."""
-    if p.format == "csr":
-        left, right = np.repeat(a, p.counts(), axis=0), np.take(b, p.indices, axis=0)
-    elif p.format == "csc":
-        left, right = np.take(a, p.indices, axis=0), np.repeat(b, p.counts(), axis=0)
-    else:
-        left, right = np.take(a, p.indices, axis=0), np.take(b, p.indptr, axis=0)
-    if left.dtype == np.result_type(left, right) and left.flags.writeable:
-        np.multiply(left, right, out=left)  # (in place: an entry-sized array less at the peak)
-        product = left
-    else:
+    """``a[r[k]] . b[c[k]]`` for every stored entry ``k``. A row of a compressed matrix is
+    one run of entries, so its factor is repeated rather than gathered, a block of rows at
+    a time into the gathered factor: one array of ``nnz`` values at the peak, not three."""
+    a, b = np.asarray(a), np.asarray(b)
+    if p.format == "coo" or a.ndim > 1:
+        left, right = np.take(a, p.rows, axis=0), np.take(b, p.cols, axis=0)
         product = left * right
-    return product if product.ndim == 1 else product.reshape(product.shape[0], -1).sum(axis=1)
+        return product if product.ndim == 1 else product.reshape(product.shape[0], -1).sum(axis=1)
+    gathered, runs = (b, a) if p.format == "csr" else (a, b)
+    out = gathered[p.indices].astype(np.result_type(a, b), copy=False)  # (fresh: fancy indexing copies)
+    indptr = p.indptr
+    for first, last in _blocks(indptr):
+        lo, hi = indptr[first], indptr[last]
+        out[lo:hi] *= np.repeat(runs[first:last], np.diff(indptr[first : last + 1]))
+    return out
+
+
+_BLOCK = 1 << 20  # stored values per block of rows
+
+
+def _blocks(indptr: np.ndarray) -> list[tuple[int, int]]:
+    """Runs of rows of about :data:`_BLOCK` stored values each, as ``(first, last)``."""
+    runs = len(indptr) - 1
+    if indptr[-1] <= _BLOCK:
+        return [(0, runs)]
+    bounds = np.searchsorted(indptr, np.arange(_BLOCK, indptr[-1], _BLOCK))
+    edges = np.unique(np.concatenate([[0], np.minimum(bounds, runs), [runs]]))
+    return list(zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True))
 
 
 def matmul(data: Any, b: Any, p: Pattern) -> Any:

@@ -22,23 +22,24 @@ from nodegrad.ops.sparse.products import block_pattern, sampled
 
 __all__ = ["SPARSE_SOLVE", "solve"]
 
-#: Factorizations kept, by the identity of the values and the pattern they factor.
-_FACTORS: OrderedDict[tuple[int, int], tuple[np.ndarray, Pattern, Any]] = OrderedDict()
+#: Factorizations kept, by the identity of the values and the key of the pattern they
+#: factor, each with a copy of the values it was made of (checked at every use).
+_FACTORS: OrderedDict[tuple[int, Any], tuple[np.ndarray, Any]] = OrderedDict()
 _KEPT = 4
 
 
 def _factor(data: np.ndarray, p: Pattern) -> Any:
     """The LU factorization of the matrix of ``data`` on ``p`` (kept for the adjoint)."""
-    key = (id(data), id(p))
+    key = (id(data), p.key())
     known = _FACTORS.get(key)
-    if known is not None and known[1] is p and np.array_equal(known[0], data):
+    if known is not None and known[0].dtype == data.dtype and np.array_equal(known[0], data):
         _FACTORS.move_to_end(key)
-        return known[2]
+        return known[1]
     from scipy.sparse.linalg import splu
 
     matrix = p.matrix(data)
     lu = splu(matrix.tocsc() if matrix.format != "csc" else matrix)
-    _FACTORS[key] = (np.array(data, copy=True), p, lu)
+    _FACTORS[key] = (np.array(data, copy=True), lu)
     while len(_FACTORS) > _KEPT:
         _FACTORS.popitem(last=False)
     return lu
