@@ -61,7 +61,7 @@ def _sampled(a: Any, b: Any, p: Pattern) -> Any:
     return out
 
 
-_BLOCK = 1 << 20  # stored values per block of rows
+_BLOCK = 1 << 18  # stored values per block of rows (a block of repeats stays in cache)
 
 
 def _blocks(indptr: np.ndarray) -> list[tuple[int, int]]:
