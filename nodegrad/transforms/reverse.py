@@ -19,6 +19,7 @@ from nodegrad.engine.levels import Interpreted, is_interpreted
 from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
+from nodegrad.ops.sparse import as_sparse
 from nodegrad.ops.tables import as_tables
 from nodegrad.transforms.common import (
     Transformed,
@@ -199,7 +200,7 @@ def value_and_grad(
             call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]", leaves, layouts)
         for k, a in enumerate(args):  # a DataFrame not differentiated is a table inside all the same
             if k not in positions:
-                call_args[k] = as_tables(a)
+                call_args[k] = as_sparse(as_tables(a))
         if out is not None:  # gradients written into buffers shaped like the arguments
             wrt = (snapshot(call_args[positions[0]]),) if single else tuple(snapshot(call_args[k]) for k in positions)
         if holomorphic:

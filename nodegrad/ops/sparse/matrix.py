@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from nodegrad.engine.levels import FOREIGN, INTERPRETED
-from nodegrad.engine.traced import DEFERS_TO
+from nodegrad.engine.traced import DEFERS_TO, foreign_operand
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
 from nodegrad.ops.sparse import structure
 from nodegrad.ops.sparse.pattern import Pattern, pattern_of, scipy_sparse
@@ -39,6 +39,8 @@ _ZERO_PRESERVING = [
     "imag", "fabs", "cbrt",
 ]  # fmt: skip
 PATTERN_KEEPING = frozenset(getattr(np, name) for name in _ZERO_PRESERVING)
+#: Those that are linear: applied to each of an entry's duplicates, they give the entry's.
+_LINEAR = frozenset({np.negative, np.positive, np.conjugate, np.real, np.imag, np.deg2rad, np.rad2deg})
 
 #: scipy's methods of those names, on the stored values.
 _METHODS = frozenset(
@@ -158,11 +160,7 @@ class SparseMatrix:
     # -- products ------------------------------------------------------------------------------------
     def __matmul__(self, other: Any) -> Any:
         if is_sparse(other):
-            msg = (
-                f"sparse @ sparse is not differentiated: {self._where('@')}; multiply by a dense matrix "
-                "(other.toarray()), or keep one factor dense"
-            )
-            raise NoGradientError(msg)
+            raise self._sparse_product()
         if _is_scalar(other):
             msg = "Scalar operands are not allowed, use '*' instead"
             raise ValueError(msg)
@@ -175,7 +173,16 @@ class SparseMatrix:
             raise ShapeError(msg)
         return matmul(self.data, _dense_operand(other), self.pattern)
 
+    def _sparse_product(self) -> NoGradientError:
+        msg = (
+            f"sparse @ sparse is not differentiated: {self._where('@')}; multiply by a dense matrix "
+            "(other.toarray()), or keep one factor dense"
+        )
+        return NoGradientError(msg)
+
     def __rmatmul__(self, other: Any) -> Any:
+        if is_sparse(other):
+            raise self._sparse_product()
         if _is_scalar(other):
             msg = "Scalar operands are not allowed, use '*' instead"
             raise ValueError(msg)
@@ -236,6 +243,14 @@ class SparseMatrix:
             linear = structure.converted(p, type(template))
         return self._moved(linear)
 
+    def _deduped(self) -> SparseMatrix:
+        """The matrix with duplicate entries summed (as scipy's ``sum_duplicates``), where it
+        has any: what a function of the entries is applied to, not of each stored value."""
+        p = self.pattern
+        if not structure.has_duplicates(p):
+            return self
+        return self._moved(structure.converted(p, p.cls))
+
     def _moved(self, linear: structure.LinearMap) -> SparseMatrix:
         assert linear.pattern is not None
         return self._with(structure.moved(self.data, linear), linear.pattern)
@@ -247,7 +262,8 @@ class SparseMatrix:
         if _is_scalar(other):
             return self._with(self.data * other)
         if is_sparse(other):
-            return self._with(self.data * self._same_pattern(other, "multiply").data)
+            deduped = self._deduped()
+            return deduped._with(deduped.data * deduped._same_pattern(sparse_of(other)._deduped(), "multiply").data)
         return self._with(self.data * self._read_dense(other, "multiply"))
 
     def _read_dense(self, other: Any, op: str) -> Any:
@@ -288,8 +304,9 @@ class SparseMatrix:
                 "Use `np.ones(A.shape, dtype=A.dtype)` for this case."
             )
             raise NotImplementedError(msg)
-        data = self.data**n
-        return self._with(data if dtype is None else data.astype(dtype))
+        deduped = self._deduped()
+        data = deduped.data**n
+        return deduped._with(data if dtype is None else data.astype(dtype))
 
     def __mul__(self, other: Any) -> Any:
         if _is_scalar(other):
@@ -321,7 +338,8 @@ class SparseMatrix:
         return self
 
     def __abs__(self) -> SparseMatrix:
-        return self._with(abs(self.data))
+        deduped = self._deduped()
+        return deduped._with(abs(deduped.data))
 
     def conj(self) -> SparseMatrix:
         return self._with(np.conj(self.data))
@@ -360,7 +378,8 @@ class SparseMatrix:
         if method != "__call__" or kwargs.get("out") is not None:
             return NotImplemented
         if len(inputs) == 1 and ufunc in PATTERN_KEEPING:
-            return self._with(ufunc(self.data, **kwargs))
+            applied = self if ufunc in _LINEAR else self._deduped()
+            return applied._with(ufunc(applied.data, **kwargs))
         if ufunc is np.matmul and len(inputs) == 2:
             return inputs[0] @ inputs[1] if inputs[0] is self else self.__rmatmul__(inputs[0])
         if ufunc is np.multiply and len(inputs) == 2:
@@ -373,7 +392,20 @@ class SparseMatrix:
         )
         raise NoGradientError(msg)
 
+    def _compared(self, other: Any) -> Any:
+        msg = (
+            f"a comparison of a differentiated sparse matrix: {self._where('==')}; compare its values, X.data, "
+            "or X.toarray()"
+        )
+        raise NoGradientError(msg)
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _compared
+    __hash__ = object.__hash__
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        operand = foreign_operand(self)  # a scipy matrix's operator: it gives way to ours
+        if operand is not None:
+            return operand
         msg = f"np.asarray() of a differentiated sparse matrix: {self._where('np.asarray')}; call X.toarray()"
         raise NoGradientError(msg)
 
@@ -440,7 +472,8 @@ class SparseMatrix:
     # -- scipy's elementwise methods ---------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
         if name in _METHODS:
-            return lambda: self._with(getattr(np, name)(self.data))
+            deduped = self._deduped()  # (as scipy's: on the entries, duplicates summed)
+            return lambda: deduped._with(getattr(np, name)(deduped.data))
         msg = f"a differentiated sparse matrix has no attribute {name!r} (SparseMatrix speaks part of scipy's API)"
         raise AttributeError(msg)
 

@@ -21,6 +21,7 @@ values (one matrix per example, on one pattern) are one block-diagonal matrix of
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -36,11 +37,12 @@ _F = "sparse"
 
 
 def _matmul(data: Any, b: Any, p: Pattern) -> Any:
-    return np.asarray(p.matrix(data) @ b)
+    # (shaped here: scipy gives a COO matrix of one row times a vector a 0-d result)
+    return np.asarray(p.matrix(data) @ b).reshape(p.shape[0], *np.shape(b)[1:])
 
 
 def _rmatmul(data: Any, b: Any, p: Pattern) -> Any:
-    return np.asarray(p.matrix(data).T @ b)
+    return np.asarray(p.matrix(data).T @ b).reshape(p.shape[1], *np.shape(b)[1:])
 
 
 def _sampled(a: Any, b: Any, p: Pattern) -> Any:
@@ -51,7 +53,7 @@ def _sampled(a: Any, b: Any, p: Pattern) -> Any:
     if p.format == "coo" or a.ndim > 1:
         left, right = np.take(a, p.rows, axis=0), np.take(b, p.cols, axis=0)
         product = left * right
-        return product if product.ndim == 1 else product.reshape(product.shape[0], -1).sum(axis=1)
+        return product if product.ndim == 1 else product.reshape(product.shape[0], math.prod(product.shape[1:])).sum(1)
     gathered, runs = (b, a) if p.format == "csr" else (a, b)
     out = gathered[p.indices].astype(np.result_type(a, b), copy=False)  # (fresh: fancy indexing copies)
     indptr = p.indptr

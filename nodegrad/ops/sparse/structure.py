@@ -22,7 +22,17 @@ from nodegrad.errors import ShapeError
 from nodegrad.ops.sparse.pattern import Pattern, pattern_of, scipy_sparse
 from nodegrad.ops.sparse.products import matmul
 
-__all__ = ["LinearMap", "by_probe", "converted", "densified", "diagonal_map", "moved", "rows_taken", "summing"]
+__all__ = [
+    "LinearMap",
+    "by_probe",
+    "converted",
+    "densified",
+    "diagonal_map",
+    "has_duplicates",
+    "moved",
+    "rows_taken",
+    "summing",
+]
 
 
 class LinearMap:
@@ -72,9 +82,18 @@ def by_probe(p: Pattern, operation: Any, expected: int | None = None) -> LinearM
     return LinearMap(select, pattern_of(result))
 
 
+def has_duplicates(p: Pattern) -> bool:
+    """Whether two stored values of ``p`` sit at one entry."""
+    if p.nnz < 2 or (p.format != "coo" and p.template.has_canonical_format):
+        return False
+    linear = p.rows.astype(np.int64) * p.shape[1] + p.cols.astype(np.int64)
+    return bool(np.unique(linear).size < p.nnz)
+
+
 def converted(p: Pattern, target: Any) -> LinearMap:
-    """The map to the canonical matrix of class ``target`` (CSR or CSC; duplicates summed
-    into one entry, indices sorted), as scipy's ``tocsr()``/``tocsc()`` of a COO matrix."""
+    """The map to the canonical matrix of class ``target`` (duplicates summed into one
+    entry, sorted), as scipy's ``tocsr()``/``tocsc()`` of a COO matrix, or its
+    ``sum_duplicates()`` (a COO target: row by row)."""
     m, n = p.shape
     rows, cols = p.rows.astype(np.int64), p.cols.astype(np.int64)
     column_major = target._format == "csc"
@@ -84,7 +103,10 @@ def converted(p: Pattern, target: Any) -> LinearMap:
     counts = np.bincount(new_cols if column_major else new_rows, minlength=n if column_major else m)
     indptr = np.concatenate([[0], np.cumsum(counts)])
     indices = new_rows if column_major else new_cols
-    template = target((np.ones(unique.size), indices, indptr), shape=(m, n))
+    if target._format == "coo":
+        template = target((np.ones(unique.size), (new_rows, new_cols)), shape=(m, n))
+    else:
+        template = target((np.ones(unique.size), indices, indptr), shape=(m, n))
     return LinearMap(summing(ids.ravel(), np.arange(p.nnz), unique.size, p.nnz), pattern_of(template))
 
 

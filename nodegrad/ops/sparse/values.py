@@ -20,6 +20,7 @@ the first time one meets a transform.
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Hashable
 from types import FrameType
 from typing import Any
@@ -35,7 +36,7 @@ from nodegrad.errors import ShapeError
 from nodegrad.ops.sparse.matrix import SparseMatrix, sparse_of
 from nodegrad.ops.sparse.pattern import FORMATS, pattern_of
 
-__all__: list[str] = []
+__all__ = ["as_sparse"]
 
 _KEYS: list[Hashable] = ["data"]
 
@@ -86,13 +87,40 @@ def _handler(get: Any) -> Handler:
 
 
 def _handler_for(cls: type) -> Handler | None:
-    """The handler of a scipy.sparse class in CSR, CSC or COO format; ``None`` (a leaf) for
-    any other class of scipy."""
+    """The handler of a scipy.sparse class in CSR, CSC or COO format (one in another format
+    is refused when taken apart); ``None`` (a leaf) for any other class of scipy."""
     sparse = importlib.import_module("scipy.sparse")
-    if not issubclass(cls, sparse.sparray | sparse.spmatrix) or getattr(cls, "_format", None) not in FORMATS:
+    if not issubclass(cls, sparse.sparray | sparse.spmatrix):
         return None
     _register_operands()
+    if getattr(cls, "_format", None) not in FORMATS:
+        return Handler("record", lambda value: _KEYS, _refused, _build, None, lambda value: _refused(value, "data"))
     return _handler(_scipy_data)
+
+
+def _refused(value: Any, key: Any) -> Any:
+    pattern_of(value)  # raises, naming the format and the way out
+    raise AssertionError  # (unreachable: only other formats are refused here)
+
+
+def as_sparse(value: Any) -> Any:
+    """``value`` with each scipy.sparse matrix in it (through dicts, lists and tuples) as a
+    :class:`SparseMatrix`: what a transform hands its function for an argument it does not
+    differentiate, so the function sees the same value whichever arguments are
+    differentiated (its methods take traced operands). Costs nothing where scipy.sparse was
+    never imported."""
+    if "scipy.sparse" not in sys.modules:
+        return value
+    kind = type(value)
+    if kind is np.ndarray or kind is float or kind is int:
+        return value
+    if getattr(kind, "_format", None) in FORMATS and kind.__module__.startswith("scipy.sparse"):
+        return SparseMatrix(value.data, pattern_of(value))
+    if kind is dict:
+        return {k: as_sparse(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return kind(as_sparse(v) for v in value)
+    return value
 
 
 register_handler(SparseMatrix, _handler(_ours_data))
