@@ -15,7 +15,7 @@ import scipy.sparse.linalg as _linalg
 
 from nodegrad.engine.guards import guarded
 from nodegrad.engine.levels import INTERPRETED
-from nodegrad.errors import ArgumentError, ShapeError, user_location
+from nodegrad.errors import DtypeError, ShapeError, user_location
 from nodegrad.ops.sparse import SparseMatrix, is_sparse, sparse_of
 from nodegrad.ops.sparse.solve import solve
 
@@ -45,10 +45,10 @@ def spsolve(A: Any, b: Any, permc_spec: str | None = None, use_umfpack: bool = T
         return _linalg.spsolve(A, b, permc_spec=permc_spec, use_umfpack=use_umfpack)
     if not is_sparse(A):
         msg = f"spsolve: A must be a sparse matrix, got {type(A).__name__} [called at {user_location()}]"
-        raise ArgumentError(msg)
+        raise DtypeError(msg)
     if _sparse.issparse(b) or isinstance(b, SparseMatrix):
         msg = f"spsolve: a sparse right-hand side is not differentiated; pass b.toarray() [called at {user_location()}]"
-        raise ArgumentError(msg)
+        raise DtypeError(msg)
     matrix = sparse_of(A)
     n, m = matrix.shape
     if n != m:
