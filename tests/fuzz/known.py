@@ -37,6 +37,11 @@ KNOWN: dict[tuple[str, str], str] = {}
 REFUSALS: dict[tuple[str, str], tuple[str, str]] = {
     ("closure", op): ("BatchingError", "ng.gather") for op in BATCHED_INDEX_OPS
 }
+#: The same for a scipy.sparse matrix closed over: its own operators compute a plain array
+#: from an array vmap shares (scipy's kernels, no hook), which numpy then indexes itself.
+SPARSE_CLOSURE_OPS = ("sparse_matmul", "sparse_rmatmul", "sparse_vecmat", "sparse_multiply", "sparse_built",
+                      "sparse_built_sum")  # fmt: skip
+REFUSALS.update({("args", op): ("BatchingError", "ng.gather") for op in SPARSE_CLOSURE_OPS})
 
 
 def refused_as_documented(stack: str, mode: str, ops: set[str], error: BaseException) -> bool:

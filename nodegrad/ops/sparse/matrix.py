@@ -414,14 +414,15 @@ class SparseMatrix:
         """The sum of every entry, or of each column (``axis=0``) or row (``axis=1``); an
         ``spmatrix`` gives a 2-d row or column, as scipy's (an ``np.matrix`` there)."""
         axis = _axis(axis)
-        data = self.data if dtype is None else self.data.astype(dtype)
+        kind = _sum_dtype(self.dtype) if dtype is None else np.dtype(dtype)
+        data = self.data if kind == self.dtype else self.data.astype(kind)
         if axis is None:
             return np.sum(data)
         m, n = self.shape
-        if axis == 0:
-            total = rmatmul(data, np.ones(m), self.pattern)
+        if axis == 0:  # (ones of the values' type: a float32 matrix sums in float32, as scipy's)
+            total = rmatmul(data, np.ones(m, kind), self.pattern)
             return np.reshape(total, (1, n)) if self.pattern.is_matrix else total
-        total = matmul(data, np.ones(n), self.pattern)
+        total = matmul(data, np.ones(n, kind), self.pattern)
         return np.reshape(total, (m, 1)) if self.pattern.is_matrix else total
 
     def mean(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
@@ -480,6 +481,16 @@ class SparseMatrix:
     def __reduce__(self) -> Any:
         msg = "a SparseMatrix holds values a transform follows: return it from the function to get a scipy matrix"
         raise TypeError(msg)
+
+
+def _sum_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The type scipy sums values of ``dtype`` in: a platform integer for booleans and
+    narrower integers, the values' own type otherwise."""
+    if dtype.kind in "bi" and np.can_cast(dtype, np.int_):
+        return np.dtype(np.int_)
+    if dtype.kind == "u" and np.can_cast(dtype, np.uint):
+        return np.dtype(np.uint)
+    return dtype
 
 
 def _dense_operand(value: Any) -> Any:

@@ -28,6 +28,7 @@ import numpy as np
 
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, defop
+from nodegrad.engine.shared import SharedArray, plain_result, shared_results
 from nodegrad.ops.batching import to_batched
 from nodegrad.ops.sparse.pattern import Pattern, scipy_sparse
 
@@ -38,29 +39,40 @@ _F = "sparse"
 
 def _matmul(data: Any, b: Any, p: Pattern) -> Any:
     # (shaped here: scipy gives a COO matrix of one row times a vector a 0-d result)
-    return np.asarray(p.matrix(data) @ b).reshape(p.shape[0], *np.shape(b)[1:])
+    out = np.asarray(p.matrix(plain_result(data)) @ plain_result(b)).reshape(p.shape[0], *np.shape(b)[1:])
+    return _shared_if(out, data, b)
 
 
 def _rmatmul(data: Any, b: Any, p: Pattern) -> Any:
-    return np.asarray(p.matrix(data).T @ b).reshape(p.shape[1], *np.shape(b)[1:])
+    out = np.asarray(p.matrix(plain_result(data)).T @ plain_result(b)).reshape(p.shape[1], *np.shape(b)[1:])
+    return _shared_if(out, data, b)
+
+
+def _shared_if(out: np.ndarray, *inputs: Any) -> Any:
+    """``out`` as an array a vmap shares where an input is one (its examples' common
+    value: indexing it by a batched index then batches), else as it is."""
+    return shared_results(out) if any(isinstance(x, SharedArray) for x in inputs) else out
 
 
 def _sampled(a: Any, b: Any, p: Pattern) -> Any:
     """``a[r[k]] . b[c[k]]`` for every stored entry ``k``. A row of a compressed matrix is
     one run of entries, so its factor is repeated rather than gathered, a block of rows at
     a time into the gathered factor: one array of ``nnz`` values at the peak, not three."""
-    a, b = np.asarray(a), np.asarray(b)
+    shared_inputs = (a, b)
+    a, b = np.asarray(plain_result(a)), np.asarray(plain_result(b))
     if p.format == "coo" or a.ndim > 1:
         left, right = np.take(a, p.rows, axis=0), np.take(b, p.cols, axis=0)
         product = left * right
-        return product if product.ndim == 1 else product.reshape(product.shape[0], math.prod(product.shape[1:])).sum(1)
+        if product.ndim > 1:
+            product = product.reshape(product.shape[0], math.prod(product.shape[1:])).sum(1)
+        return _shared_if(product, *shared_inputs)
     gathered, runs = (b, a) if p.format == "csr" else (a, b)
     out = gathered[p.indices].astype(np.result_type(a, b), copy=False)  # (fresh: fancy indexing copies)
     indptr = p.indptr
     for first, last in _blocks(indptr):
         lo, hi = indptr[first], indptr[last]
         out[lo:hi] *= np.repeat(runs[first:last], np.diff(indptr[first : last + 1]))
-    return out
+    return _shared_if(out, *shared_inputs)
 
 
 _BLOCK = 1 << 18  # stored values per block of rows (a block of repeats stays in cache)
