@@ -159,44 +159,33 @@ class SparseMatrix:
 
     # -- products ------------------------------------------------------------------------------------
     def __matmul__(self, other: Any) -> Any:
-        if is_sparse(other):
-            raise self._sparse_product()
-        if _is_scalar(other):
-            msg = "Scalar operands are not allowed, use '*' instead"
-            raise ValueError(msg)
-        ndim = np.ndim(other)
-        if ndim not in (1, 2) or np.shape(other)[0] != self.shape[1]:
-            msg = (
-                f"matmul: dimension mismatch: a sparse {self.shape} matrix @ an operand of shape "
-                f"{np.shape(other)} [at {user_location()}]"
-            )
-            raise ShapeError(msg)
-        return matmul(self.data, _dense_operand(other), self.pattern)
-
-    def _sparse_product(self) -> NoGradientError:
-        msg = (
-            f"sparse @ sparse is not differentiated: {self._where('@')}; multiply by a dense matrix "
-            "(other.toarray()), or keep one factor dense"
-        )
-        return NoGradientError(msg)
+        other = self._factor(other, 0, f"a sparse {self.shape} matrix @ an operand of shape {np.shape(other)}")
+        return matmul(self.data, other, self.pattern)
 
     def __rmatmul__(self, other: Any) -> Any:
-        if is_sparse(other):
-            raise self._sparse_product()
-        if _is_scalar(other):
-            msg = "Scalar operands are not allowed, use '*' instead"
-            raise ValueError(msg)
         ndim = np.ndim(other)
-        if ndim not in (1, 2) or np.shape(other)[-1] != self.shape[0]:
-            msg = (
-                f"matmul: dimension mismatch: an operand of shape {np.shape(other)} @ a sparse {self.shape} "
-                f"matrix [at {user_location()}]"
-            )
-            raise ShapeError(msg)
-        other = _dense_operand(other)
+        other = self._factor(other, -1, f"an operand of shape {np.shape(other)} @ a sparse {self.shape} matrix")
         if ndim == 1:
             return rmatmul(self.data, other, self.pattern)
         return np.transpose(rmatmul(self.data, np.transpose(other), self.pattern))
+
+    def _factor(self, other: Any, axis: int, written: str) -> Any:
+        """The dense factor of a product, checked: a vector or matrix whose ``axis`` meets
+        the matrix (not a number, nor a sparse matrix)."""
+        if is_sparse(other):
+            msg = (
+                f"sparse @ sparse is not differentiated: {self._where('@')}; multiply by a dense matrix "
+                "(other.toarray()), or keep one factor dense"
+            )
+            raise NoGradientError(msg)
+        if _is_scalar(other):
+            msg = "Scalar operands are not allowed, use '*' instead"
+            raise ValueError(msg)
+        meets = self.shape[1] if axis == 0 else self.shape[0]
+        if np.ndim(other) not in (1, 2) or np.shape(other)[axis] != meets:
+            msg = f"matmul: dimension mismatch: {written} [at {user_location()}]"
+            raise ShapeError(msg)
+        return _dense_operand(other)
 
     def dot(self, other: Any) -> Any:
         """``X @ other`` (``X * other`` for a number)."""
