@@ -72,6 +72,17 @@ def _is_scalar(value: Any) -> bool:
     return isinstance(value, numbers.Number | np.generic) or (np.ndim(value) == 0 and not is_sparse(value))
 
 
+def _comparison(written: str) -> Any:
+    def compared(self: SparseMatrix, other: Any) -> Any:
+        msg = (
+            f"a comparison of a differentiated sparse matrix: {self._where(written)}; compare its values, X.data, "
+            "or X.toarray()"
+        )
+        raise NoGradientError(msg)
+
+    return compared
+
+
 class SparseMatrix:
     """A sparse matrix whose stored values a transform follows: what a scipy.sparse
     argument is inside ``grad``, ``vmap``, ``replay`` and the rest.
@@ -381,15 +392,23 @@ class SparseMatrix:
         )
         raise NoGradientError(msg)
 
-    def _compared(self, other: Any) -> Any:
-        msg = (
-            f"a comparison of a differentiated sparse matrix: {self._where('==')}; compare its values, X.data, "
-            "or X.toarray()"
-        )
-        raise NoGradientError(msg)
-
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _compared
+    __eq__ = _comparison("==")
+    __ne__ = _comparison("!=")
+    __lt__ = _comparison("<")
+    __le__ = _comparison("<=")
+    __gt__ = _comparison(">")
+    __ge__ = _comparison(">=")
     __hash__ = object.__hash__
+
+    @property
+    def real(self) -> SparseMatrix:
+        """The real parts of the stored values, on the same pattern."""
+        return self._with(np.real(self.data))
+
+    @property
+    def imag(self) -> SparseMatrix:
+        """The imaginary parts of the stored values, on the same pattern."""
+        return self._with(np.imag(self.data))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         operand = foreign_operand(self)  # a scipy matrix's operator: it gives way to ours

@@ -148,7 +148,7 @@ def _as_columns(b: Any) -> tuple[Any, tuple[int, ...]]:
     """A batched dense operand ``(size, n, ...)`` as the columns of one ``(n, size * ...)``."""
     shape = np.shape(b)
     moved = np.moveaxis(b, 0, -1)
-    return np.reshape(moved, (shape[1], -1)), (*shape[2:], shape[0])
+    return np.reshape(moved, (shape[1], math.prod(shape[2:]) * shape[0])), (*shape[2:], shape[0])
 
 
 def _batch_product(op: Op, batched: tuple[bool, ...], size: int, data: Any, b: Any, p: Pattern) -> Any:

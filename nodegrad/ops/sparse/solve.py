@@ -10,6 +10,7 @@ transposed, so a gradient costs a triangular solve pair beyond the forward's.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -74,7 +75,7 @@ def _solve_rule(wanted: tuple[int, ...], g: Any, ans: Any, data: Any, b: Any, p:
 def _batch_solve(op: Op, batched: tuple[bool, ...], size: int, data: Any, b: Any, p: Pattern, transposed: bool) -> Any:
     if not batched[0]:  # one matrix, the examples' right-hand sides as more columns
         shape = np.shape(b)
-        columns = np.reshape(np.moveaxis(b, 0, -1), (shape[1], -1))
+        columns = np.reshape(np.moveaxis(b, 0, -1), (shape[1], math.prod(shape[2:]) * shape[0]))
         out = record(op, data, columns, p, transposed)
         return np.moveaxis(np.reshape(out, (shape[1], *shape[2:], size)), -1, 0)
     # one matrix per example: one block-diagonal system, factored as blocks
