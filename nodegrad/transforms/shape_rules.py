@@ -285,4 +285,5 @@ def _sparse_sampled(a: Any, b: Any, p: Any) -> ShapeDtype:
 
 @shape_rule("sparse_solve")
 def _sparse_solve(data: Any, b: Any, p: Any, transposed: bool) -> ShapeDtype:
-    return ShapeDtype(shape_of(b), np.result_type(stand_in(data), stand_in(b), np.float64))
+    dtype = np.result_type(stand_in(data), stand_in(b))
+    return ShapeDtype(shape_of(b), dtype if dtype.kind in "fc" else np.dtype(np.float64))

@@ -47,6 +47,7 @@ from tests.ops import (
     specs_reduce,
     specs_scipy_linalg,
     specs_shape,
+    specs_sparse,
     specs_special,
     specs_structured,
 )
@@ -70,6 +71,7 @@ FAMILIES = {
     "pipeline": specs_pipeline,
     "structured": specs_structured,
     "scipy.linalg": specs_scipy_linalg,
+    "sparse": specs_sparse,
 }
 LEAF_OPS = {"param", "input"}
 

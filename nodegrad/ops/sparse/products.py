@@ -60,6 +60,9 @@ def _sampled(a: Any, b: Any, p: Pattern) -> Any:
     a time into the gathered factor: one array of ``nnz`` values at the peak, not three."""
     shared_inputs = (a, b)
     a, b = np.asarray(plain_result(a)), np.asarray(plain_result(b))
+    if a.ndim == 0 or b.ndim == 0 or (a.shape[0], b.shape[0]) != p.shape or a.shape[1:] != b.shape[1:]:
+        msg = f"a of shape {a.shape} and b of shape {b.shape} do not fit a pattern of shape {p.shape}"
+        raise ValueError(msg)
     if p.format == "coo" or a.ndim > 1:
         left, right = np.take(a, p.rows, axis=0), np.take(b, p.cols, axis=0)
         product = left * right

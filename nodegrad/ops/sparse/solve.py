@@ -18,6 +18,7 @@ import numpy as np
 
 from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, defjoint
+from nodegrad.engine.shared import SharedArray, plain_result, shared_results
 from nodegrad.ops.sparse.pattern import Pattern
 from nodegrad.ops.sparse.products import block_pattern, sampled
 
@@ -47,12 +48,22 @@ def _factor(data: np.ndarray, p: Pattern) -> Any:
 
 
 def _solve(data: Any, b: Any, p: Pattern, transposed: bool) -> Any:
-    lu = _factor(np.asarray(data), p)
-    b = np.asarray(b)
-    dtype = np.result_type(data, b, np.float64)
-    if dtype.kind == "c" and lu.L.dtype.kind != "c":  # a real matrix, a complex right-hand side
-        return _solve(data, b.real, p, transposed) + 1j * _solve(data, b.imag, p, transposed)
-    return lu.solve(np.asarray(b, dtype=dtype), trans="T" if transposed else "N")
+    values, rhs = np.asarray(plain_result(data)), np.asarray(plain_result(b))
+    dtype = _solve_dtype(values, rhs)
+    if dtype.kind == "c" and values.dtype.kind != "c":  # a real matrix, a complex right-hand side
+        real_dtype = np.finfo(dtype).dtype
+        return _solve(values, rhs.real.astype(real_dtype), p, transposed) + 1j * _solve(
+            values, rhs.imag.astype(real_dtype), p, transposed
+        )
+    lu = _factor(values if values.dtype == dtype else values.astype(dtype), p)
+    out = lu.solve(np.asarray(rhs, dtype=dtype), trans="T" if transposed else "N")
+    return shared_results(out) if isinstance(data, SharedArray) or isinstance(b, SharedArray) else out
+
+
+def _solve_dtype(data: Any, b: Any) -> np.dtype[Any]:
+    """The values' and right-hand side's common type (float32 stays float32), or float64."""
+    dtype = np.result_type(data, b)
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
 def solve(data: Any, b: Any, p: Pattern, transposed: bool = False) -> Any:
