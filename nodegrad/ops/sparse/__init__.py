@@ -6,9 +6,10 @@ speaks scipy's API; its gradient is a scipy matrix of the argument's class and p
 
 The rooms: :mod:`.pattern` (the static half), :mod:`.products` (``X @ b``, ``X.T @ b`` and
 the sampled product, closed under differentiation), :mod:`.structure` (ops that move
-stored values: a linear map from old values to new), :mod:`.matrix` (the SparseMatrix),
-:mod:`.solve` (``spsolve`` by its adjoint solve) and :mod:`.values` (scipy's matrices taken
-apart and rebuilt by transforms, and met by traced values).
+stored values: a linear map from old values to new), :mod:`.selection` (rows and columns
+selected), :mod:`.matrix` (the SparseMatrix), :mod:`.solve` (``spsolve`` by its adjoint
+solve) and :mod:`.values` (scipy's matrices taken apart and rebuilt by transforms, and met
+by traced values).
 """
 
 from nodegrad.ops.sparse.matrix import DENSE_LIMIT, SparseMatrix, is_sparse, sparse_of

@@ -21,9 +21,10 @@ import numpy as np
 from nodegrad.engine.levels import FOREIGN, INTERPRETED
 from nodegrad.engine.traced import DEFERS_TO, foreign_operand
 from nodegrad.errors import ArgumentError, NoGradientError, ShapeError, user_location
-from nodegrad.ops.sparse import structure
-from nodegrad.ops.sparse.pattern import Pattern, pattern_of, scipy_sparse
+from nodegrad.ops.sparse import selection, structure
+from nodegrad.ops.sparse.pattern import Pattern, pattern_of
 from nodegrad.ops.sparse.products import matmul, rmatmul
+from nodegrad.ops.sparse.selection import is_int
 
 __all__ = ["DENSE_LIMIT", "SparseMatrix", "is_sparse", "sparse_of"]
 
@@ -455,19 +456,15 @@ class SparseMatrix:
     # -- selection -------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
-        if _is_int(rows) and _is_int(cols):
+        if is_int(rows) and is_int(cols):
             return self._entry(rows, cols)
-        if _is_int(rows) and not self.pattern.is_matrix:
+        if is_int(rows) and not self.pattern.is_matrix:
             msg = (
                 f"X[i] of a sparse array is a 1-d sparse array, which nodegrad does not differentiate: "
                 f"{self._where('X[i]')}; write X[[i]] for a 1-row matrix"
             )
             raise ArgumentError(msg)
-        taken = _row_positions(self.pattern, rows, cols)
-        if taken is not None:  # a minibatch of a CSR matrix's rows
-            return self._moved(structure.rows_taken(self.pattern, taken))
-        expected = _kept_count(self.pattern, rows, cols)
-        return self._moved(structure.by_probe(self.pattern, lambda m: m[key], expected))
+        return self._moved(selection.selected(self.pattern, key, rows, cols))
 
     def _entry(self, i: Any, j: Any) -> Any:
         m, n = self.shape
@@ -519,65 +516,5 @@ def _axis(axis: Any) -> int | None:
     return axis % 2
 
 
-def _is_int(key: Any) -> bool:
-    return isinstance(key, numbers.Integral | np.integer) and not isinstance(key, bool)
-
-
-def _row_positions(p: Pattern, rows: Any, cols: Any) -> np.ndarray | None:
-    """The rows ``X[rows, cols]`` takes whole, where ``X`` is CSR and ``cols`` all of them:
-    an integer array, list, slice or mask (``None`` otherwise, or for one int)."""
-    if p.format != "csr" or not (isinstance(cols, slice) and cols == slice(None)) or _is_int(rows):
-        return None
-    m = p.shape[0]
-    if isinstance(rows, slice):
-        return np.arange(m)[rows]
-    try:
-        taken = np.asarray(rows)
-    except (TypeError, ValueError):  # (what numpy cannot read as indices: scipy's to judge)
-        return None
-    if taken.ndim != 1:
-        return None
-    if taken.dtype == bool:
-        return np.flatnonzero(taken) if taken.size == m else None
-    if taken.dtype.kind not in "iu" and taken.size:
-        return None
-    taken = taken.astype(np.int64)
-    if taken.size and (taken.min() < -m or taken.max() >= m):
-        msg = f"row index out of range for a sparse matrix of {m} rows"
-        raise IndexError(msg)
-    return taken % m if taken.size else taken
-
-
-def _kept_count(p: Pattern, rows: Any, cols: Any) -> int | None:
-    """How many stored values ``X[rows, cols]`` keeps, counted here (so that scipy summing
-    any is caught): rows and columns each a slice, an integer list or a mask."""
-    try:
-        rows_hit = _hits(p.shape[0], rows)
-        cols_hit = _hits(p.shape[1], cols)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return int(np.sum(rows_hit[p.rows] * cols_hit[p.cols]))
-
-
-def _hits(size: int, key: Any) -> np.ndarray:
-    """How many times ``key`` reads each position in ``range(size)``."""
-    if isinstance(key, slice):
-        counts = np.zeros(size, np.int64)
-        counts[key] = 1
-        return counts
-    if _is_int(key):
-        key = [key]
-    key = np.asarray(key)
-    if key.dtype == bool:
-        return key.astype(np.int64)
-    return np.bincount(np.asarray(key, np.int64) % size, minlength=size)
-
-
 DEFERS_TO[SparseMatrix] = lambda value: value  # a traced value met with one gives way to it
 FOREIGN.add(SparseMatrix)  # and a staged one
-
-
-def _scipy_classes() -> list[type]:
-    sparse = scipy_sparse()
-    return [sparse.csr_array, sparse.csc_array, sparse.coo_array, sparse.csr_matrix, sparse.csc_matrix,
-            sparse.coo_matrix]  # fmt: skip
