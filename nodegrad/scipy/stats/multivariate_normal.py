@@ -9,9 +9,11 @@ term the squared norm of ``solve(L, x - mean)``. With ``allow_singular=True`` a 
 ``cov`` is handled as scipy handles it, through its eigendecomposition (``eigh``): the
 pseudo-determinant, the rank in place of the dimension, and ``-inf`` (density 0) off the
 subspace the distribution lives on; the gradient in ``cov`` then goes through ``eigh``'s,
-which needs the eigenvalues distinct. As in scipy, the gradient in ``cov`` is that with
-respect to a symmetric matrix (symmetric itself), and single points and results of size
-1 are squeezed.
+which needs the eigenvalues distinct. ``cov`` is read through its lower triangle (as its
+Cholesky factor reads it), so its gradient is held on the lower triangle, each
+off-diagonal entry counted twice: along symmetric directions it is the gradient with
+respect to a symmetric matrix. As in scipy, single points and results of size 1 are
+squeezed.
 
 Examples
 --------
