@@ -276,6 +276,17 @@ def traced_peak(step: Step) -> tuple[int, int]:
     return peak, sum(a.nbytes for a in as_array_tuple(result))
 
 
+def warmed_step(build: Callable[[], Step], reference: Any, tolerance: float) -> tuple[Step, Any, str]:
+    """A row's step, built and run once (a warm-up): the step, the reference results (this
+    call's, where there are none yet) and the row's check cell against them."""
+    step = build()
+    result = as_array_tuple(step())
+    if reference is None:
+        return step, result, "reference"
+    error = max_relative_error(result, reference)
+    return step, reference, "ok" if error <= tolerance else f"MISMATCH {error:.1e}"
+
+
 def measure_traced_memory_case(case: TracedMemoryCase, judge_targets: bool) -> list[TracedMemoryRow]:
     """Every row of the case: a warm-up call (checked against the baseline's), then ``case.runs`` measured."""
     rows, reference = [], None
@@ -284,14 +295,7 @@ def measure_traced_memory_case(case: TracedMemoryCase, judge_targets: bool) -> l
         row = TracedMemoryRow(case.title, name, case.variants.get(name, ""), baseline=case.baseline, what=case.what)
         rows.append(row)
         try:
-            step = build()
-            result = as_array_tuple(step())
-            if reference is None:
-                reference, row.check = result, "reference"
-            else:
-                error = max_relative_error(result, reference)
-                row.check = "ok" if error <= case.tolerance else f"MISMATCH {error:.1e}"
-            del result
+            step, reference, row.check = warmed_step(build, reference, case.tolerance)
             measured = [traced_peak(step) for _ in range(case.runs)]
         except Exception as exc:  # a failing row is a result, not a crash
             row.error = short_error(exc)

@@ -110,8 +110,8 @@ from typing import Any
 
 import numpy as np
 
-from .batching import traced_peak
-from .libraries import NO_GRADIENT, Step, as_array_tuple, display_name, max_relative_error
+from .batching import traced_peak, warmed_step
+from .libraries import NO_GRADIENT, Step, display_name
 from .memory import MIB
 from .sparse_rows import LabelledCase
 from .timing import Case, PeerUnavailableError, Sizes, short_error
@@ -497,14 +497,7 @@ def measure_sparse_memory_case(case: SparseMemoryCase, judge_targets: bool) -> l
         row = SparseMemoryRow(case.title, name, baseline=case.baseline, matrix_bytes=case.matrix_bytes)
         rows.append(row)
         try:
-            step = build()
-            result = as_array_tuple(step())
-            if reference is None:
-                reference, row.check = result, "reference"
-            else:
-                error = max_relative_error(result, reference)
-                row.check = "ok" if error <= case.tolerance else f"MISMATCH {error:.1e}"
-            del result
+            step, reference, row.check = warmed_step(build, reference, case.tolerance)
             row.runs_bytes = [traced_peak(step)[0] for _ in range(case.runs)]
         except Exception as exc:  # a failing row is a result, not a crash
             row.error = short_error(exc)

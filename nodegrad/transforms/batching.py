@@ -22,9 +22,7 @@ from nodegrad.engine.record import interpreting
 from nodegrad.engine.shared import plain_result, shared
 from nodegrad.engine.structure import LEAF, flatten
 from nodegrad.errors import ArgumentError, ShapeError, StructureError
-from nodegrad.ops.sparse import as_sparse
-from nodegrad.ops.tables import as_tables
-from nodegrad.transforms.common import Transformed, check_callable, name_of
+from nodegrad.transforms.common import Transformed, as_seen, check_callable, name_of
 
 __all__ = ["vmap"]
 
@@ -261,8 +259,9 @@ def _run(call: _Call, batches: list[_Batch], size: int) -> Any:
     level = BatchLevel(size, name)
     interpreting(True)
     try:
-        # A DataFrame the examples share is a table inside, as under every transform.
-        values = [as_sparse(as_tables(_batched_argument(batch, level))) for batch in batches]
+        # A DataFrame (a sparse matrix) the examples share is a table (a SparseMatrix) inside,
+        # as under every transform.
+        values = [as_seen(_batched_argument(batch, level)) for batch in batches]
         out = fun(*values[:nargs], **dict(zip(keys, values[nargs:], strict=True)))
         return _unbatched_result(name, out, level, out_axes)
     finally:

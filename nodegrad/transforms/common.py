@@ -173,6 +173,39 @@ def as_differentiated(value: Any) -> Any:
     return value
 
 
+#: Libraries whose values a function sees as nodegrad's when passed and not differentiated:
+#: the module that must be imported for one to exist, and the conversion (``None`` for a
+#: value that is not one of them).
+_SEEN_AS: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+    ("pandas", ops.tables.table_of),
+    ("scipy.sparse", ops.sparse.sparse_matrix_of),
+)
+
+
+def as_seen(value: Any) -> Any:
+    """An argument a transform does not differentiate, as its function sees it: each pandas
+    DataFrame and Series in it (through dicts, lists and tuples) a table, each scipy.sparse
+    matrix a SparseMatrix, as they are where differentiated. Costs one lookup per library
+    where none of them was imported."""
+    converts = [convert for module, convert in _SEEN_AS if module in sys.modules]
+    return _seen(value, converts) if converts else value
+
+
+def _seen(value: Any, converts: list[Callable[[Any], Any]]) -> Any:
+    kind = type(value)
+    if kind is np.ndarray or kind is float or kind is int:
+        return value
+    if kind is dict:
+        return {k: _seen(v, converts) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return kind(_seen(v, converts) for v in value)
+    for convert in converts:
+        made = convert(value)
+        if made is not None:
+            return made
+    return value
+
+
 def leaf_params(
     arena: Arena, value: Any, name: str, leaves: list[Interpreted], layouts: list[Any], where: str = "grad"
 ) -> Any:

@@ -19,11 +19,10 @@ from nodegrad.engine.levels import Interpreted, is_interpreted
 from nodegrad.engine.structure import zip_leaves
 from nodegrad.engine.traced import unwrap
 from nodegrad.errors import ArgumentError, NoGradientError, StructureError
-from nodegrad.ops.sparse import as_sparse
-from nodegrad.ops.tables import as_tables
 from nodegrad.transforms.common import (
     Transformed,
     as_differentiated,
+    as_seen,
     check_callable,
     check_flag,
     check_holomorphic_inputs,
@@ -198,9 +197,11 @@ def value_and_grad(
         layouts: list[Any] = []  # how each argument was taken apart, to rebuild its gradient
         for k in positions:
             call_args[k] = leaf_params(arena, args[k], names.get(k) or f"args[{k}]", leaves, layouts)
-        for k, a in enumerate(args):  # a DataFrame not differentiated is a table inside all the same
+        for k, a in enumerate(
+            args
+        ):  # a DataFrame not differentiated is a table inside all the same (a sparse matrix a SparseMatrix)
             if k not in positions:
-                call_args[k] = as_sparse(as_tables(a))
+                call_args[k] = as_seen(a)
         if out is not None:  # gradients written into buffers shaped like the arguments
             wrt = (snapshot(call_args[positions[0]]),) if single else tuple(snapshot(call_args[k]) for k in positions)
         if holomorphic:

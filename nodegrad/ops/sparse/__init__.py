@@ -14,6 +14,6 @@ by traced values).
 
 from nodegrad.ops.sparse.matrix import DENSE_LIMIT, SparseMatrix, is_sparse, sparse_of
 from nodegrad.ops.sparse.pattern import Pattern, pattern_of
-from nodegrad.ops.sparse.values import as_sparse  # (registers scipy's classes)
+from nodegrad.ops.sparse.values import sparse_matrix_of  # (registers scipy's classes)
 
-__all__ = ["DENSE_LIMIT", "Pattern", "SparseMatrix", "as_sparse", "is_sparse", "pattern_of", "sparse_of"]
+__all__ = ["DENSE_LIMIT", "Pattern", "SparseMatrix", "is_sparse", "pattern_of", "sparse_matrix_of", "sparse_of"]

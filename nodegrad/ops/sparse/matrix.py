@@ -26,7 +26,7 @@ from nodegrad.ops.sparse.pattern import Pattern, pattern_of
 from nodegrad.ops.sparse.products import matmul, rmatmul
 from nodegrad.ops.sparse.selection import is_int
 
-__all__ = ["DENSE_LIMIT", "SparseMatrix", "is_sparse", "sparse_of"]
+__all__ = ["DENSE_LIMIT", "SparseMatrix", "is_sparse", "moved_matrix", "sparse_of"]
 
 #: The most entries an op may fill in densely without being asked to (``X + dense``);
 #: ``X.toarray()`` is always allowed.
@@ -71,6 +71,12 @@ def sparse_of(value: Any) -> SparseMatrix:
 
 def _is_scalar(value: Any) -> bool:
     return isinstance(value, numbers.Number | np.generic) or (np.ndim(value) == 0 and not is_sparse(value))
+
+
+def moved_matrix(data: Any, linear: structure.LinearMap) -> SparseMatrix:
+    """The matrix holding the values ``linear`` moves ``data`` to, on its pattern."""
+    assert linear.pattern is not None
+    return SparseMatrix(structure.moved(data, linear), linear.pattern)
 
 
 def _comparison(written: str) -> Any:
@@ -253,8 +259,7 @@ class SparseMatrix:
         return self._moved(structure.converted(p, p.cls))
 
     def _moved(self, linear: structure.LinearMap) -> SparseMatrix:
-        assert linear.pattern is not None
-        return self._with(structure.moved(self.data, linear), linear.pattern)
+        return moved_matrix(self.data, linear)
 
     # -- elementwise -------------------------------------------------------------------------------
     def multiply(self, other: Any) -> SparseMatrix:

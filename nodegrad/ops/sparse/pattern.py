@@ -66,20 +66,21 @@ class Pattern:
     @property
     def rows(self) -> np.ndarray:
         """The row of each stored value."""
-        if self.format == "coo":
-            return np.asarray(self.indices)
-        if self.format == "csc":
-            return np.asarray(self.indices)
-        return np.repeat(np.arange(self.shape[0], dtype=self.indices.dtype), np.diff(self.indptr))
+        return self._coordinate(0)
 
     @property
     def cols(self) -> np.ndarray:
         """The column of each stored value."""
+        return self._coordinate(1)
+
+    def _coordinate(self, axis: int) -> np.ndarray:
+        """Each stored value's index along ``axis``: COO's own array, a compressed format's
+        indices (its minor axis) or its runs expanded (its major axis)."""
         if self.format == "coo":
-            return np.asarray(self.indptr)
-        if self.format == "csr":
+            return np.asarray(self.indptr if axis else self.indices)
+        if axis == (self.format == "csr"):  # the minor axis: CSR's columns, CSC's rows
             return np.asarray(self.indices)
-        return np.repeat(np.arange(self.shape[1], dtype=self.indices.dtype), np.diff(self.indptr))
+        return np.repeat(np.arange(self.shape[axis], dtype=self.indices.dtype), np.diff(self.indptr))
 
     def counts(self) -> np.ndarray:
         """How many values each row (CSR) or column (CSC) stores."""

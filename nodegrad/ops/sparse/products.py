@@ -32,7 +32,16 @@ from nodegrad.engine.shared import SharedArray, plain_result, shared_results
 from nodegrad.ops.batching import to_batched
 from nodegrad.ops.sparse.pattern import Pattern, scipy_sparse
 
-__all__ = ["SAMPLED", "SPARSE_MATMUL", "SPARSE_RMATMUL", "block_pattern", "matmul", "rmatmul", "sampled"]
+__all__ = [
+    "SAMPLED",
+    "SPARSE_MATMUL",
+    "SPARSE_RMATMUL",
+    "as_columns",
+    "block_pattern",
+    "matmul",
+    "rmatmul",
+    "sampled",
+]
 
 _F = "sparse"
 
@@ -147,7 +156,7 @@ def _stacked(value: Any, is_batched: bool, size: int) -> Any:
     return np.reshape(value, (shape[0] * shape[1], *shape[2:]))
 
 
-def _as_columns(b: Any) -> tuple[Any, tuple[int, ...]]:
+def as_columns(b: Any) -> tuple[Any, tuple[int, ...]]:
     """A batched dense operand ``(size, n, ...)`` as the columns of one ``(n, size * ...)``."""
     shape = np.shape(b)
     moved = np.moveaxis(b, 0, -1)
@@ -156,7 +165,7 @@ def _as_columns(b: Any) -> tuple[Any, tuple[int, ...]]:
 
 def _batch_product(op: Op, batched: tuple[bool, ...], size: int, data: Any, b: Any, p: Pattern) -> Any:
     if not batched[0]:  # one matrix: the examples' operands are more columns
-        columns, trailing = _as_columns(b)
+        columns, trailing = as_columns(b)
         out = record(op, data, columns, p)
         return np.moveaxis(np.reshape(out, (np.shape(out)[0], *trailing)), -1, 0)
     blocks = block_pattern(p, size)

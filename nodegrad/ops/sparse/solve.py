@@ -10,7 +10,6 @@ transposed, so a gradient costs a triangular solve pair beyond the forward's.
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from typing import Any
 
@@ -20,7 +19,7 @@ from nodegrad.engine.record import record
 from nodegrad.engine.registry import Op, defjoint
 from nodegrad.engine.shared import SharedArray, plain_result, shared_results
 from nodegrad.ops.sparse.pattern import Pattern
-from nodegrad.ops.sparse.products import block_pattern, sampled
+from nodegrad.ops.sparse.products import as_columns, block_pattern, sampled
 
 __all__ = ["SPARSE_SOLVE", "solve"]
 
@@ -85,10 +84,9 @@ def _solve_rule(wanted: tuple[int, ...], g: Any, ans: Any, data: Any, b: Any, p:
 
 def _batch_solve(op: Op, batched: tuple[bool, ...], size: int, data: Any, b: Any, p: Pattern, transposed: bool) -> Any:
     if not batched[0]:  # one matrix, the examples' right-hand sides as more columns
-        shape = np.shape(b)
-        columns = np.reshape(np.moveaxis(b, 0, -1), (shape[1], math.prod(shape[2:]) * shape[0]))
+        columns, trailing = as_columns(b)
         out = record(op, data, columns, p, transposed)
-        return np.moveaxis(np.reshape(out, (shape[1], *shape[2:], size)), -1, 0)
+        return np.moveaxis(np.reshape(out, (np.shape(out)[0], *trailing)), -1, 0)
     # one matrix per example: one block-diagonal system, factored as blocks
     blocks = block_pattern(p, size)
     stacked = np.broadcast_to(b, (size, *np.shape(b))) if not batched[1] else b

@@ -28,8 +28,10 @@ __all__ = [
     "converted",
     "densified",
     "diagonal_map",
+    "from_probe",
     "has_duplicates",
     "moved",
+    "probe_values",
     "rows_taken",
     "summing",
 ]
@@ -66,20 +68,29 @@ def summing(ids: np.ndarray, positions: np.ndarray, count: int, nnz: int) -> Pat
 
 def by_probe(p: Pattern, operation: Any, expected: int | None = None) -> LinearMap:
     """Ask scipy for ``operation(matrix)`` on a matrix of pattern ``p`` holding the probe
-    values ``1 .. nnz``: the result's pattern, and where each of its values came from.
-    ``expected`` (the number of values the result must keep) catches an operation that
-    summed values, which probes cannot tell apart."""
-    probe = p.matrix(np.arange(1, p.nnz + 1, dtype=np.float64))
-    result = operation(probe)
+    values ``1 .. nnz``: the result's pattern, and where each of its values came from
+    (see :func:`from_probe`)."""
+    return from_probe(operation(p.matrix(probe_values([p.nnz])[0])), p.nnz, expected)
+
+
+def probe_values(sizes: list[int]) -> list[np.ndarray]:
+    """Probe values for operands of ``sizes`` values: ``1 .. sum(sizes)``, in turn."""
+    return np.split(np.arange(1, sum(sizes) + 1, dtype=np.float64), np.cumsum(sizes)[:-1])
+
+
+def from_probe(result: Any, count: int, expected: int | None = None) -> LinearMap:
+    """The map to scipy's ``result``, a matrix made of probe values ``1 .. count``: where
+    each of its values came from, and its pattern. ``expected`` (the number of values the
+    result must keep) catches an operation that summed values, which probes cannot tell
+    apart from moves."""
     if result.format not in ("csr", "csc", "coo"):
         result = result.tocsr()
     values = np.asarray(result.data)
     positions = values.astype(np.int64) - 1
     if (expected is not None and values.size != expected) or np.any(positions + 1 != values):
-        msg = "a sparse op summed stored values where nodegrad expected it to move them"
+        msg = "scipy summed stored values where nodegrad expected it to move them: convert each matrix with .tocsr()"
         raise ShapeError(msg)
-    select = summing(np.arange(values.size), positions, values.size, p.nnz)
-    return LinearMap(select, pattern_of(result))
+    return LinearMap(summing(np.arange(values.size), positions, values.size, count), pattern_of(result))
 
 
 def has_duplicates(p: Pattern) -> bool:

@@ -20,7 +20,6 @@ the first time one meets a transform.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Hashable
 from types import FrameType
 from typing import Any
@@ -36,7 +35,7 @@ from nodegrad.errors import ShapeError
 from nodegrad.ops.sparse.matrix import SparseMatrix, sparse_of
 from nodegrad.ops.sparse.pattern import FORMATS, pattern_of
 
-__all__ = ["as_sparse"]
+__all__ = ["sparse_matrix_of"]
 
 _KEYS: list[Hashable] = ["data"]
 
@@ -103,24 +102,14 @@ def _refused(value: Any, key: Any) -> Any:
     raise AssertionError  # (unreachable: only other formats are refused here)
 
 
-def as_sparse(value: Any) -> Any:
-    """``value`` with each scipy.sparse matrix in it (through dicts, lists and tuples) as a
-    :class:`SparseMatrix`: what a transform hands its function for an argument it does not
-    differentiate, so the function sees the same value whichever arguments are
-    differentiated (its methods take traced operands). Costs nothing where scipy.sparse was
-    never imported."""
-    if "scipy.sparse" not in sys.modules:
-        return value
+def sparse_matrix_of(value: Any) -> SparseMatrix | None:
+    """A scipy.sparse CSR, CSC or COO matrix as a :class:`SparseMatrix` (``None`` for any
+    other value): what a function sees of one passed to a transform and not
+    differentiated, so it sees the same value whichever arguments are differentiated."""
     kind = type(value)
-    if kind is np.ndarray or kind is float or kind is int:
-        return value
     if getattr(kind, "_format", None) in FORMATS and kind.__module__.startswith("scipy.sparse"):
         return SparseMatrix(value.data, pattern_of(value))
-    if kind is dict:
-        return {k: as_sparse(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return kind(as_sparse(v) for v in value)
-    return value
+    return None
 
 
 register_handler(SparseMatrix, _handler(_ours_data))

@@ -17,6 +17,6 @@ transforms) and :mod:`.signature` (what a replay's signature holds of a table's 
 
 from nodegrad.ops.tables.frame import Frame
 from nodegrad.ops.tables.series import Series
-from nodegrad.ops.tables.values import as_tables
+from nodegrad.ops.tables.values import table_of
 
-__all__ = ["Frame", "Series", "as_tables"]
+__all__ = ["Frame", "Series", "table_of"]

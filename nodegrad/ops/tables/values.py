@@ -33,29 +33,21 @@ from nodegrad.ops.tables.frame import Frame, unique_labels
 from nodegrad.ops.tables.series import Series
 from nodegrad.ops.tables.signature import index_key
 
-__all__ = ["as_tables"]
+__all__ = ["table_of"]
 
 
-def as_tables(value: Any) -> Any:
-    """``value`` with each pandas DataFrame and Series in it (through dicts, lists and
-    tuples) as nodegrad's table types: what a transform hands its function for an argument
-    it does not differentiate, so the function sees a table whichever arguments are
-    differentiated. Costs nothing where pandas was never imported."""
+def table_of(value: Any) -> Any:
+    """A pandas DataFrame or Series as nodegrad's table type (``None`` for any other
+    value): what a function sees of one passed to a transform and not differentiated, so it
+    sees a table whichever arguments are differentiated."""
     pd = sys.modules.get("pandas")
     if pd is None:
-        return value
-    kind = type(value)
-    if kind is np.ndarray or kind is float or kind is int:
-        return value
+        return None
     if isinstance(value, pd.DataFrame):
         return Frame(value)
     if isinstance(value, pd.Series):
         return Series(value)
-    if kind is dict:
-        return {k: as_tables(v) for k, v in value.items()}
-    if kind is list or kind is tuple:
-        return kind(as_tables(v) for v in value)
-    return value
+    return None
 
 
 # -- the handlers ---------------------------------------------------------------------------------

@@ -33,7 +33,8 @@ import scipy.sparse as _sparse
 from nodegrad.engine.guards import guarded
 from nodegrad.engine.levels import INTERPRETED
 from nodegrad.ops.sparse import SparseMatrix, is_sparse, pattern_of, sparse_of
-from nodegrad.ops.sparse.structure import LinearMap, converted, moved, summing
+from nodegrad.ops.sparse.matrix import moved_matrix
+from nodegrad.ops.sparse.structure import converted, from_probe, probe_values
 from nodegrad.scipy.sparse import linalg as linalg  # (scipy.sparse.linalg, as an attribute)
 
 __all__ = [
@@ -104,9 +105,7 @@ def _converted(made: SparseMatrix, cls: Any) -> SparseMatrix:
         coo = made.tocoo()
         template = cls((np.ones(coo.nnz), (coo.pattern.rows, coo.pattern.cols)), shape=made.shape)
         return SparseMatrix(coo.data, pattern_of(template))
-    linear = converted(made.pattern, cls)
-    assert linear.pattern is not None
-    return SparseMatrix(moved(made.data, linear), linear.pattern)
+    return moved_matrix(made.data, converted(made.pattern, cls))
 
 
 _CONSTRUCTOR_DOC = """scipy's ``{name}``, also from traced values on a fixed pattern.
@@ -155,18 +154,10 @@ def _stack(name: str, stack: Any, blocks: Any, format: str | None, dtype: Any) -
     if not any(isinstance(b, SparseMatrix) for b in blocks):
         return stack(blocks, format=format, dtype=dtype)
     parts = [sparse_of(b) if issparse(b) else sparse_of(_sparse.csr_array(np.atleast_2d(b))) for b in blocks]
-    offsets = np.cumsum([0] + [p.nnz for p in parts])
-    probes = [p.pattern.matrix(np.arange(1, p.nnz + 1, dtype=np.float64) + offsets[k]) for k, p in enumerate(parts)]
-    result = stack(probes, format=format or parts[0].format)
-    if result.format not in ("csr", "csc", "coo"):
-        result = result.tocsr()
-    positions = np.asarray(result.data).astype(np.int64) - 1
-    if result.nnz != offsets[-1]:
-        msg = f"{name}: scipy summed duplicate entries of the blocks; convert each block with .tocsr() first"
-        raise ValueError(msg)
-    data = np.concatenate([p.data for p in parts])
-    linear = LinearMap(summing(np.arange(positions.size), positions, positions.size, int(offsets[-1])), None)
-    return SparseMatrix(moved(data, linear), pattern_of(result))
+    sizes = [part.nnz for part in parts]
+    probes = [part.pattern.matrix(v) for part, v in zip(parts, probe_values(sizes), strict=True)]
+    linear = from_probe(stack(probes, format=format or parts[0].format), sum(sizes), sum(sizes))
+    return moved_matrix(np.concatenate([part.data for part in parts]), linear)
 
 
 @guarded
@@ -210,16 +201,11 @@ def _diagonals(name: str, make: Any, diagonals: Any, offsets: Any, shape: Any, f
     if not any(_traced(d) for d in listed):
         return make(diagonals, offsets=offsets, shape=shape, format=format, dtype=dtype)
     sizes = [int(np.size(d)) for d in listed]
-    starts = np.cumsum([0, *sizes])
-    probes = [np.arange(1, size + 1, dtype=np.float64) + starts[k] for k, size in enumerate(sizes)]
-    probes = [p.reshape(np.shape(d)) for p, d in zip(probes, listed, strict=True)]
+    probes = [v.reshape(np.shape(d)) for v, d in zip(probe_values(sizes), listed, strict=True)]
     result = make(probes[0] if single else probes, offsets=offsets, shape=shape, format="csr", dtype=None)
-    positions = np.asarray(result.data).astype(np.int64) - 1
+    linear = from_probe(result, sum(sizes))
     data = np.concatenate([np.reshape(d, (-1,)) for d in listed])
-    if dtype is not None:
-        data = data.astype(dtype)
-    linear = LinearMap(summing(np.arange(positions.size), positions, positions.size, int(starts[-1])), None)
-    made = SparseMatrix(moved(data, linear), pattern_of(result))
+    made = moved_matrix(data if dtype is None else data.astype(dtype), linear)
     return made if format in (None, "csr", "dia") else made.asformat(format)
 
 
